@@ -1,0 +1,151 @@
+//! `cairn bench`: cairn's own overhead on synthetic plans — N independent trivial steps
+//! plus one step that needs all of them. Every figure comes with a reference measured in
+//! the same run on the same machine (a bare process start, a bare `sh` step).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::args::Cli;
+use crate::context::Exit;
+use crate::{FAILED, OK};
+
+/// The synthetic plan: `n` independent steps and a fan-in step over all of them.
+pub fn fan_in_plan(n: usize) -> String {
+    let mut s = format!("study \"bench-{n}\"\n");
+    for i in 0..n {
+        let _ = writeln!(
+            s,
+            "step \"s{i:05}\" {{\n    run \"echo {i} > out\"\n    output \"out\"\n}}"
+        );
+    }
+    s.push_str("step \"all\" {\n    run \"cat */out | wc -l > count\"\n");
+    for i in 0..n {
+        let _ = writeln!(s, "    needs \"s{i:05}\"");
+    }
+    s.push_str("    output \"count\"\n}\n");
+    s
+}
+
+struct Timed {
+    wall: Duration,
+    summary: serde_json::Value,
+}
+
+fn cairn_run(exe: &Path, dir: &Path, jobs: usize) -> Result<Timed, String> {
+    let t = Instant::now();
+    let out = Command::new(exe)
+        .current_dir(dir)
+        .args([
+            "--results",
+            "results",
+            "--cache",
+            "cache",
+            "--json",
+            "run",
+            "plan.kdl",
+        ])
+        .arg("--jobs")
+        .arg(jobs.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+    let wall = t.elapsed();
+    if !out.status.success() {
+        return Err(format!("cairn run failed with {}", out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summary = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "run_finished")
+        .map(|v| v["summary"].clone())
+        .ok_or("no run_finished event")?;
+    Ok(Timed { wall, summary })
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Time of `runs` bare process starts of `cmd` (the floor under any CLI).
+fn process_floor(cmd: &Path, args: &[&str], runs: usize) -> Duration {
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let _ = Command::new(cmd)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        v.push(t.elapsed());
+    }
+    median(v)
+}
+
+pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
+    let exe = std::env::current_exe().map_err(|e| {
+        eprintln!("error: cannot find the cairn binary: {e}");
+        Exit(FAILED)
+    })?;
+    let floor_cairn = process_floor(&exe, &["--version"], 20);
+    let floor_sh = process_floor(Path::new("sh"), &["-c", "echo 1 > /dev/null"], 50);
+    println!(
+        "reference, same run: `cairn --version` {:.2} ms; `sh -c 'echo 1'` {:.2} ms",
+        ms(floor_cairn),
+        ms(floor_sh)
+    );
+    for &n in sizes {
+        let dir = tempfile::tempdir().map_err(|e| {
+            eprintln!("error: temp dir: {e}");
+            Exit(FAILED)
+        })?;
+        std::fs::write(dir.path().join("plan.kdl"), fan_in_plan(n)).map_err(|e| {
+            eprintln!("error: writing plan: {e}");
+            Exit(FAILED)
+        })?;
+        let steps = n + 1;
+        let run = |j| {
+            cairn_run(&exe, dir.path(), j).map_err(|e| {
+                eprintln!("error: {e}");
+                Exit(FAILED)
+            })
+        };
+        // first run with one job: wall − Σ command time = cairn's own work
+        let first = run(1)?;
+        let command_ms = first.summary["command_ms"].as_f64().unwrap_or(0.0);
+        let overhead = (ms(first.wall) - command_ms) / steps as f64;
+        let mut cached = Vec::new();
+        for _ in 0..5 {
+            let r = run(jobs)?;
+            if r.summary["ran"].as_u64() != Some(0) {
+                eprintln!("error: the re-run was not fully cached: {}", r.summary);
+                return Err(Exit(FAILED));
+            }
+            cached.push(r.wall);
+        }
+        let cached_med = median(cached.clone());
+        let cached_min = *cached.iter().min().expect("five runs");
+        println!("{steps} steps ({n} independent + 1 fan-in):");
+        println!(
+            "  first run (--jobs 1): {:.0} ms wall, {:.0} ms in the steps' own commands → overhead {:.3} ms/step ({:.2}× a bare `sh` start)",
+            ms(first.wall),
+            command_ms,
+            overhead,
+            overhead / ms(floor_sh)
+        );
+        println!(
+            "  fully cached re-run (--jobs {jobs}, whole process): median {:.1} ms, min {:.1} ms over 5 ({:.1}× a bare `cairn --version`)",
+            ms(cached_med),
+            ms(cached_min),
+            ms(cached_med) / ms(floor_cairn)
+        );
+    }
+    Ok(OK)
+}

@@ -1,0 +1,70 @@
+//! Shared set-up for commands: load and resolve a plan (errors → exit 2 with a
+//! diagnostic), open the store, probe the machine, find the cache directory.
+
+use std::path::{Path, PathBuf};
+
+use cairn_graph::{Fingerprint, Selector, StepGraph};
+use cairn_store::Store;
+
+use crate::BAD_INPUT;
+
+/// An error already reported to the user, carrying the exit code to use.
+#[derive(Debug)]
+pub struct Exit(pub i32);
+
+pub fn load_graph(path: &Path) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
+    let plan = cairn_plan::load(path).map_err(|e| {
+        eprint!("{}", cairn_plan::render(&e));
+        Exit(BAD_INPUT)
+    })?;
+    let graph = cairn_graph::resolve(&plan).map_err(|e| {
+        eprintln!("error: {e}");
+        Exit(BAD_INPUT)
+    })?;
+    Ok((plan, graph))
+}
+
+pub fn open_store(results: &Path) -> Result<Store, Exit> {
+    Store::open(results).map_err(|e| {
+        eprintln!(
+            "error: cannot open the store under {}: {e}",
+            results.display()
+        );
+        Exit(BAD_INPUT)
+    })
+}
+
+pub fn selectors(raw: &[String]) -> Result<Vec<Selector>, Exit> {
+    raw.iter()
+        .map(|s| Selector::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            Exit(BAD_INPUT)
+        })
+}
+
+pub fn fingerprint() -> Fingerprint {
+    let h = cairn_exec::machine::probe();
+    Fingerprint {
+        cpu_model: h.cpu_model,
+        cores: h.cores,
+        threads: h.threads,
+        memory_bytes: h.memory_bytes,
+        kernel: h.kernel,
+        runtime: "host".into(),
+    }
+}
+
+pub fn cache_dir(explicit: Option<&Path>) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(x).join("cairn");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache").join("cairn");
+    }
+    std::env::temp_dir().join("cairn-cache")
+}

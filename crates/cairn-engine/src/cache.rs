@@ -1,0 +1,29 @@
+//! Is a step's result already in the store? A record counts only if every blob it
+//! names is present with its recorded size (content is re-checked when it is read).
+
+use cairn_store::{Record, Store};
+
+pub fn usable_record(store: &Store, key: &str) -> Lookup {
+    match store.get_record(key) {
+        Ok(Some(rec)) => {
+            let missing = rec
+                .blobs()
+                .find(|b| !store.has_blob(b))
+                .map(|b| b.digest.clone());
+            if let Some(digest) = missing {
+                Lookup::BlobMissing(digest)
+            } else {
+                Lookup::Hit(Box::new(rec))
+            }
+        }
+        Ok(None) => Lookup::Miss,
+        Err(e) => Lookup::Corrupt(e.to_string()),
+    }
+}
+
+pub enum Lookup {
+    Hit(Box<Record>),
+    Miss,
+    BlobMissing(String),
+    Corrupt(String),
+}

@@ -1,0 +1,306 @@
+//! `cairn plan` / `cairn explain`: for every step, cached / will run / pending / blocked,
+//! and why — which part of its definition or which input changed, old → new.
+
+use std::collections::{BTreeMap, HashSet};
+
+use cairn_graph::diff::diff;
+use cairn_graph::{step_key, Fingerprint, Selector, StepGraph, StepId, StepKind};
+use cairn_store::Store;
+use serde_json::Value;
+
+use crate::cache::{usable_record, Lookup};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Its record is in the store: nothing to do.
+    Cached,
+    /// Its key is known and has no usable record: it will run.
+    Run,
+    /// An input will run first; its key is known only once that input's output is.
+    Pending,
+    /// It cannot run (no executor for its kind yet, or an input is blocked).
+    Blocked,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Reason {
+    /// No earlier run of this step is remembered.
+    New,
+    /// `--fresh` selected it.
+    Fresh,
+    /// Its record exists but a blob it names is missing or was quarantined.
+    BlobMissing {
+        digest: String,
+    },
+    CorruptRecord {
+        error: String,
+    },
+    /// A field of its key changed (definition, code version, fingerprint, pass).
+    Changed {
+        path: String,
+        old: Option<Value>,
+        new: Option<Value>,
+    },
+    /// An input's output changed.
+    InputChanged {
+        mount: String,
+        from: String,
+        old: Option<String>,
+        new: String,
+    },
+    /// An input will run first.
+    InputPending {
+        mount: String,
+        from: String,
+    },
+    InputBlocked {
+        mount: String,
+        from: String,
+    },
+    /// A remembered earlier key whose record is gone (e.g. removed by `gc`).
+    PreviousGone {
+        key: String,
+    },
+    NotExecutable {
+        kind: String,
+    },
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StepStatus {
+    pub id: StepId,
+    pub address: String,
+    pub kind: &'static str,
+    pub status: Status,
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_json: Option<Value>,
+    pub reasons: Vec<Reason>,
+}
+
+/// Status of every step, in graph order (indexed by step id).
+pub fn statuses(
+    graph: &StepGraph,
+    store: &Store,
+    fingerprint: &Fingerprint,
+    fresh: &[Selector],
+    with_key_json: bool,
+) -> Vec<StepStatus> {
+    let remembered: BTreeMap<String, String> = store.names(&graph.study).unwrap_or_default();
+    let mut digests: Vec<Option<String>> = vec![None; graph.steps.len()];
+    let mut out: Vec<Option<StepStatus>> = vec![None; graph.steps.len()];
+    for &id in &graph.order {
+        let step = &graph.steps[id];
+        let mut reasons = Vec::new();
+        let mut waiting = false;
+        let mut blocked = false;
+        for i in &step.inputs {
+            let from = &graph.steps[i.from];
+            let st = out[i.from].as_ref().expect("topological order").status;
+            match st {
+                Status::Cached => {}
+                Status::Blocked => {
+                    blocked = true;
+                    reasons.push(Reason::InputBlocked {
+                        mount: i.mount.clone(),
+                        from: from.address.clone(),
+                    })
+                }
+                _ => {
+                    waiting = true;
+                    reasons.push(Reason::InputPending {
+                        mount: i.mount.clone(),
+                        from: from.address.clone(),
+                    })
+                }
+            }
+        }
+        let executable = step.kind == StepKind::Command;
+        if !executable {
+            reasons.insert(
+                0,
+                Reason::NotExecutable {
+                    kind: step.kind.as_str().into(),
+                },
+            );
+        }
+        let status = if !executable || blocked {
+            Status::Blocked
+        } else if waiting {
+            Status::Pending
+        } else {
+            Status::Run // refined below once the key is known
+        };
+        let mut st = StepStatus {
+            id,
+            address: step.address.clone(),
+            kind: step.kind.as_str(),
+            status,
+            key: None,
+            key_json: None,
+            reasons,
+        };
+        if !waiting && !blocked {
+            let ds: Vec<&str> = step
+                .inputs
+                .iter()
+                .map(|i| digests[i.from].as_deref().expect("cached input"))
+                .collect();
+            let key = step_key(step, &ds, Some(fingerprint));
+            let hash = key.hash();
+            let key_json = key.to_json();
+            if executable {
+                let is_fresh = cairn_graph::select::any_matches(fresh, step);
+                match usable_record(store, &hash) {
+                    Lookup::Hit(r) if !is_fresh => {
+                        st.status = Status::Cached;
+                        digests[id] = Some(r.output_digest.clone());
+                    }
+                    Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
+                    Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
+                    Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
+                    Lookup::Miss => st.reasons.extend(why_new_key(
+                        store,
+                        graph,
+                        &remembered,
+                        id,
+                        &hash,
+                        &key_json,
+                    )),
+                }
+            }
+            st.key = Some(hash);
+            if with_key_json {
+                st.key_json = Some(key_json);
+            }
+        }
+        out[id] = Some(st);
+    }
+    out.into_iter().map(|s| s.expect("every step")).collect()
+}
+
+/// Compare the key this step has now with the key its last recorded run had.
+fn why_new_key(
+    store: &Store,
+    graph: &StepGraph,
+    remembered: &BTreeMap<String, String>,
+    id: StepId,
+    _hash: &str,
+    key_json: &Value,
+) -> Vec<Reason> {
+    let step = &graph.steps[id];
+    let Some(prev_key) = remembered.get(&step.address) else {
+        return vec![Reason::New];
+    };
+    let prev = match store.get_record(prev_key) {
+        Ok(Some(r)) => r,
+        _ => {
+            return vec![Reason::PreviousGone {
+                key: prev_key.clone(),
+            }]
+        }
+    };
+    let mut reasons = Vec::new();
+    let old_inputs = inputs_by_mount(&prev.key_json);
+    let new_inputs = inputs_by_mount(key_json);
+    for (mount, new) in &new_inputs {
+        let old = old_inputs.get(mount);
+        if old != Some(new) {
+            let from = step
+                .inputs
+                .iter()
+                .find(|i| &i.mount == mount)
+                .map(|i| graph.steps[i.from].address.clone())
+                .unwrap_or_default();
+            reasons.push(Reason::InputChanged {
+                mount: mount.clone(),
+                from,
+                old: old.cloned(),
+                new: new.clone(),
+            });
+        }
+    }
+    for mount in old_inputs.keys() {
+        if !new_inputs.contains_key(mount) {
+            reasons.push(Reason::Changed {
+                path: format!("inputs.{mount}"),
+                old: old_inputs.get(mount).map(|d| Value::String(d.clone())),
+                new: None,
+            });
+        }
+    }
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Value::Object(m) = &mut v {
+            m.remove("inputs");
+        }
+        v
+    };
+    for c in diff(&strip(&prev.key_json), &strip(key_json)) {
+        reasons.push(Reason::Changed {
+            path: c.path,
+            old: c.old,
+            new: c.new,
+        });
+    }
+    reasons
+}
+
+fn inputs_by_mount(key_json: &Value) -> BTreeMap<String, String> {
+    key_json
+        .get("inputs")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| {
+                    Some((
+                        i.get("mount")?.as_str()?.to_string(),
+                        i.get("digest")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The statuses that explain `selector`: each matching step, then (depth first) every
+/// input that made it stale, down to the first step that changed by itself.
+pub fn explain(graph: &StepGraph, all: &[StepStatus], selector: &Selector) -> Vec<(usize, StepId)> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for s in graph.steps.iter().filter(|s| selector.matches(s)) {
+        walk(graph, all, s.id, 0, &mut seen, &mut out);
+    }
+    out
+}
+
+fn walk(
+    graph: &StepGraph,
+    all: &[StepStatus],
+    id: StepId,
+    depth: usize,
+    seen: &mut HashSet<StepId>,
+    out: &mut Vec<(usize, StepId)>,
+) {
+    if !seen.insert(id) {
+        return;
+    }
+    out.push((depth, id));
+    for r in &all[id].reasons {
+        let from = match r {
+            Reason::InputChanged { from, .. }
+            | Reason::InputPending { from, .. }
+            | Reason::InputBlocked { from, .. } => from,
+            _ => continue,
+        };
+        if let Some(i) = graph.steps[id]
+            .inputs
+            .iter()
+            .find(|i| &graph.steps[i.from].address == from)
+        {
+            walk(graph, all, i.from, depth + 1, seen, out);
+        }
+    }
+}

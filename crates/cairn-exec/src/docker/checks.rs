@@ -1,0 +1,167 @@
+//! Variant checks: evidence that a running server is the variant it claims to be (version, build machine, allocator, binary word size, mapped libraries).
+//!
+//! SQL variables come from the server itself (`mariadb` via exec); the word size and the
+//! mapped libraries are read on the host through the server's host PID: the ELF class byte
+//! of `/proc/<pid>/exe` and the paths in `/proc/<pid>/maps` (inside the container the server
+//! is non-dumpable and `/proc/<pid>/maps` is denied).
+
+use std::io::Read;
+use std::path::Path;
+
+use super::server::Server;
+use super::{Docker, DockerError, Result};
+
+/// Whether one allocator library is mapped into the server process.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AllocatorCheck {
+    /// What was looked for, e.g. `libtcmalloc_minimal`.
+    pub library: String,
+    pub mapped: bool,
+    /// The mapped file(s) that matched.
+    pub paths: Vec<String>,
+}
+
+/// What the running server is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VariantChecks {
+    /// `@@version`, e.g. `10.11.11-MariaDB-0+deb12u1`.
+    pub version: String,
+    /// `@@version_compile_machine`, e.g. `x86_64`, `i686`.
+    pub compile_machine: String,
+    /// `@@version_malloc_library`, e.g. `system`, `tcmalloc gperftools 2.10`.
+    pub malloc_library: String,
+    /// 32 or 64, from the ELF header of the running binary.
+    pub word_size: u8,
+    /// `/proc/<pid>/comm` of the process checked (should be `mariadbd`).
+    pub process_name: String,
+    /// The binary's path as the process sees it (`readlink /proc/<pid>/exe`).
+    pub binary: String,
+    pub host_pid: u32,
+    pub allocators: Vec<AllocatorCheck>,
+}
+
+impl VariantChecks {
+    /// Whether a library whose name contains `library` was found mapped.
+    pub fn is_mapped(&self, library: &str) -> bool {
+        self.allocators
+            .iter()
+            .any(|a| a.library == library && a.mapped)
+    }
+}
+
+impl Docker {
+    /// Check the running `server`; `allocators` are library name fragments to look for in
+    /// its memory map (e.g. `libtcmalloc_minimal`, `libjemalloc`).
+    pub fn variant_checks(&self, server: &Server, allocators: &[&str]) -> Result<VariantChecks> {
+        let out = self.sql(
+            server,
+            "SELECT @@version, @@version_compile_machine, @@version_malloc_library",
+        )?;
+        let line = out.lines().next().unwrap_or_default();
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 3 {
+            return Err(DockerError::Invalid(format!(
+                "unexpected variable output: {out:?}"
+            )));
+        }
+        let proc_dir = Path::new("/proc").join(server.host_pid.to_string());
+        let word_size = elf_word_size(&proc_dir.join("exe"))?;
+        let maps = std::fs::read_to_string(proc_dir.join("maps"))
+            .map_err(DockerError::io(format!("read {}/maps", proc_dir.display())))?;
+        let process_name = std::fs::read_to_string(proc_dir.join("comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let binary = std::fs::read_link(proc_dir.join("exe"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        Ok(VariantChecks {
+            version: f[0].to_string(),
+            compile_machine: f[1].to_string(),
+            malloc_library: f[2].to_string(),
+            word_size,
+            process_name,
+            binary,
+            host_pid: server.host_pid,
+            allocators: allocators
+                .iter()
+                .map(|lib| allocator_in_maps(&maps, lib))
+                .collect(),
+        })
+    }
+}
+
+/// 32 or 64 from an ELF file's class byte (offset 4: 1 = 32-bit, 2 = 64-bit).
+pub fn elf_word_size(path: &Path) -> Result<u8> {
+    let mut head = [0u8; 5];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .map_err(DockerError::io(format!(
+            "read the ELF header of {}",
+            path.display()
+        )))?;
+    elf_class(&head)
+        .ok_or_else(|| DockerError::Invalid(format!("{} is not an ELF file", path.display())))
+}
+
+/// The word size from the first bytes of an ELF file.
+pub fn elf_class(head: &[u8]) -> Option<u8> {
+    if head.len() < 5 || &head[..4] != b"\x7fELF" {
+        return None;
+    }
+    match head[4] {
+        1 => Some(32),
+        2 => Some(64),
+        _ => None,
+    }
+}
+
+/// Which mapped files (the path column of `/proc/<pid>/maps`) have a file name containing `library`.
+pub fn allocator_in_maps(maps: &str, library: &str) -> AllocatorCheck {
+    let mut paths: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.rsplit('/').next().is_some_and(|f| f.contains(library)))
+        .map(String::from)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    AllocatorCheck {
+        library: library.to_string(),
+        mapped: !paths.is_empty(),
+        paths,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elf_classes() {
+        assert_eq!(elf_class(b"\x7fELF\x02\x01"), Some(64));
+        assert_eq!(elf_class(b"\x7fELF\x01"), Some(32));
+        assert_eq!(elf_class(b"#!/bin"), None);
+        // this test binary itself
+        let me = std::env::current_exe().unwrap();
+        assert_eq!(elf_word_size(&me).unwrap(), (usize::BITS) as u8);
+    }
+
+    #[test]
+    fn maps_matching() {
+        let maps = "\
+55d0c0000000-55d0c0100000 r--p 00000000 00:2f 123 /usr/sbin/mariadbd
+7f0000000000-7f0000020000 r-xp 00000000 00:2f 456 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.10
+7f0000020000-7f0000030000 r--p 00020000 00:2f 456 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.10
+7f0000040000-7f0000041000 rw-p 00000000 00:00 0 
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]
+";
+        let t = allocator_in_maps(maps, "libtcmalloc_minimal");
+        assert!(t.mapped);
+        assert_eq!(
+            t.paths,
+            ["/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.10"]
+        );
+        assert!(!allocator_in_maps(maps, "libjemalloc").mapped);
+    }
+}

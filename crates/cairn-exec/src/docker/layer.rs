@@ -1,0 +1,253 @@
+//! Image layers: run a shell command in a container from an image, or upload files into one, and commit the result as the next image.
+//!
+//! Each layer is tagged `cairn/<name>:<tag from key>` and labelled `cairn.key=<key>` and
+//! `cairn.parent=<parent image id>`; an existing image with that tag and key is reused. The
+//! committed image keeps the parent's `CMD`/`ENTRYPOINT` (not the layer's build command).
+
+use std::time::Instant;
+
+use bollard::models::ContainerConfig;
+use bollard::query_parameters::{CommitContainerOptionsBuilder, UploadToContainerOptionsBuilder};
+
+use super::{
+    container_logs, create_build_container, image_ref, remove_container_quiet, wait_exit, Docker,
+    DockerError, Result, LABEL_KEY, LABEL_PARENT,
+};
+
+/// `PATH` for images without an `Env`.
+pub(crate) const DEFAULT_PATH: &str =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// A file placed into an image by [`Docker::file_layer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerFile {
+    /// Path relative to the destination directory (no `..`).
+    pub path: String,
+    pub contents: Vec<u8>,
+    /// Unix permission bits, e.g. `0o644`.
+    pub mode: u32,
+}
+
+/// An image made by a layer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LayerImage {
+    pub id: String,
+    pub reference: String,
+    /// False if it already existed with the same key.
+    pub built: bool,
+}
+
+impl Docker {
+    /// Run `script` with `/bin/sh -c` (as root, with network, `env` as `KEY=VALUE`) in a
+    /// container from `parent` and commit the result as `cairn/<name>:<tag from key>`.
+    /// A non-zero exit fails with the last lines of the output.
+    pub fn run_layer(
+        &self,
+        parent: &str,
+        name: &str,
+        key: &str,
+        script: &str,
+        env: &[String],
+    ) -> Result<LayerImage> {
+        let reference = image_ref(name, key);
+        if let Some(id) = self.image_with_key(&reference, key)? {
+            return Ok(LayerImage {
+                id,
+                reference,
+                built: false,
+            });
+        }
+        let t0 = Instant::now();
+        let api = &self.inner.api;
+        let id = self.block_on(async {
+            let cmd = vec!["/bin/sh".to_string(), "-c".to_string(), script.to_string()];
+            let cid = create_build_container(api, parent, cmd, env.to_vec(), true).await?;
+            let r = async {
+                api.start_container(&cid, None)
+                    .await
+                    .map_err(DockerError::api(format!(
+                        "start layer container from {parent}"
+                    )))?;
+                let code = wait_exit(api, &cid).await?;
+                if code != 0 {
+                    let out = container_logs(api, &cid, Some(30)).await?;
+                    return Err(DockerError::Command {
+                        cmd: script.to_string(),
+                        image: parent.to_string(),
+                        code,
+                        output_tail: out.tail(30),
+                    });
+                }
+                commit(api, &cid, parent, &reference, key).await
+            }
+            .await;
+            let removed = remove_container_quiet(api, &cid).await;
+            let id = r?;
+            removed?;
+            Ok::<_, DockerError>(id)
+        })?;
+        eprintln!("cairn: layer {reference} built in {:.1?}", t0.elapsed());
+        Ok(LayerImage {
+            id,
+            reference,
+            built: true,
+        })
+    }
+
+    /// Upload `files` under the absolute directory `dest` into a container from `parent`
+    /// (not started) and commit it as `cairn/<name>:<tag from key>`.
+    pub fn file_layer(
+        &self,
+        parent: &str,
+        name: &str,
+        key: &str,
+        dest: &str,
+        files: &[LayerFile],
+    ) -> Result<LayerImage> {
+        if !dest.starts_with('/') {
+            return Err(DockerError::Invalid(format!(
+                "file layer destination `{dest}` is not absolute"
+            )));
+        }
+        let reference = image_ref(name, key);
+        if let Some(id) = self.image_with_key(&reference, key)? {
+            return Ok(LayerImage {
+                id,
+                reference,
+                built: false,
+            });
+        }
+        let archive = tar_files(files)?;
+        let api = &self.inner.api;
+        let id = self.block_on(async {
+            // The directory must exist for the upload; create it with a short run first.
+            let cmd = vec!["/bin/mkdir".to_string(), "-p".to_string(), dest.to_string()];
+            let cid = create_build_container(api, parent, cmd, Vec::new(), false).await?;
+            let r = async {
+                api.start_container(&cid, None)
+                    .await
+                    .map_err(DockerError::api(format!(
+                        "start file-layer container from {parent}"
+                    )))?;
+                let code = wait_exit(api, &cid).await?;
+                if code != 0 {
+                    return Err(DockerError::Invalid(format!(
+                        "mkdir -p {dest} in {parent} exited with {code}"
+                    )));
+                }
+                let opts = UploadToContainerOptionsBuilder::new().path(dest).build();
+                api.upload_to_container(&cid, Some(opts), bollard::body_full(archive.into()))
+                    .await
+                    .map_err(DockerError::api(format!("upload files to {dest}")))?;
+                commit(api, &cid, parent, &reference, key).await
+            }
+            .await;
+            let removed = remove_container_quiet(api, &cid).await;
+            let id = r?;
+            removed?;
+            Ok::<_, DockerError>(id)
+        })?;
+        Ok(LayerImage {
+            id,
+            reference,
+            built: true,
+        })
+    }
+}
+
+/// A tar archive of `files` (owner root, given modes).
+pub(crate) fn tar_files(files: &[LayerFile]) -> Result<Vec<u8>> {
+    let mut b = tar::Builder::new(Vec::new());
+    for f in files {
+        let path = f.path.trim_start_matches('/');
+        if path.is_empty() || path.split('/').any(|c| c == "..") {
+            return Err(DockerError::Invalid(format!(
+                "bad layer file path `{}`",
+                f.path
+            )));
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_size(f.contents.len() as u64);
+        h.set_mode(f.mode);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, path, f.contents.as_slice())
+            .map_err(DockerError::io(format!("tar {path}")))?;
+    }
+    b.into_inner().map_err(DockerError::io("finish tar"))
+}
+
+/// Commit container `cid` as `reference`, keeping `parent`'s CMD/ENTRYPOINT; returns the image id.
+async fn commit(
+    api: &bollard::Docker,
+    cid: &str,
+    parent: &str,
+    reference: &str,
+    key: &str,
+) -> Result<String> {
+    let parent_img = api
+        .inspect_image(parent)
+        .await
+        .map_err(DockerError::api(format!("inspect image {parent}")))?;
+    let pconf = parent_img.config.unwrap_or_default();
+    let parent_id = parent_img.id.unwrap_or_default();
+    let mut labels = pconf.labels.unwrap_or_default();
+    labels.insert(LABEL_KEY.into(), key.into());
+    labels.insert(LABEL_PARENT.into(), parent_id);
+    let config = ContainerConfig {
+        cmd: Some(pconf.cmd.unwrap_or_else(|| vec!["/bin/bash".into()])),
+        entrypoint: pconf.entrypoint,
+        // Set explicitly: the engine would otherwise merge in the layer container's env.
+        env: Some(
+            pconf
+                .env
+                .filter(|e| !e.is_empty())
+                .unwrap_or_else(|| vec![DEFAULT_PATH.to_string()]),
+        ),
+        labels: Some(labels),
+        ..Default::default()
+    };
+    let (repo, tag) = reference.rsplit_once(':').expect("image_ref has a tag");
+    let opts = CommitContainerOptionsBuilder::new()
+        .container(cid)
+        .repo(repo)
+        .tag(tag)
+        .comment(&format!("cairn layer {reference}"))
+        .pause(false)
+        .build();
+    let r = api
+        .commit_container(opts, config)
+        .await
+        .map_err(DockerError::api(format!("commit {reference}")))?;
+    Ok(r.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tar_of_files() {
+        let files = [LayerFile {
+            path: "a/b.cnf".into(),
+            contents: b"[x]\n".to_vec(),
+            mode: 0o640,
+        }];
+        let t = tar_files(&files).unwrap();
+        let mut a = tar::Archive::new(t.as_slice());
+        let e: Vec<_> = a
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().into_owned())
+            .collect();
+        assert_eq!(e, [std::path::PathBuf::from("a/b.cnf")]);
+        let bad = [LayerFile {
+            path: "../x".into(),
+            contents: vec![],
+            mode: 0o644,
+        }];
+        assert!(tar_files(&bad).is_err());
+    }
+}

@@ -1,0 +1,547 @@
+//! Docker executor (bollard): base images from debootstrap, layers, manifests, MariaDB server containers, variant checks.
+//!
+//! Everything talks to the Docker Engine API through bollard and is async inside; the public
+//! API is blocking, because the engine that calls it is synchronous (rayon). [`Docker`] owns a
+//! tokio runtime; it is cheap to clone and can be used from many threads at once.
+//!
+//! Naming and labels:
+//! - images are tagged `cairn/<name>:<tag>` with the tag derived from the caller's key
+//!   ([`image_ref`]) and carry the label [`LABEL_KEY`]`=<full key>`;
+//! - server containers and networks carry [`LABEL_RUN`]`=<run>` (and containers
+//!   [`LABEL_STEP`]`=<step>`), so [`Docker::cleanup_stale`] can remove what a killed run left;
+//! - throwaway build/probe containers are named `cairn-build-…` and carry no labels (labels
+//!   of a committed container would end up in the image and in every container made from it).
+
+pub mod base;
+pub mod checks;
+pub mod layer;
+pub mod manifest;
+pub mod mirror;
+pub mod server;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+
+pub use base::{BaseImage, BaseSpec};
+pub use checks::{AllocatorCheck, VariantChecks};
+pub use layer::{LayerFile, LayerImage};
+pub use manifest::{ImageManifest, InstalledPackage};
+pub use mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
+pub use server::{CleanupReport, Server, ServerSpec};
+
+/// Label holding the full key of the step that produced an image.
+pub const LABEL_KEY: &str = "cairn.key";
+/// Label holding the run id on containers and networks.
+pub const LABEL_RUN: &str = "cairn.run";
+/// Label holding the step id on containers.
+pub const LABEL_STEP: &str = "cairn.step";
+/// Label holding the parent image id of a layer.
+pub const LABEL_PARENT: &str = "cairn.parent";
+
+/// The Engine API version this host speaks (Docker 20.10); used if negotiation fails.
+const FALLBACK_API_VERSION: &str = "1.41";
+
+/// Errors of the docker executor.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    #[error("cannot reach the Docker Engine: {0}")]
+    Connect(#[source] bollard::errors::Error),
+    #[error("docker {op}: {source}")]
+    Api {
+        op: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+    #[error("{op}: {source}")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no Debian mirror found: {0}")]
+    NoMirror(String),
+    #[error("debootstrap failed ({status}); last lines:\n{log_tail}")]
+    Debootstrap { status: String, log_tail: String },
+    #[error(
+        "`{cmd}` in {image} exited with code {code}; last lines of its output:\n{output_tail}"
+    )]
+    Command {
+        cmd: String,
+        image: String,
+        code: i64,
+        output_tail: String,
+    },
+    #[error(
+        "server {name} did not become ready: {reason}\n--- last lines of the server log ---\n{log_tail}"
+    )]
+    ServerNotReady {
+        name: String,
+        reason: String,
+        log_tail: String,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl DockerError {
+    pub(crate) fn api(op: impl Into<String>) -> impl FnOnce(bollard::errors::Error) -> Self {
+        let op = op.into();
+        move |source| DockerError::Api { op, source }
+    }
+    pub(crate) fn io(op: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let op = op.into();
+        move |source| DockerError::Io { op, source }
+    }
+}
+
+pub type Result<T, E = DockerError> = std::result::Result<T, E>;
+
+/// True if a bollard error is an HTTP 404 from the engine.
+pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+/// A blocking handle to the Docker Engine. Cheap to clone; usable from many threads.
+#[derive(Clone)]
+pub struct Docker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    rt: tokio::runtime::Runtime,
+    api: bollard::Docker,
+    /// Serialises "create network if missing" (the engine allows duplicate names).
+    network_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Docker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Docker")
+            .field("api_version", &self.api_version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Docker {
+    /// Connect with bollard's local defaults (`$DOCKER_HOST` or the unix socket) and negotiate the API version.
+    pub fn connect() -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cairn-docker")
+            .enable_all()
+            .build()
+            .map_err(DockerError::io("start the tokio runtime"))?;
+        let api = bollard::Docker::connect_with_local_defaults().map_err(DockerError::Connect)?;
+        let api = rt.block_on(async {
+            match api.clone().negotiate_version().await {
+                Ok(api) => Ok(api),
+                Err(e) => {
+                    tracing::warn!(
+                        "API version negotiation failed ({e}); using {FALLBACK_API_VERSION}"
+                    );
+                    bollard::Docker::connect_with_local(
+                        &std::env::var("DOCKER_HOST")
+                            .unwrap_or_else(|_| "unix:///var/run/docker.sock".into()),
+                        120,
+                        &bollard::ClientVersion {
+                            major_version: 1,
+                            minor_version: 41,
+                        },
+                    )
+                    .map_err(DockerError::Connect)
+                }
+            }
+        })?;
+        // Fail early with a clear message when the engine is not there.
+        rt.block_on(api.ping()).map_err(DockerError::Connect)?;
+        Ok(Docker {
+            inner: Arc::new(Inner {
+                rt,
+                api,
+                network_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The negotiated Engine API version, e.g. `1.41`.
+    pub fn api_version(&self) -> String {
+        let v = self.inner.api.client_version();
+        format!("{}.{}", v.major_version, v.minor_version)
+    }
+
+    /// The bollard client (for callers that need an API this module does not wrap).
+    pub fn api(&self) -> &bollard::Docker {
+        &self.inner.api
+    }
+
+    pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.inner.rt.block_on(f)
+    }
+
+    /// Id of the image with this reference, if it exists.
+    pub fn image_id(&self, reference: &str) -> Result<Option<String>> {
+        self.block_on(async {
+            match self.inner.api.inspect_image(reference).await {
+                Ok(img) => Ok(img.id),
+                Err(e) if is_not_found(&e) => Ok(None),
+                Err(e) => Err(DockerError::api(format!("inspect image {reference}"))(e)),
+            }
+        })
+    }
+
+    /// Remove an image by reference or id (`force` also removes it from stopped containers).
+    pub fn remove_image(&self, reference: &str, force: bool) -> Result<()> {
+        self.block_on(async {
+            let opts = bollard::query_parameters::RemoveImageOptionsBuilder::new()
+                .force(force)
+                .build();
+            match self
+                .inner
+                .api
+                .remove_image(reference, Some(opts), None)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) if is_not_found(&e) => Ok(()),
+                Err(e) => Err(DockerError::api(format!("remove image {reference}"))(e)),
+            }
+        })
+    }
+
+    /// Run `cmd` in a running container via the exec API; returns exit code and output.
+    pub fn exec(&self, container: &str, cmd: &[&str], user: Option<&str>) -> Result<ExecOutput> {
+        self.block_on(exec_async(&self.inner.api, container, cmd, user))
+    }
+
+    /// Run `cmd` in a throwaway container from `image` (no network, removed afterwards).
+    pub fn run_once(&self, image: &str, cmd: &[&str]) -> Result<ExecOutput> {
+        self.block_on(run_once_async(&self.inner.api, image, cmd, None))
+    }
+}
+
+/// Output of a command run in a container.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub exit_code: i64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl ExecOutput {
+    /// Last `n` lines of stdout and stderr together (stderr last).
+    pub fn tail(&self, n: usize) -> String {
+        let mut s = self.stdout.clone();
+        if !s.is_empty() && !s.ends_with('\n') {
+            s.push('\n');
+        }
+        s.push_str(&self.stderr);
+        tail_lines(&s, n)
+    }
+
+    /// `Ok(self)` if the exit code is 0, else a [`DockerError::Command`].
+    pub fn check(self, cmd: &[&str], image: &str) -> Result<Self> {
+        if self.exit_code == 0 {
+            Ok(self)
+        } else {
+            Err(DockerError::Command {
+                cmd: cmd.join(" "),
+                image: image.to_string(),
+                code: self.exit_code,
+                output_tail: self.tail(30),
+            })
+        }
+    }
+}
+
+/// The last `n` lines of `s`.
+pub fn tail_lines(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The image reference `cairn/<name>:<tag>` for a step key: the name lower-cased with
+/// characters Docker does not allow replaced by `-`; the tag is the key's allowed
+/// characters, at most 128 (a blake3 hex key, 64 characters, is used whole).
+pub fn image_ref(name: &str, key: &str) -> String {
+    format!("cairn/{}:{}", sanitize_name(name), key_tag(key))
+}
+
+pub(crate) fn sanitize_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '.' | '_' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    let s = s
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string();
+    if s.is_empty() {
+        "unnamed".into()
+    } else {
+        s
+    }
+}
+
+pub(crate) fn key_tag(key: &str) -> String {
+    let s: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let s = s.trim_start_matches(['.', '-']);
+    let s = if s.is_empty() { "latest" } else { s };
+    s.chars().take(128).collect()
+}
+
+/// A unique-enough suffix for throwaway container names.
+pub(crate) fn nonce() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{:x}-{}",
+        std::process::id(),
+        t & 0xffff_ffff,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub(crate) async fn exec_async(
+    api: &bollard::Docker,
+    container: &str,
+    cmd: &[&str],
+    user: Option<&str>,
+) -> Result<ExecOutput> {
+    let what = format!("exec `{}` in {container}", cmd.join(" "));
+    let created = api
+        .create_exec(
+            container,
+            CreateExecOptions {
+                cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
+                user: user.map(String::from),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(DockerError::api(what.clone()))?;
+    let mut out = ExecOutput::default();
+    match api
+        .start_exec(&created.id, None)
+        .await
+        .map_err(DockerError::api(what.clone()))?
+    {
+        StartExecResults::Attached { mut output, .. } => {
+            while let Some(chunk) = output.next().await {
+                collect_log(&mut out, chunk.map_err(DockerError::api(what.clone()))?);
+            }
+        }
+        StartExecResults::Detached => {}
+    }
+    // The output stream ends when the process exits; the exit code may lag a moment.
+    for _ in 0..100 {
+        let info = api
+            .inspect_exec(&created.id)
+            .await
+            .map_err(DockerError::api(what.clone()))?;
+        if info.running != Some(true) {
+            if let Some(code) = info.exit_code {
+                out.exit_code = code;
+                return Ok(out);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(DockerError::Invalid(format!(
+        "{what}: no exit code after the output ended"
+    )))
+}
+
+fn collect_log(out: &mut ExecOutput, chunk: LogOutput) {
+    match chunk {
+        LogOutput::StdErr { message } => out.stderr.push_str(&String::from_utf8_lossy(&message)),
+        LogOutput::StdOut { message } | LogOutput::Console { message } => {
+            out.stdout.push_str(&String::from_utf8_lossy(&message))
+        }
+        LogOutput::StdIn { .. } => {}
+    }
+}
+
+/// Logs of a container (stdout and stderr), optionally only the last `tail` lines.
+pub(crate) async fn container_logs(
+    api: &bollard::Docker,
+    container: &str,
+    tail: Option<usize>,
+) -> Result<ExecOutput> {
+    let opts = LogsOptionsBuilder::new()
+        .stdout(true)
+        .stderr(true)
+        .tail(&tail.map_or_else(|| "all".to_string(), |n| n.to_string()))
+        .build();
+    let mut out = ExecOutput::default();
+    let mut logs = api.logs(container, Some(opts));
+    while let Some(chunk) = logs.next().await {
+        collect_log(
+            &mut out,
+            chunk.map_err(DockerError::api(format!("logs of {container}")))?,
+        );
+    }
+    Ok(out)
+}
+
+/// Wait for a started container to exit; returns its exit code.
+pub(crate) async fn wait_exit(api: &bollard::Docker, container: &str) -> Result<i64> {
+    let mut wait = api.wait_container(container, None);
+    let mut code = 0;
+    while let Some(r) = wait.next().await {
+        match r {
+            Ok(resp) => code = resp.status_code,
+            // bollard reports a non-zero exit status as an error
+            Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = c,
+            Err(e) => return Err(DockerError::api(format!("wait for {container}"))(e)),
+        }
+    }
+    Ok(code)
+}
+
+/// Force-remove a container (and its anonymous volumes); a missing container is fine.
+pub(crate) async fn remove_container_quiet(api: &bollard::Docker, container: &str) -> Result<()> {
+    let opts = RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build();
+    match api.remove_container(container, Some(opts)).await {
+        Ok(()) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        // 409: removal already in progress
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409, ..
+        }) => Ok(()),
+        Err(e) => Err(DockerError::api(format!("remove container {container}"))(e)),
+    }
+}
+
+/// Create (not start) a throwaway container named `cairn-build-…`.
+pub(crate) async fn create_build_container(
+    api: &bollard::Docker,
+    image: &str,
+    cmd: Vec<String>,
+    env: Vec<String>,
+    network: bool,
+) -> Result<String> {
+    let name = format!("cairn-build-{}", nonce());
+    let body = ContainerCreateBody {
+        image: Some(image.to_string()),
+        cmd: Some(cmd),
+        env: if env.is_empty() { None } else { Some(env) },
+        user: Some("root".into()),
+        network_disabled: Some(!network),
+        host_config: Some(HostConfig {
+            network_mode: Some(if network { "bridge" } else { "none" }.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let opts = CreateContainerOptionsBuilder::new().name(&name).build();
+    let created = api
+        .create_container(Some(opts), body)
+        .await
+        .map_err(DockerError::api(format!("create container from {image}")))?;
+    Ok(created.id)
+}
+
+pub(crate) async fn run_once_async(
+    api: &bollard::Docker,
+    image: &str,
+    cmd: &[&str],
+    env: Option<Vec<String>>,
+) -> Result<ExecOutput> {
+    let id = create_build_container(
+        api,
+        image,
+        cmd.iter().map(|s| s.to_string()).collect(),
+        env.unwrap_or_default(),
+        false,
+    )
+    .await?;
+    let r = async {
+        api.start_container(&id, None)
+            .await
+            .map_err(DockerError::api(format!("start container from {image}")))?;
+        let code = wait_exit(api, &id).await?;
+        let mut out = container_logs(api, &id, None).await?;
+        out.exit_code = code;
+        Ok(out)
+    }
+    .await;
+    let removed = remove_container_quiet(api, &id).await;
+    let out = r?;
+    removed?;
+    Ok(out)
+}
+
+/// Labels as the engine wants them.
+pub(crate) fn labels<const N: usize>(pairs: [(&str, &str); N]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_refs() {
+        let key = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262";
+        assert_eq!(
+            image_ref("mariadb-bookworm", key),
+            format!("cairn/mariadb-bookworm:{key}")
+        );
+        assert_eq!(
+            image_ref("MariaDB Bookworm/i386", "k:1"),
+            "cairn/mariadb-bookworm-i386:k-1"
+        );
+        assert_eq!(image_ref("---", ".x"), "cairn/unnamed:x");
+        assert_eq!(key_tag(&"a".repeat(300)).len(), 128);
+    }
+
+    #[test]
+    fn tails() {
+        assert_eq!(tail_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail_lines("a", 5), "a");
+        let o = ExecOutput {
+            exit_code: 1,
+            stdout: "x".into(),
+            stderr: "y\nz\n".into(),
+        };
+        assert_eq!(o.tail(2), "y\nz");
+    }
+}

@@ -1,0 +1,725 @@
+//! MariaDB server containers: start on a per-run bridge network, wait until the server answers, stop, remove, and clean up what a killed run left.
+//!
+//! A server container runs, as root, a short script: make the socket and data directories
+//! (owned by `mysql`), initialise the datadir with `mariadb-install-db` if it is empty, then
+//! `exec mariadbd --defaults-file=/etc/cairn/my.cnf` (the config sets `user=mysql`, so the
+//! server drops to `mysql`; as PID 1 of the container its host PID is `State.Pid`). The
+//! generated `my.cnf` is uploaded into the created container before it starts; the socket
+//! directory is a host directory bind-mounted at [`CONTAINER_SOCKET_DIR`].
+//!
+//! Ready means: from the host, a TCP connection to `<container IP>:3306` receives a MySQL
+//! protocol greeting, the unix socket in the host directory does too, and
+//! `mariadb-admin ping` inside the container succeeds — bounded by `ready_timeout`. A server
+//! that exits or does not answer in time is removed and reported with the last lines of its log.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, HostConfig, NetworkCreateRequest, NetworkingConfig,
+};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
+    StopContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+
+use super::layer::{tar_files, LayerFile};
+use super::{
+    container_logs, exec_async, is_not_found, labels, remove_container_quiet, sanitize_name,
+    Docker, DockerError, ExecOutput, Result, LABEL_RUN, LABEL_STEP,
+};
+
+/// Where the socket directory is mounted inside the container.
+pub const CONTAINER_SOCKET_DIR: &str = "/run/cairn";
+/// The socket file name inside the socket directory.
+pub const SOCKET_NAME: &str = "mysqld.sock";
+/// The datadir inside the container.
+pub const CONTAINER_DATADIR: &str = "/var/lib/cairn/data";
+/// The server's configuration file inside the container.
+pub const CONTAINER_MY_CNF: &str = "/etc/cairn/my.cnf";
+/// The TCP port inside the container.
+pub const PORT: u16 = 3306;
+
+/// How to start one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// Run id: network `cairn-<run>`, label `cairn.run=<run>`.
+    pub run_id: String,
+    /// Step id: label `cairn.step=<step>`, network alias, part of the container name.
+    pub step_id: String,
+    /// Image reference or id (with mariadb-server installed).
+    pub image: String,
+    /// The whole `my.cnf`; see [`render_my_cnf`].
+    pub my_cnf: String,
+    /// Host directory bind-mounted at [`CONTAINER_SOCKET_DIR`] (the socket appears here).
+    pub socket_dir: PathBuf,
+    /// Host directory for the datadir; `None` = inside the container (removed with it).
+    pub data_dir: Option<PathBuf>,
+    /// Extra environment, `KEY=VALUE` (e.g. `LD_PRELOAD=…`).
+    pub env: Vec<String>,
+    /// How long to wait for the server to answer.
+    pub ready_timeout: Duration,
+    /// Grace period between SIGTERM and SIGKILL on stop.
+    pub stop_timeout: Duration,
+    /// If set, create this password-less user `'<name>'@'%'` with all privileges once ready
+    /// (for clients on the run's network, which cannot use socket authentication).
+    pub tcp_user: Option<String>,
+}
+
+impl ServerSpec {
+    /// A spec with defaults: 60 s ready timeout, 30 s stop grace, user `cairn` for TCP.
+    pub fn new(
+        run_id: &str,
+        step_id: &str,
+        image: &str,
+        my_cnf: String,
+        socket_dir: PathBuf,
+    ) -> Self {
+        ServerSpec {
+            run_id: run_id.into(),
+            step_id: step_id.into(),
+            image: image.into(),
+            my_cnf,
+            socket_dir,
+            data_dir: None,
+            env: Vec::new(),
+            ready_timeout: Duration::from_secs(60),
+            stop_timeout: Duration::from_secs(30),
+            tcp_user: Some("cairn".into()),
+        }
+    }
+}
+
+/// A running server.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Server {
+    pub container_id: String,
+    pub container_name: String,
+    pub run_id: String,
+    pub step_id: String,
+    pub image: String,
+    /// The run's network, `cairn-<run>`.
+    pub network: String,
+    /// The container's address on that network.
+    pub ip: String,
+    pub port: u16,
+    /// The server's PID on the host (`State.Pid`), for `/proc/<pid>/…`.
+    pub host_pid: u32,
+    /// The socket, as a host path.
+    pub socket_path: PathBuf,
+    /// The server version from the protocol greeting.
+    pub greeting_version: String,
+    /// Time from container start until the server answered.
+    pub ready_after: Duration,
+    /// The TCP user created, if any.
+    pub tcp_user: Option<String>,
+}
+
+impl Server {
+    /// `ip:port` of the server on the run's network.
+    pub fn tcp_addr(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+}
+
+/// What [`Docker::cleanup_stale`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CleanupReport {
+    pub containers: Vec<String>,
+    pub networks: Vec<String>,
+}
+
+impl CleanupReport {
+    pub fn is_empty(&self) -> bool {
+        self.containers.is_empty() && self.networks.is_empty()
+    }
+}
+
+/// A `my.cnf` for a cairn server: `options` (name, value; empty value = a bare flag) in
+/// `[mariadbd]`, then the settings cairn relies on (datadir, socket, port, bind address,
+/// user), which therefore win; a `[client]` section for the tools inside the container.
+pub fn render_my_cnf(options: &[(String, String)]) -> String {
+    let mut s = String::from("# generated by cairn\n[client]\n");
+    s.push_str(&format!(
+        "socket = {CONTAINER_SOCKET_DIR}/{SOCKET_NAME}\nuser = root\n\n[mariadbd]\n"
+    ));
+    for (k, v) in options {
+        if v.is_empty() {
+            s.push_str(&format!("{k}\n"));
+        } else {
+            s.push_str(&format!("{k} = {v}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "# cairn's fixed settings\n\
+         datadir = {CONTAINER_DATADIR}\n\
+         socket = {CONTAINER_SOCKET_DIR}/{SOCKET_NAME}\n\
+         pid-file = {CONTAINER_SOCKET_DIR}/mysqld.pid\n\
+         port = {PORT}\n\
+         bind-address = 0.0.0.0\n\
+         user = mysql\n"
+    ));
+    s
+}
+
+/// The network name of a run.
+pub fn network_name(run_id: &str) -> String {
+    format!("cairn-{}", sanitize_name(run_id))
+}
+
+fn container_name(run_id: &str, step_id: &str) -> String {
+    format!("cairn-{}-{}", sanitize_name(run_id), sanitize_name(step_id))
+}
+
+fn start_script() -> String {
+    format!(
+        "set -e\n\
+         mkdir -p {sock} {data}\n\
+         chown mysql:mysql {sock} {data}\n\
+         if [ ! -d {data}/mysql ]; then\n\
+           echo 'cairn: initialising the datadir with mariadb-install-db'\n\
+           mariadb-install-db --defaults-file={cnf} --user=mysql --skip-test-db\n\
+         fi\n\
+         echo 'cairn: starting mariadbd'\n\
+         exec mariadbd --defaults-file={cnf}\n",
+        sock = CONTAINER_SOCKET_DIR,
+        data = CONTAINER_DATADIR,
+        cnf = CONTAINER_MY_CNF
+    )
+}
+
+/// Read a MySQL protocol greeting; `Ok(version)` for a handshake (protocol 10),
+/// `Err(text)` for anything else (an error packet's message, or what went wrong).
+pub fn read_greeting(r: &mut impl Read) -> std::result::Result<String, String> {
+    let mut head = [0u8; 4];
+    r.read_exact(&mut head)
+        .map_err(|e| format!("no greeting: {e}"))?;
+    let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
+    if len == 0 || len > 1 << 16 {
+        return Err(format!("implausible greeting length {len}"));
+    }
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload)
+        .map_err(|e| format!("short greeting: {e}"))?;
+    match payload[0] {
+        10 => {
+            let end = payload[1..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(payload.len(), |p| p + 1);
+            Ok(String::from_utf8_lossy(&payload[1..end]).into_owned())
+        }
+        0xff if payload.len() >= 3 => {
+            let code = u16::from_le_bytes([payload[1], payload[2]]);
+            Err(format!(
+                "error packet {code}: {}",
+                String::from_utf8_lossy(&payload[3..])
+            ))
+        }
+        p => Err(format!("unexpected protocol byte {p}")),
+    }
+}
+
+fn greet_tcp(addr: SocketAddr) -> std::result::Result<String, String> {
+    let mut s =
+        TcpStream::connect_timeout(&addr, Duration::from_millis(500)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok();
+    read_greeting(&mut s)
+}
+
+fn greet_unix(path: &std::path::Path) -> std::result::Result<String, String> {
+    let mut s = UnixStream::connect(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok();
+    read_greeting(&mut s)
+}
+
+impl Docker {
+    /// Start a server as described; returns once it answers (see the module doc).
+    pub fn start_server(&self, spec: &ServerSpec) -> Result<Server> {
+        let t0 = Instant::now();
+        std::fs::create_dir_all(&spec.socket_dir).map_err(DockerError::io(format!(
+            "create {}",
+            spec.socket_dir.display()
+        )))?;
+        let socket_dir = spec
+            .socket_dir
+            .canonicalize()
+            .map_err(DockerError::io(format!(
+                "resolve {}",
+                spec.socket_dir.display()
+            )))?;
+        let _ = std::fs::remove_file(socket_dir.join(SOCKET_NAME));
+        let data_dir = match &spec.data_dir {
+            Some(d) => {
+                std::fs::create_dir_all(d)
+                    .map_err(DockerError::io(format!("create {}", d.display())))?;
+                Some(
+                    d.canonicalize()
+                        .map_err(DockerError::io(format!("resolve {}", d.display())))?,
+                )
+            }
+            None => None,
+        };
+        let network = self.ensure_network(&spec.run_id)?;
+        let name = container_name(&spec.run_id, &spec.step_id);
+        let api = &self.inner.api;
+
+        let id = self.block_on(async {
+            // A container of the same name from an earlier, killed attempt of this run.
+            if let Ok(old) = api.inspect_container(&name, None).await {
+                let same_run = old
+                    .config
+                    .as_ref()
+                    .and_then(|c| c.labels.as_ref())
+                    .and_then(|l| l.get(LABEL_RUN))
+                    .is_some_and(|r| *r == spec.run_id);
+                if same_run {
+                    remove_container_quiet(api, &name).await?;
+                }
+            }
+            let mut binds = vec![format!("{}:{CONTAINER_SOCKET_DIR}", socket_dir.display())];
+            if let Some(d) = &data_dir {
+                binds.push(format!("{}:{CONTAINER_DATADIR}", d.display()));
+            }
+            let mut endpoints = HashMap::new();
+            endpoints.insert(
+                network.clone(),
+                EndpointSettings {
+                    aliases: Some(vec![sanitize_name(&spec.step_id)]),
+                    ..Default::default()
+                },
+            );
+            let body = ContainerCreateBody {
+                image: Some(spec.image.clone()),
+                cmd: Some(vec!["/bin/sh".into(), "-c".into(), start_script()]),
+                entrypoint: Some(vec![]),
+                env: Some(spec.env.clone()),
+                user: Some("root".into()),
+                hostname: Some(sanitize_name(&spec.step_id)),
+                labels: Some(labels([
+                    (LABEL_RUN, spec.run_id.as_str()),
+                    (LABEL_STEP, spec.step_id.as_str()),
+                ])),
+                stop_signal: Some("SIGTERM".into()),
+                host_config: Some(HostConfig {
+                    network_mode: Some(network.clone()),
+                    binds: Some(binds),
+                    init: Some(false),
+                    ..Default::default()
+                }),
+                networking_config: Some(NetworkingConfig {
+                    endpoints_config: Some(endpoints),
+                }),
+                ..Default::default()
+            };
+            let opts = CreateContainerOptionsBuilder::new().name(&name).build();
+            let created =
+                api.create_container(Some(opts), body)
+                    .await
+                    .map_err(DockerError::api(format!(
+                        "create server container {name} from {}",
+                        spec.image
+                    )))?;
+            let cnf = [LayerFile {
+                path: "cairn/my.cnf".into(),
+                contents: spec.my_cnf.clone().into_bytes(),
+                mode: 0o644,
+            }];
+            let upload = async {
+                let opts = UploadToContainerOptionsBuilder::new().path("/etc").build();
+                api.upload_to_container(
+                    &created.id,
+                    Some(opts),
+                    bollard::body_full(tar_files(&cnf)?.into()),
+                )
+                .await
+                .map_err(DockerError::api(format!("upload my.cnf into {name}")))?;
+                api.start_container(&created.id, None)
+                    .await
+                    .map_err(DockerError::api(format!("start server container {name}")))
+            }
+            .await;
+            if let Err(e) = upload {
+                let _ = remove_container_quiet(api, &created.id).await;
+                return Err(e);
+            }
+            Ok(created.id)
+        })?;
+        let started = Instant::now();
+
+        match self.wait_ready(spec, &id, &name, &network, &socket_dir, started) {
+            Ok(mut server) => {
+                server.ready_after = started.elapsed();
+                eprintln!(
+                    "cairn: server {name} ({}) answers on {} after {:.2?} (start call total {:.2?})",
+                    server.greeting_version,
+                    server.tcp_addr(),
+                    server.ready_after,
+                    t0.elapsed()
+                );
+                Ok(server)
+            }
+            Err(e) => {
+                self.block_on(async {
+                    let _ = remove_container_quiet(api, &id).await;
+                });
+                let _ = self.remove_network_if_unused(&network);
+                Err(e)
+            }
+        }
+    }
+
+    fn wait_ready(
+        &self,
+        spec: &ServerSpec,
+        id: &str,
+        name: &str,
+        network: &str,
+        socket_dir: &std::path::Path,
+        started: Instant,
+    ) -> Result<Server> {
+        let api = &self.inner.api;
+        let not_ready = |reason: String| -> DockerError {
+            let log_tail = self
+                .block_on(container_logs(api, id, Some(30)))
+                .map(|o| o.tail(30))
+                .unwrap_or_else(|e| format!("(no log: {e})"));
+            DockerError::ServerNotReady {
+                name: name.to_string(),
+                reason,
+                log_tail,
+            }
+        };
+        let socket_path = socket_dir.join(SOCKET_NAME);
+        let mut last = String::from("not tried yet");
+        loop {
+            if started.elapsed() > spec.ready_timeout {
+                return Err(not_ready(format!(
+                    "no answer within {:.0?} (last: {last})",
+                    spec.ready_timeout
+                )));
+            }
+            let info = self
+                .block_on(api.inspect_container(id, None))
+                .map_err(DockerError::api(format!("inspect {name}")))?;
+            let state = info.state.clone().unwrap_or_default();
+            if state.running != Some(true) {
+                let code = state.exit_code.unwrap_or(-1);
+                // let the log catch up
+                std::thread::sleep(Duration::from_millis(100));
+                return Err(not_ready(format!("the container exited with code {code}")));
+            }
+            let ip = info
+                .network_settings
+                .as_ref()
+                .and_then(|n| n.networks.as_ref())
+                .and_then(|n| n.get(network))
+                .and_then(|e| e.ip_address.clone())
+                .filter(|ip| !ip.is_empty());
+            if let Some(ip) = ip {
+                let addr: SocketAddr = format!("{ip}:{PORT}")
+                    .parse()
+                    .map_err(|e| DockerError::Invalid(format!("container address {ip}: {e}")))?;
+                match greet_tcp(addr).and_then(|v| greet_unix(&socket_path).map(|_| v)) {
+                    Ok(version) => {
+                        let ping = self.exec(
+                            id,
+                            &[
+                                "mariadb-admin",
+                                &format!("--defaults-file={CONTAINER_MY_CNF}"),
+                                "ping",
+                            ],
+                            None,
+                        )?;
+                        if ping.exit_code == 0 {
+                            let mut server = Server {
+                                container_id: id.to_string(),
+                                container_name: name.to_string(),
+                                run_id: spec.run_id.clone(),
+                                step_id: spec.step_id.clone(),
+                                image: spec.image.clone(),
+                                network: network.to_string(),
+                                ip,
+                                port: PORT,
+                                host_pid: state.pid.unwrap_or(0) as u32,
+                                socket_path,
+                                greeting_version: version,
+                                ready_after: Duration::ZERO,
+                                tcp_user: None,
+                            };
+                            if let Some(user) = &spec.tcp_user {
+                                let u = user.replace('\'', "");
+                                self.sql(&server, &format!(
+                                    "CREATE USER IF NOT EXISTS '{u}'@'%'; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'"
+                                ))?;
+                                server.tcp_user = Some(u);
+                            }
+                            return Ok(server);
+                        }
+                        last = format!("mariadb-admin ping: {}", ping.tail(3));
+                    }
+                    Err(e) => last = e,
+                }
+            } else {
+                last = format!("no address on {network} yet");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Run SQL through the `mariadb` client inside the server container (socket, as root);
+    /// returns the batch output (`-N -B`: tab-separated, no column names).
+    pub fn sql(&self, server: &Server, sql: &str) -> Result<String> {
+        let cmd = [
+            "mariadb",
+            &format!("--defaults-file={CONTAINER_MY_CNF}"),
+            "-N",
+            "-B",
+            "-e",
+            sql,
+        ];
+        let out = self.exec(&server.container_id, &cmd, None)?;
+        Ok(out.check(&cmd, &server.container_name)?.stdout)
+    }
+
+    /// The last `tail` lines of a server's log (`None` = all).
+    pub fn server_log(&self, server: &Server, tail: Option<usize>) -> Result<ExecOutput> {
+        self.block_on(container_logs(&self.inner.api, &server.container_id, tail))
+    }
+
+    /// Stop a server (SIGTERM, SIGKILL after `grace`), remove its container, and remove the
+    /// run's network if nothing else uses it. Returns the server's exit code.
+    pub fn stop_server(&self, server: &Server, grace: Duration) -> Result<i64> {
+        let api = &self.inner.api;
+        let code = self.block_on(async {
+            let opts = StopContainerOptionsBuilder::new()
+                .t(grace.as_secs().min(i32::MAX as u64) as i32)
+                .build();
+            match api.stop_container(&server.container_id, Some(opts)).await {
+                Ok(()) => {}
+                // 304: already stopped
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 304, ..
+                }) => {}
+                Err(e) if is_not_found(&e) => return Ok(-1),
+                Err(e) => {
+                    return Err(DockerError::api(format!("stop {}", server.container_name))(
+                        e,
+                    ))
+                }
+            }
+            let code = api
+                .inspect_container(&server.container_id, None)
+                .await
+                .ok()
+                .and_then(|i| i.state)
+                .and_then(|s| s.exit_code)
+                .unwrap_or(-1);
+            remove_container_quiet(api, &server.container_id).await?;
+            Ok(code)
+        })?;
+        self.remove_network_if_unused(&server.network)?;
+        Ok(code)
+    }
+
+    /// The run's network `cairn-<run>`, created (bridge, labelled) if missing.
+    pub fn ensure_network(&self, run_id: &str) -> Result<String> {
+        let name = network_name(run_id);
+        let _guard = self
+            .inner
+            .network_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let api = &self.inner.api;
+        self.block_on(async {
+            let mut filters = HashMap::new();
+            filters.insert("name", vec![name.as_str()]);
+            let existing = api
+                .list_networks(Some(
+                    ListNetworksOptionsBuilder::new().filters(&filters).build(),
+                ))
+                .await
+                .map_err(DockerError::api("list networks"))?;
+            // the name filter matches substrings
+            if existing
+                .iter()
+                .any(|n| n.name.as_deref() == Some(name.as_str()))
+            {
+                return Ok(());
+            }
+            let req = NetworkCreateRequest {
+                name: name.clone(),
+                driver: Some("bridge".into()),
+                labels: Some(labels([(LABEL_RUN, run_id)])),
+                ..Default::default()
+            };
+            api.create_network(req)
+                .await
+                .map_err(DockerError::api(format!("create network {name}")))?;
+            Ok(())
+        })?;
+        Ok(name)
+    }
+
+    /// Remove a network if no container is attached; a missing network is fine.
+    pub fn remove_network_if_unused(&self, network: &str) -> Result<bool> {
+        let _guard = self
+            .inner
+            .network_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let api = &self.inner.api;
+        self.block_on(async {
+            match api.inspect_network(network, None).await {
+                Ok(n) if n.containers.as_ref().is_none_or(|c| c.is_empty()) => {
+                    match api.remove_network(network).await {
+                        Ok(()) => Ok(true),
+                        Err(e) if is_not_found(&e) => Ok(false),
+                        Err(e) => Err(DockerError::api(format!("remove network {network}"))(e)),
+                    }
+                }
+                Ok(_) => Ok(false),
+                Err(e) if is_not_found(&e) => Ok(false),
+                Err(e) => Err(DockerError::api(format!("inspect network {network}"))(e)),
+            }
+        })
+    }
+
+    /// Remove all containers (running or not) and networks carrying `label` — `key` or
+    /// `key=value`, and the key must start with `cairn.` — e.g. `cairn.run=<id>` of a killed run.
+    pub fn cleanup_stale(&self, label: &str) -> Result<CleanupReport> {
+        if !label.starts_with("cairn.") {
+            return Err(DockerError::Invalid(format!(
+                "refusing to clean up by non-cairn label `{label}`"
+            )));
+        }
+        let api = &self.inner.api;
+        let mut report = CleanupReport::default();
+        self.block_on(async {
+            let mut filters = HashMap::new();
+            filters.insert("label", vec![label]);
+            let containers = api
+                .list_containers(Some(
+                    ListContainersOptionsBuilder::new()
+                        .all(true)
+                        .filters(&filters)
+                        .build(),
+                ))
+                .await
+                .map_err(DockerError::api("list containers"))?;
+            for c in containers {
+                if let Some(id) = c.id {
+                    remove_container_quiet(api, &id).await?;
+                    let name = c.names.and_then(|n| n.into_iter().next()).unwrap_or(id);
+                    report
+                        .containers
+                        .push(name.trim_start_matches('/').to_string());
+                }
+            }
+            let networks = api
+                .list_networks(Some(
+                    ListNetworksOptionsBuilder::new().filters(&filters).build(),
+                ))
+                .await
+                .map_err(DockerError::api("list networks"))?;
+            for n in networks {
+                let Some(name) = n.name else { continue };
+                match api.remove_network(&name).await {
+                    Ok(()) => report.networks.push(name),
+                    Err(e) if is_not_found(&e) => {}
+                    Err(e) => return Err(DockerError::api(format!("remove network {name}"))(e)),
+                }
+            }
+            Ok::<_, DockerError>(())
+        })?;
+        if !report.is_empty() {
+            tracing::info!("cleaned up {label}: {report:?}");
+        }
+        Ok(report)
+    }
+
+    /// Remove throwaway `cairn-build-…` containers left by a killed process.
+    pub fn cleanup_build_containers(&self) -> Result<Vec<String>> {
+        let api = &self.inner.api;
+        self.block_on(async {
+            let mut filters = HashMap::new();
+            filters.insert("name", vec!["cairn-build-"]);
+            let list = api
+                .list_containers(Some(
+                    ListContainersOptionsBuilder::new()
+                        .all(true)
+                        .filters(&filters)
+                        .build(),
+                ))
+                .await
+                .map_err(DockerError::api("list containers"))?;
+            let mut removed = Vec::new();
+            for c in list {
+                let name = c
+                    .names
+                    .and_then(|n| n.into_iter().next())
+                    .unwrap_or_default();
+                if let (Some(id), true) = (
+                    c.id,
+                    name.trim_start_matches('/').starts_with("cairn-build-"),
+                ) {
+                    remove_container_quiet(api, &id).await?;
+                    removed.push(name.trim_start_matches('/').to_string());
+                }
+            }
+            Ok(removed)
+        })
+    }
+
+    /// Run a command in a server container (convenience over [`Docker::exec`]).
+    pub fn server_exec(&self, server: &Server, cmd: &[&str]) -> Result<ExecOutput> {
+        self.block_on(exec_async(&self.inner.api, &server.container_id, cmd, None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn my_cnf_has_fixed_settings_last() {
+        let c = render_my_cnf(&[
+            ("innodb_buffer_pool_size".into(), "256M".into()),
+            ("skip-log-bin".into(), String::new()),
+        ]);
+        let pool = c.find("innodb_buffer_pool_size = 256M").unwrap();
+        let flag = c.find("\nskip-log-bin\n").unwrap();
+        let bind = c.find("bind-address = 0.0.0.0").unwrap();
+        assert!(pool < bind && flag < bind);
+        assert!(c.contains("[client]\nsocket = /run/cairn/mysqld.sock"));
+    }
+
+    #[test]
+    fn greeting_parsing() {
+        let mut pkt = vec![0u8; 4];
+        let payload = b"\x0a11.8.2-MariaDB\0rest";
+        pkt[0] = payload.len() as u8;
+        pkt.extend_from_slice(payload);
+        assert_eq!(
+            read_greeting(&mut pkt.as_slice()).unwrap(),
+            "11.8.2-MariaDB"
+        );
+        let mut err = vec![0u8; 4];
+        let payload = b"\xff\x6a\x04Host 'x' is not allowed";
+        err[0] = payload.len() as u8;
+        err.extend_from_slice(payload);
+        let e = read_greeting(&mut err.as_slice()).unwrap_err();
+        assert!(e.contains("1130") && e.contains("not allowed"), "{e}");
+        assert!(read_greeting(&mut &b"\x01"[..]).is_err());
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(network_name("R 1"), "cairn-r-1");
+        assert_eq!(container_name("r1", "trial/3"), "cairn-r1-trial-3");
+    }
+}

@@ -1,0 +1,458 @@
+//! End-to-end tests of `cairn_exec::docker` against the real Docker Engine: debootstrap base images, layers, manifests, MariaDB servers, variant checks, cleanup.
+//!
+//! The bookworm/amd64 base image (mariadb-server + tcmalloc) is built once per test process
+//! (a `OnceLock`) and kept in the engine under a fixed test key, so later runs reuse it; set
+//! `CAIRN_E2E_REBUILD=1` to remove it first and time a fresh build. Every test that starts
+//! containers holds a [`RunGuard`] that removes everything labelled with its run id on drop,
+//! also when the test fails.
+
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use cairn_exec::docker::server::{read_greeting, render_my_cnf};
+use cairn_exec::docker::{
+    BaseImage, BaseSpec, Docker, LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,
+};
+
+const TCMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
+
+fn docker() -> &'static Docker {
+    static D: OnceLock<Docker> = OnceLock::new();
+    D.get_or_init(|| {
+        let d = Docker::connect().expect("Docker Engine reachable");
+        eprintln!("docker API version {}", d.api_version());
+        d
+    })
+}
+
+fn build(spec: &BaseSpec) -> BaseImage {
+    let d = docker();
+    let reference = cairn_exec::docker::image_ref(&spec.name, &spec.key);
+    if std::env::var_os("CAIRN_E2E_REBUILD").is_some() {
+        d.remove_image(&reference, true).unwrap();
+    }
+    let t = Instant::now();
+    let img = d
+        .build_base(spec)
+        .unwrap_or_else(|e| panic!("build {reference}: {e}"));
+    eprintln!(
+        "TIMING base {reference}: built={} debootstrap={:.1?} import={:.1?} total={:.1?}",
+        img.built,
+        img.debootstrap_time,
+        img.import_time,
+        t.elapsed()
+    );
+    let t = Instant::now();
+    let again = d.build_base(spec).unwrap();
+    eprintln!(
+        "TIMING base {reference} again (image present): {:.3?}",
+        t.elapsed()
+    );
+    assert!(!again.built);
+    assert_eq!(again.id, img.id);
+    img
+}
+
+fn bookworm_amd64() -> &'static BaseImage {
+    static B: OnceLock<BaseImage> = OnceLock::new();
+    B.get_or_init(|| {
+        build(&BaseSpec {
+            name: "e2e-mariadb-bookworm".into(),
+            key: "e2e-bookworm-amd64-mariadb-tcmalloc-v1".into(),
+            suite: "bookworm".into(),
+            arch: "amd64".into(),
+            packages: vec!["mariadb-server".into(), "libtcmalloc-minimal4".into()],
+            mirror: None,
+            cache_dir: None,
+        })
+    })
+}
+
+/// Removes every container and network labelled `cairn.run=<id>` when dropped.
+struct RunGuard {
+    id: String,
+}
+
+impl RunGuard {
+    fn new(test: &str) -> Self {
+        let id = format!("e2e-{}-{test}", std::process::id());
+        // a leftover of an earlier, killed attempt with the same id
+        docker()
+            .cleanup_stale(&format!("{LABEL_RUN}={id}"))
+            .unwrap();
+        RunGuard { id }
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        match docker().cleanup_stale(&format!("{LABEL_RUN}={}", self.id)) {
+            Ok(r) if !r.is_empty() => eprintln!("guard cleaned up {r:?}"),
+            Ok(_) => {}
+            Err(e) => eprintln!("guard cleanup failed: {e}"),
+        }
+    }
+}
+
+fn docker_cli(args: &[&str]) -> String {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn small_server_options() -> Vec<(String, String)> {
+    opts(&[
+        ("innodb_buffer_pool_size", "64M"),
+        ("skip-name-resolve", ""),
+        ("max_connections", "50"),
+    ])
+}
+
+#[test]
+fn server_lifecycle_socket_tcp_and_checks() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("life");
+    let sock = tempfile::tempdir().unwrap();
+    let spec = ServerSpec::new(
+        &run.id,
+        "s1",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+
+    let t = Instant::now();
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "TIMING server start until it answers: {:.2?} (ready_after {:.2?})",
+        t.elapsed(),
+        server.ready_after
+    );
+    assert!(server
+        .socket_path
+        .starts_with(sock.path().canonicalize().unwrap()));
+    assert!(server.socket_path.exists());
+
+    // over the socket (the bind-mounted one), as root with socket authentication
+    assert_eq!(d.sql(&server, "SELECT 1").unwrap().trim(), "1");
+    // over TCP to the container's address on the run network, as the created user
+    let tcp = d
+        .server_exec(
+            &server,
+            &[
+                "mariadb",
+                "--protocol=TCP",
+                "-h",
+                &server.ip,
+                "-P",
+                "3306",
+                "-u",
+                "cairn",
+                "-N",
+                "-B",
+                "-e",
+                "SELECT 1",
+            ],
+        )
+        .unwrap();
+    assert_eq!((tcp.exit_code, tcp.stdout.trim()), (0, "1"), "{tcp:?}");
+    // the host reaches it too: a protocol greeting over TCP
+    let mut s = std::net::TcpStream::connect(server.tcp_addr()).unwrap();
+    assert!(read_greeting(&mut s).unwrap().contains("MariaDB"));
+    // the options from my.cnf took effect
+    assert_eq!(
+        d.sql(
+            &server,
+            "SELECT @@innodb_buffer_pool_size, @@max_connections"
+        )
+        .unwrap()
+        .trim(),
+        "67108864\t50"
+    );
+
+    let checks = d
+        .variant_checks(&server, &["libtcmalloc_minimal", "libjemalloc"])
+        .unwrap();
+    eprintln!("checks: {}", serde_json::to_string(&checks).unwrap());
+    assert_eq!(checks.word_size, 64);
+    assert!(checks.version.contains("MariaDB"), "{}", checks.version);
+    assert_eq!(checks.compile_machine, "x86_64");
+    assert_eq!(checks.malloc_library, "system");
+    assert_eq!(checks.process_name, "mariadbd");
+    assert!(!checks.is_mapped("libtcmalloc_minimal"));
+
+    let code = d.stop_server(&server, spec.stop_timeout).unwrap();
+    assert_eq!(code, 0, "graceful shutdown exit code");
+    let left = docker_cli(&[
+        "ps",
+        "-a",
+        "-q",
+        "--filter",
+        &format!("label=cairn.run={}", run.id),
+    ]);
+    assert!(left.is_empty(), "containers left: {left}");
+    let nets = docker_cli(&[
+        "network",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label=cairn.run={}", run.id),
+    ]);
+    assert!(nets.is_empty(), "networks left: {nets}");
+}
+
+#[test]
+fn invalid_option_fails_with_the_servers_error() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("badopt");
+    let sock = tempfile::tempdir().unwrap();
+    let mut options = small_server_options();
+    options.push(("no_such_option".into(), "1".into()));
+    let spec = ServerSpec::new(
+        &run.id,
+        "bad",
+        &base.id,
+        render_my_cnf(&options),
+        sock.path().into(),
+    );
+    let t = Instant::now();
+    let err = d
+        .start_server(&spec)
+        .expect_err("the server must not start")
+        .to_string();
+    eprintln!("failed after {:.2?} with:\n{err}", t.elapsed());
+    assert!(err.contains("unknown variable 'no_such_option=1'"), "{err}");
+    let left = docker_cli(&[
+        "ps",
+        "-a",
+        "-q",
+        "--filter",
+        &format!("label=cairn.run={}", run.id),
+    ]);
+    assert!(
+        left.is_empty(),
+        "a failed start leaves no container: {left}"
+    );
+
+    // a bad value of a known option
+    let options = opts(&[("innodb_buffer_pool_size", "banana")]);
+    let spec = ServerSpec::new(
+        &run.id,
+        "banana",
+        &base.id,
+        render_my_cnf(&options),
+        sock.path().into(),
+    );
+    let err = d
+        .start_server(&spec)
+        .expect_err("the server must not start")
+        .to_string();
+    eprintln!("banana:\n{err}");
+    assert!(
+        err.contains("innodb_buffer_pool_size") || err.contains("banana"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tcmalloc_preload_is_mapped() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("tcm");
+    let sock = tempfile::tempdir().unwrap();
+    let mut spec = ServerSpec::new(
+        &run.id,
+        "tcmalloc",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+    spec.env = vec![format!("LD_PRELOAD={TCMALLOC}")];
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let checks = d
+        .variant_checks(&server, &["libtcmalloc_minimal", "libjemalloc"])
+        .unwrap();
+    eprintln!(
+        "tcmalloc checks: {}",
+        serde_json::to_string(&checks).unwrap()
+    );
+    assert!(checks.is_mapped("libtcmalloc_minimal"), "{checks:?}");
+    assert!(!checks.is_mapped("libjemalloc"));
+    assert!(
+        checks.malloc_library.contains("tcmalloc"),
+        "{}",
+        checks.malloc_library
+    );
+    d.stop_server(&server, spec.stop_timeout).unwrap();
+
+    let sock2 = tempfile::tempdir().unwrap();
+    let plain = ServerSpec::new(
+        &run.id,
+        "system",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock2.path().into(),
+    );
+    let server = d.start_server(&plain).unwrap_or_else(|e| panic!("{e}"));
+    let checks = d.variant_checks(&server, &["libtcmalloc_minimal"]).unwrap();
+    assert!(!checks.is_mapped("libtcmalloc_minimal"), "{checks:?}");
+    assert_eq!(checks.malloc_library, "system");
+    d.stop_server(&server, plain.stop_timeout).unwrap();
+}
+
+#[test]
+fn layers_and_manifest() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let m = d.manifest(&base.id).unwrap();
+    assert_eq!(m.dpkg_architecture, "amd64");
+    assert_eq!(m.image_architecture.as_deref(), Some("amd64"));
+    let v = m
+        .version_of("mariadb-server")
+        .expect("mariadb-server installed");
+    eprintln!(
+        "manifest: {} packages, mariadb-server {v}",
+        m.packages.len()
+    );
+    assert!(m.version_of("libtcmalloc-minimal4").is_some());
+
+    let key1 = format!("e2e-layer-run-{}", std::process::id());
+    let l1 = d
+        .run_layer(
+            &base.id,
+            "e2e-layer",
+            &key1,
+            "echo \"$GREETING\" > /etc/cairn-greeting",
+            &["GREETING=hello".into()],
+        )
+        .unwrap();
+    assert!(l1.built);
+    let again = d
+        .run_layer(&base.id, "e2e-layer", &key1, "exit 1", &[])
+        .unwrap();
+    assert!(!again.built, "same key: reused");
+    assert_eq!(again.id, l1.id);
+
+    let key2 = format!("e2e-layer-files-{}", std::process::id());
+    let files = [LayerFile {
+        path: "conf/x.cnf".into(),
+        contents: b"[mariadbd]\n".to_vec(),
+        mode: 0o640,
+    }];
+    let l2 = d
+        .file_layer(&l1.id, "e2e-layer", &key2, "/etc/cairn-files", &files)
+        .unwrap();
+
+    let out = d.run_once(&l2.id, &["/bin/sh", "-c", "cat /etc/cairn-greeting; stat -c %a /etc/cairn-files/conf/x.cnf; echo \"GREETING=${GREETING:-unset}\""]).unwrap();
+    assert_eq!(out.stdout, "hello\n640\nGREETING=unset\n", "{out:?}");
+    let inspect = docker_cli(&[
+        "image",
+        "inspect",
+        "-f",
+        "{{json .Config.Cmd}} {{index .Config.Labels \"cairn.key\"}}",
+        &l2.reference,
+    ]);
+    assert_eq!(inspect, format!("[\"/bin/bash\"] {key2}"));
+    let failing = d.run_layer(
+        &base.id,
+        "e2e-layer",
+        &format!("{key1}-fail"),
+        "echo broken-step >&2; exit 3",
+        &[],
+    );
+    let err = failing.expect_err("exit 3 fails").to_string();
+    assert!(err.contains("exit") && err.contains("broken-step"), "{err}");
+
+    for r in [&l2.reference, &l1.reference] {
+        d.remove_image(r, true).unwrap();
+    }
+    let base_label = docker_cli(&[
+        "image",
+        "inspect",
+        "-f",
+        &format!("{{{{index .Config.Labels \"{LABEL_KEY}\"}}}}"),
+        &base.id,
+    ]);
+    assert_eq!(base_label, "e2e-bookworm-amd64-mariadb-tcmalloc-v1");
+}
+
+#[test]
+fn cleanup_stale_removes_a_killed_runs_leftovers() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("stale");
+    let sock = tempfile::tempdir().unwrap();
+    let spec = ServerSpec::new(
+        &run.id,
+        "orphan",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+    let _server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    // as if the run had been killed: nobody stops the server
+    let report = d.cleanup_stale(&format!("{LABEL_RUN}={}", run.id)).unwrap();
+    assert_eq!(report.containers.len(), 1, "{report:?}");
+    assert_eq!(report.networks, [format!("cairn-{}", run.id)]);
+    let left = docker_cli(&[
+        "ps",
+        "-a",
+        "-q",
+        "--filter",
+        &format!("label=cairn.run={}", run.id),
+    ]);
+    assert!(left.is_empty(), "{left}");
+    assert!(
+        d.cleanup_stale("com.example.x").is_err(),
+        "only cairn labels"
+    );
+}
+
+#[test]
+fn i386_server_is_32_bit() {
+    let base = build(&BaseSpec {
+        name: "e2e-mariadb-bookworm-i386".into(),
+        key: "e2e-bookworm-i386-mariadb-v1".into(),
+        suite: "bookworm".into(),
+        arch: "i386".into(),
+        packages: vec!["mariadb-server".into()],
+        mirror: None,
+        cache_dir: None,
+    });
+    let d = docker();
+    let m = d.manifest(&base.id).unwrap();
+    assert_eq!(m.dpkg_architecture, "i386");
+    assert_eq!(m.image_architecture.as_deref(), Some("386"));
+    let run = RunGuard::new("i386");
+    let sock = tempfile::tempdir().unwrap();
+    let spec = ServerSpec::new(
+        &run.id,
+        "s32",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let checks = d.variant_checks(&server, &[]).unwrap();
+    eprintln!("i386 checks: {}", serde_json::to_string(&checks).unwrap());
+    assert_eq!(checks.word_size, 32);
+    assert_eq!(checks.compile_machine, "i686");
+    d.stop_server(&server, spec.stop_timeout).unwrap();
+}

@@ -1,0 +1,18 @@
+//! cairn-graph: turns a parsed [`cairn_plan::Plan`] into a DAG of steps, each with a
+//! content key (blake3 over a canonical key struct). Pure: reads declared input files to
+//! hash them, executes nothing.
+
+pub mod diff;
+pub mod expand;
+pub mod fingerprint;
+pub mod key;
+pub mod render;
+pub mod resolve;
+pub mod select;
+pub mod step;
+
+pub use fingerprint::Fingerprint;
+pub use key::{step_key, KeyInput, StepKey, KEY_SCHEMA};
+pub use resolve::{resolve, ResolveError, StepGraph};
+pub use select::Selector;
+pub use step::{CommandSpec, InputFile, Step, StepId, StepKind};

@@ -1,0 +1,466 @@
+//! Plan → [`StepGraph`]: expands matrices and passes into steps, builds each step's
+//! resolved definition (the part of its key that comes from the plan) and wires inputs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use cairn_plan::{Layer, Plan, Server, Sp, Value, Workload};
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::expand;
+use crate::step::{CommandSpec, Input, InputFile, Step, StepId, StepKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("cannot read input file {path} of step `{step}`: {source}")]
+    InputFile {
+        step: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("dependency cycle through step `{0}`")]
+    Cycle(String),
+}
+
+/// The resolved study: steps in a DAG. Node index `i` of `graph` is `steps[i]`;
+/// an edge `a → b` means `b` reads `a`'s outputs.
+#[derive(Debug)]
+pub struct StepGraph {
+    pub study: String,
+    pub steps: Vec<Step>,
+    pub graph: DiGraph<StepId, ()>,
+    /// A topological order of all steps.
+    pub order: Vec<StepId>,
+}
+
+impl StepGraph {
+    pub fn dependents(&self, id: StepId) -> impl Iterator<Item = StepId> + '_ {
+        self.graph
+            .neighbors_directed(NodeIndex::new(id), petgraph::Direction::Outgoing)
+            .map(|n| n.index())
+    }
+
+    pub fn count(&self, kind: StepKind) -> usize {
+        self.steps.iter().filter(|s| s.kind == kind).count()
+    }
+}
+
+/// The key-relevant definition of a command step. Borrowed from the plan.
+#[derive(Serialize)]
+struct CommandDef<'a> {
+    run: &'a str,
+    env: BTreeMap<&'a str, &'a str>,
+    /// relative path → content digest
+    inputs: BTreeMap<&'a str, &'a str>,
+    outputs: Vec<&'a str>,
+    params: &'a BTreeMap<String, Value>,
+    timeout_ms: Option<u64>,
+    measure: bool,
+}
+
+#[derive(Serialize)]
+struct ServerDef<'a> {
+    options: BTreeMap<&'a str, &'a Value>,
+    env: BTreeMap<&'a str, &'a str>,
+    allocator: Option<&'a str>,
+    connect: Option<&'a str>,
+    cpus: Option<&'a str>,
+    memory: Option<u64>,
+    executor: Option<&'a str>,
+}
+
+fn server_def(s: &Server) -> serde_json::Value {
+    let d = ServerDef {
+        options: s
+            .options
+            .iter()
+            .map(|(k, v)| (k.as_str(), &v.value))
+            .collect(),
+        env: s
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        allocator: s.allocator.as_deref().map(String::as_str),
+        connect: s.connect.as_deref().map(String::as_str),
+        cpus: s.cpus.as_deref().map(String::as_str),
+        memory: s.memory.as_ref().map(|m| m.value),
+        executor: s.executor.as_deref().map(String::as_str),
+    };
+    serde_json::to_value(d).expect("serialises")
+}
+
+fn props_json(props: &BTreeMap<String, Sp<Value>>) -> serde_json::Value {
+    let m: BTreeMap<&str, &Value> = props.iter().map(|(k, v)| (k.as_str(), &v.value)).collect();
+    serde_json::to_value(m).expect("serialises")
+}
+
+fn workload_def(w: &Workload, point: &BTreeMap<String, Value>) -> serde_json::Value {
+    json!({
+        "driver": w.driver.value,
+        "test": w.test.value,
+        "driver_props": props_json(&w.driver_props),
+        "params": point,
+    })
+}
+
+fn hash_file(step: &str, path: &std::path::Path) -> Result<String, ResolveError> {
+    let bytes = std::fs::read(path).map_err(|source| ResolveError::InputFile {
+        step: step.to_string(),
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(blake3::hash(&bytes).to_hex().to_string())
+}
+
+struct Builder {
+    steps: Vec<Step>,
+    /// declared name of a `step`/`analysis`/… → its expansions
+    by_name: HashMap<(StepKind, String), Vec<StepId>>,
+}
+
+impl Builder {
+    fn push(&mut self, mut step: Step) -> StepId {
+        let id = self.steps.len();
+        step.id = id;
+        self.by_name
+            .entry((step.kind, step.name.clone()))
+            .or_default()
+            .push(id);
+        self.steps.push(step);
+        id
+    }
+
+    fn ids(&self, kind: StepKind, name: &str) -> &[StepId] {
+        self.by_name
+            .get(&(kind, name.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// Directory name for one expansion of a needed step: `[threads=2]#3` → `threads=2#3`.
+fn expansion_dir(step: &Step) -> String {
+    step.address[step.name.len()..]
+        .replace(['[', ']'], "")
+        .replace('/', "_")
+}
+
+pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
+    let mut b = Builder {
+        steps: Vec::new(),
+        by_name: HashMap::new(),
+    };
+
+    resolve_images(plan, &mut b)?;
+    resolve_trials(plan, &mut b);
+    resolve_analyses(plan, &mut b);
+    resolve_commands(plan, &mut b)?;
+
+    let mut graph = DiGraph::with_capacity(b.steps.len(), b.steps.len());
+    for s in &b.steps {
+        graph.add_node(s.id);
+    }
+    for s in &b.steps {
+        for i in &s.inputs {
+            graph.add_edge(NodeIndex::new(i.from), NodeIndex::new(s.id), ());
+        }
+    }
+    let order = petgraph::algo::toposort(&graph, None)
+        .map_err(|c| ResolveError::Cycle(b.steps[c.node_id().index()].address.clone()))?
+        .into_iter()
+        .map(|n| n.index())
+        .collect();
+    Ok(StepGraph {
+        study: plan.study.name.clone(),
+        steps: b.steps,
+        graph,
+        order,
+    })
+}
+
+fn base_step(kind: StepKind, name: &str, address: String, loc: cairn_plan::Loc) -> Step {
+    Step {
+        id: 0,
+        kind,
+        name: name.to_string(),
+        address,
+        measure: false,
+        pass: 1,
+        params: BTreeMap::new(),
+        definition: serde_json::Value::Null,
+        inputs: Vec::new(),
+        command: None,
+        loc,
+    }
+}
+
+fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
+    for img in &plan.images {
+        let dir = plan.sources[img.name.loc.source.0].dir.clone();
+        let mut layers = Vec::new();
+        for l in &img.layers {
+            layers.push(match &l.value {
+                Layer::File { src, dest } => {
+                    let digest = hash_file(&img.name, &dir.join(src))?;
+                    json!({"file": {"digest": digest, "dest": dest}})
+                }
+                other => serde_json::to_value(other).expect("serialises"),
+            });
+        }
+        let mut packages: Vec<&str> = img.packages.iter().map(|p| p.as_str()).collect();
+        packages.sort_unstable();
+        packages.dedup();
+        let mut s = base_step(
+            StepKind::Image,
+            &img.name,
+            format!("image/{}", img.name.value),
+            img.name.loc,
+        );
+        s.definition = json!({"debian": img.debian, "packages": packages, "layers": layers});
+        b.push(s);
+    }
+    Ok(())
+}
+
+fn resolve_trials(plan: &Plan, b: &mut Builder) {
+    let servers: HashMap<&str, &Server> =
+        plan.servers.iter().map(|s| (s.name.as_str(), s)).collect();
+    let workloads: HashMap<&str, &Workload> = plan
+        .workloads
+        .iter()
+        .map(|w| (w.name.as_str(), w))
+        .collect();
+    let datasets: HashMap<&str, &cairn_plan::Dataset> =
+        plan.datasets.iter().map(|d| (d.name.as_str(), d)).collect();
+    // one dataset step per (dataset, server): the snapshot depends on the server's build and options
+    let mut dataset_steps: HashMap<(String, String), StepId> = HashMap::new();
+
+    for t in &plan.trials {
+        let Some(w) = workloads.get(t.workload.as_str()) else {
+            continue; // validated by cairn-plan
+        };
+        let axes = expand::varying_axes(&w.params);
+        let points = expand::points(&w.params);
+        for sname in &t.servers {
+            let Some(server) = servers.get(sname.as_str()) else {
+                continue;
+            };
+            let sdef = server_def(server);
+            let image_input = server
+                .image
+                .as_ref()
+                .and_then(|i| b.ids(StepKind::Image, i).first().copied())
+                .map(|from| Input {
+                    from,
+                    mount: "image".into(),
+                });
+            let dataset_input = t.dataset.as_ref().and_then(|d| {
+                let ds = datasets.get(d.as_str())?;
+                let k = (d.value.clone(), sname.value.clone());
+                let id = *dataset_steps.entry(k).or_insert_with(|| {
+                    let mut s = base_step(
+                        StepKind::Dataset,
+                        &ds.name,
+                        format!("dataset/{}@{}", ds.name.value, sname.value),
+                        ds.name.loc,
+                    );
+                    s.definition = json!({
+                        "generator": ds.generator.value,
+                        "props": props_json(&ds.props),
+                        "server": sdef,
+                    });
+                    s.inputs.extend(image_input.clone());
+                    b.push(s)
+                });
+                Some(Input {
+                    from: id,
+                    mount: "dataset".into(),
+                })
+            });
+            for point in &points {
+                for pass in 1..=t.passes.value {
+                    let address = expand::address(
+                        &format!("trial/{}/{}", t.name.value, sname.value),
+                        point,
+                        &axes,
+                        pass,
+                        t.passes.value,
+                    );
+                    let mut s = base_step(StepKind::Trial, &t.name, address, t.name.loc);
+                    s.measure = true;
+                    s.pass = pass;
+                    s.params = point.clone();
+                    s.definition = json!({"server": sdef, "workload": workload_def(w, point)});
+                    s.inputs.extend(image_input.clone());
+                    s.inputs.extend(dataset_input.clone());
+                    b.push(s);
+                }
+            }
+        }
+    }
+}
+
+fn trial_inputs(b: &Builder, names: &[String]) -> Vec<Input> {
+    let mut out = Vec::new();
+    for n in names {
+        for &id in b.ids(StepKind::Trial, n) {
+            out.push(Input {
+                from: id,
+                mount: b.steps[id].address.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn resolve_analyses(plan: &Plan, b: &mut Builder) {
+    let all_trials: Vec<String> = plan.trials.iter().map(|t| t.name.value.clone()).collect();
+    for a in &plan.analyses {
+        let names: Vec<String> = if a.trials.is_empty() {
+            all_trials.clone()
+        } else {
+            a.trials.iter().map(|t| t.value.clone()).collect()
+        };
+        let mut s = base_step(
+            StepKind::Analysis,
+            &a.name,
+            format!("analysis/{}", a.name.value),
+            a.name.loc,
+        );
+        s.definition = json!({"kind": a.kind.value, "props": props_json(&a.props)});
+        s.inputs = trial_inputs(b, &names);
+        b.push(s);
+    }
+    for c in &plan.claims {
+        let mut s = base_step(
+            StepKind::Claim,
+            &c.name,
+            format!("claim/{}", c.name.value),
+            c.name.loc,
+        );
+        s.definition = json!({
+            "metric": c.metric.value,
+            "where": props_json(&c.filter),
+            "expect": c.expect.value,
+            "within": c.within.as_ref().map(|w| w.value),
+        });
+        s.inputs = trial_inputs(b, &all_trials);
+        b.push(s);
+    }
+    for r in &plan.reports {
+        let mut s = base_step(
+            StepKind::Report,
+            &r.name,
+            format!("report/{}", r.name.value),
+            r.name.loc,
+        );
+        s.definition = json!({"format": r.format.as_ref().map(|f| f.value.clone())});
+        for a in &r.analyses {
+            for &id in b.ids(StepKind::Analysis, a) {
+                s.inputs.push(Input {
+                    from: id,
+                    mount: a.value.clone(),
+                });
+            }
+        }
+        let claims: Vec<StepId> = b
+            .steps
+            .iter()
+            .filter(|s| s.kind == StepKind::Claim)
+            .map(|s| s.id)
+            .collect();
+        for id in claims {
+            s.inputs.push(Input {
+                from: id,
+                mount: b.steps[id].address.clone(),
+            });
+        }
+        b.push(s);
+    }
+}
+
+fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
+    // First create every expansion, then wire `needs`, so order in the file does not matter.
+    let mut pending: Vec<(StepId, &cairn_plan::CommandStep)> = Vec::new();
+    for cs in &plan.steps {
+        let mut files = Vec::new();
+        for i in &cs.inputs {
+            let abs = cs.dir.join(i.as_str());
+            let digest = hash_file(&cs.name, &abs)?;
+            files.push(InputFile {
+                rel: i.value.clone(),
+                abs,
+                digest,
+            });
+        }
+        let axes = expand::varying_axes(&cs.matrix);
+        let env: BTreeMap<String, String> = cs
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect();
+        let mut outputs: Vec<String> = cs.outputs.iter().map(|o| o.value.clone()).collect();
+        outputs.sort();
+        outputs.dedup();
+        let timeout = cs.timeout.as_ref().map(|t| t.value);
+        for point in expand::points(&cs.matrix) {
+            for pass in 1..=cs.passes.value {
+                let address = expand::address(&cs.name, &point, &axes, pass, cs.passes.value);
+                let def = CommandDef {
+                    run: &cs.run,
+                    env: env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+                    inputs: files
+                        .iter()
+                        .map(|f| (f.rel.as_str(), f.digest.as_str()))
+                        .collect(),
+                    outputs: outputs.iter().map(String::as_str).collect(),
+                    params: &point,
+                    timeout_ms: timeout.map(|t| t.as_millis() as u64),
+                    measure: cs.measure,
+                };
+                let mut s = base_step(StepKind::Command, &cs.name, address, cs.name.loc);
+                s.measure = cs.measure;
+                s.pass = pass;
+                s.definition = serde_json::to_value(&def).expect("serialises");
+                s.command = Some(CommandSpec {
+                    run: cs.run.value.clone(),
+                    env: env.clone(),
+                    files: files.clone(),
+                    outputs: outputs.clone(),
+                    timeout,
+                    params: point.clone(),
+                });
+                s.params = point.clone();
+                let id = b.push(s);
+                pending.push((id, cs));
+            }
+        }
+    }
+    for (id, cs) in pending {
+        let mut inputs = Vec::new();
+        for need in &cs.needs {
+            let targets: Vec<StepId> = {
+                let cmd = b.ids(StepKind::Command, &need.step);
+                if cmd.is_empty() {
+                    b.ids(StepKind::Analysis, &need.step).to_vec()
+                } else {
+                    cmd.to_vec()
+                }
+            };
+            let single = targets.len() == 1;
+            for from in targets {
+                let mount = if single {
+                    need.as_dir.clone()
+                } else {
+                    format!("{}/{}", need.as_dir, expansion_dir(&b.steps[from]))
+                };
+                inputs.push(Input { from, mount });
+            }
+        }
+        b.steps[id].inputs = inputs;
+    }
+    Ok(())
+}

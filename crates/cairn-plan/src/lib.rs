@@ -1,0 +1,14 @@
+//! cairn-plan: reads KDL plan files into a typed [`Plan`] whose values keep their source spans.
+
+mod diagnostics;
+mod fmt;
+mod imports;
+pub mod model;
+mod parse;
+mod validate;
+pub mod values;
+
+pub use diagnostics::{render, PlanError, Problem};
+pub use fmt::format_text;
+pub use imports::{load, parse_str};
+pub use model::*;

@@ -1,0 +1,269 @@
+//! Typed plan values: what a study declares, each piece keeping where it came from in the plan text.
+//!
+//! These types are the contract between the parser (`parse`) and everything downstream
+//! (`cairn-graph` resolves them into steps and keys). Fields that are part of a step's
+//! meaning are plain data; `Loc`/`Sp` only serve diagnostics and never enter a key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use miette::SourceSpan;
+use serde::Serialize;
+
+/// Index into [`Plan::sources`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceId(pub usize);
+
+/// A place in one plan file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    pub source: SourceId,
+    pub span: SourceSpan,
+}
+
+/// A value with the place it was written: for an argument its whole entry (`"name"`, quotes
+/// included), for a property the whole `key=value`, for a node its name.
+#[derive(Debug, Clone)]
+pub struct Sp<T> {
+    pub value: T,
+    pub loc: Loc,
+}
+
+impl<T> Sp<T> {
+    pub fn new(value: T, loc: Loc) -> Self {
+        Sp { value, loc }
+    }
+}
+
+impl<T> std::ops::Deref for Sp<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+/// One plan file that was read (the root or an import).
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Path as given (root) or resolved relative to the importing file; lexically normalised.
+    pub path: PathBuf,
+    /// Directory the file lives in: relative `input`/`file` paths resolve against it.
+    pub dir: PathBuf,
+    pub text: Arc<str>,
+}
+
+/// A scalar written in a plan. Serialises untagged so keys stay readable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Value {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    String(String),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::String(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// One axis of a parameter matrix: `threads 1 2 4` → name "threads", three values.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: Sp<String>,
+    pub values: Vec<Sp<Value>>,
+}
+
+/// A whole study: the root file plus everything it imports, merged.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub sources: Vec<Source>,
+    pub study: Study,
+    pub images: Vec<Image>,
+    pub servers: Vec<Server>,
+    pub datasets: Vec<Dataset>,
+    pub workloads: Vec<Workload>,
+    pub trials: Vec<Trials>,
+    pub analyses: Vec<Analysis>,
+    pub claims: Vec<Claim>,
+    pub reports: Vec<Report>,
+    pub steps: Vec<CommandStep>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Study {
+    /// `study "name"`; defaults to the root file's stem.
+    pub name: String,
+    pub title: Option<String>,
+    pub loc: Option<Loc>,
+}
+
+/// `image "name" { … }`: how a server's root filesystem is built.
+///
+/// `extends` is already resolved by the parser: `debian` is merged field-wise (child wins),
+/// `packages` are the parent's then the child's (without repeats), `layers` the parent's then the child's.
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub name: Sp<String>,
+    /// The parent as written (kept for display; its fields are already merged in).
+    pub extends: Option<Sp<String>>,
+    /// `debian suite="bookworm" arch="amd64" variant="minbase"`
+    pub debian: Option<Debian>,
+    /// `packages "a" "b=1.2"`: installed at bootstrap.
+    pub packages: Vec<Sp<String>>,
+    /// `file`, `run`, `env` children in order: each becomes its own layer step.
+    pub layers: Vec<Sp<Layer>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Debian {
+    pub suite: Option<String>,
+    pub arch: Option<String>,
+    pub variant: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// `file "local/path" "/in/image"`
+    File { src: String, dest: String },
+    /// `run "shell command"`
+    Run { command: String },
+    /// `env KEY="value" …`
+    Env { vars: BTreeMap<String, String> },
+}
+
+/// `server "name" { … }`: a configured database server.
+///
+/// `extends` is already resolved by the parser: unset fields come from the parent chain,
+/// `options` and `env` are merged key-wise (child wins).
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub name: Sp<String>,
+    /// The parent as written (kept for display; its fields are already merged in).
+    pub extends: Option<Sp<String>>,
+    pub image: Option<Sp<String>>,
+    /// `option key=value …` (may repeat); later wins.
+    pub options: BTreeMap<String, Sp<Value>>,
+    pub env: BTreeMap<String, Sp<String>>,
+    /// "system" | "tcmalloc" | "jemalloc"
+    pub allocator: Option<Sp<String>>,
+    /// "socket" | "tcp" | "tls"
+    pub connect: Option<Sp<String>>,
+    pub cpus: Option<Sp<String>>,
+    /// bytes, from a size like "4G"
+    pub memory: Option<Sp<u64>>,
+    /// "docker" | "process"
+    pub executor: Option<Sp<String>>,
+}
+
+/// `dataset "name" { sysbench tables=4 rows=10000 engine="InnoDB" }`
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub name: Sp<String>,
+    /// The generator node's name: "sysbench" | "smack" | "sqlbench".
+    pub generator: Sp<String>,
+    /// The generator node's properties.
+    pub props: BTreeMap<String, Sp<Value>>,
+}
+
+/// `workload "name" { sysbench "oltp_read_only"; threads 2 8; duration "10s" }`
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: Sp<String>,
+    /// "sysbench" | "smack" | "sqlbench"
+    pub driver: Sp<String>,
+    /// The driver node's argument, e.g. "oltp_read_only".
+    pub test: Sp<String>,
+    /// Driver node properties, e.g. `sysbench "oltp_read_only" tool="external"`.
+    pub driver_props: BTreeMap<String, Sp<Value>>,
+    /// Every setting with more than one value is an axis of the trial matrix;
+    /// single-valued settings are parameters too (an axis of length one).
+    /// Durations are normalised to seconds (`Value::Float`) for keys.
+    pub params: Vec<Param>,
+}
+
+/// `trials "name" { servers "a" "b"; dataset "d"; workload "w"; passes 3 }`
+#[derive(Debug, Clone)]
+pub struct Trials {
+    pub name: Sp<String>,
+    pub servers: Vec<Sp<String>>,
+    pub dataset: Option<Sp<String>>,
+    pub workload: Sp<String>,
+    /// `passes N` (>= 1); defaults to 1, then located at the trials' name.
+    pub passes: Sp<u32>,
+    /// Seed for the interleaved trial order; recorded.
+    pub seed: Option<Sp<u64>>,
+}
+
+/// `analysis "name" { table metric="tps" rows="server" columns="threads" baseline="system" }`
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub name: Sp<String>,
+    /// Trials it reads; empty = every trials block of the study.
+    pub trials: Vec<Sp<String>>,
+    /// "table" | "plot"
+    pub kind: Sp<String>,
+    pub props: BTreeMap<String, Sp<Value>>,
+}
+
+/// `claim "text" { metric "tps"; where threads=8; expect "a >= b" within="5%" }`
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub name: Sp<String>,
+    pub metric: Sp<String>,
+    pub filter: BTreeMap<String, Sp<Value>>,
+    pub expect: Sp<String>,
+    /// fraction, from a percentage like "5%"
+    pub within: Option<Sp<f64>>,
+}
+
+/// `report "name" { analyses "tps" …; format "markdown" }`
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub name: Sp<String>,
+    pub analyses: Vec<Sp<String>>,
+    pub format: Option<Sp<String>>,
+}
+
+/// `step "name" { run "…"; needs "other"; input "f"; output "o"; … }`: a user's own command.
+#[derive(Debug, Clone)]
+pub struct CommandStep {
+    pub name: Sp<String>,
+    /// Shell command, run with `sh -c` in a fresh working directory.
+    pub run: Sp<String>,
+    /// Outputs of other steps (or analyses), placed under `./<as>/`.
+    pub needs: Vec<Need>,
+    /// Files from the plan's directory, copied in and hashed into the key.
+    pub inputs: Vec<Sp<String>>,
+    /// Files the command must produce, relative to its working directory.
+    pub outputs: Vec<Sp<String>>,
+    /// Environment: the command sees only these plus PATH, HOME, CAIRN_* and its parameters.
+    pub env: BTreeMap<String, Sp<String>>,
+    /// `matrix { threads 1 2 4 }`: one step per point.
+    pub matrix: Vec<Param>,
+    /// `passes 3`: one step per pass index (0-based) per point. Defaults to 1 (located at the name).
+    pub passes: Sp<u32>,
+    /// `timeout "30s"`; never zero.
+    pub timeout: Option<Sp<Duration>>,
+    /// `measure #true` (or a bare `measure`): a measurement (exclusive lane, fingerprint + pass in its key).
+    pub measure: bool,
+    /// Directory of the plan file that declared it (inputs resolve against it).
+    pub dir: PathBuf,
+}
+
+/// `needs "step"` or `needs "step" as="dir"`.
+#[derive(Debug, Clone)]
+pub struct Need {
+    pub step: Sp<String>,
+    /// Directory name the outputs appear under; defaults to the step's name.
+    pub as_dir: String,
+}

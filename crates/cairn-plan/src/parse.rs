@@ -1,0 +1,1182 @@
+//! One KDL document → the declarations it holds, checking each node's shape and value types.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
+use miette::SourceSpan;
+
+use crate::diagnostics::{did_you_mean, one_of, problem, Reporter, P};
+use crate::model::*;
+use crate::values::{parse_duration, parse_percentage, parse_size};
+
+pub(crate) const TOP_LEVEL: &[&str] = &[
+    "study", "import", "image", "server", "dataset", "workload", "trials", "analysis", "claim",
+    "report", "step",
+];
+pub(crate) const DRIVERS: &[&str] = &["sysbench", "smack", "sqlbench"];
+const ALLOCATORS: &[&str] = &["system", "tcmalloc", "jemalloc"];
+const CONNECTS: &[&str] = &["socket", "tcp", "tls"];
+const EXECUTORS: &[&str] = &["docker", "process"];
+const ANALYSIS_KINDS: &[&str] = &["table", "plot"];
+const REPORT_FORMATS: &[&str] = &["markdown", "html"];
+const DISTRIBUTIONS: &[&str] = &["uniform", "gaussian", "special", "pareto", "zipfian"];
+
+/// Free-form `key=value` properties of a node.
+type Props = BTreeMap<String, Sp<Value>>;
+
+/// How a workload parameter's values are checked and normalised.
+#[derive(Clone, Copy)]
+enum ParamKind {
+    /// integer >= 1
+    Positive,
+    /// integer >= 0
+    Count,
+    /// duration string → seconds as `Value::Float`; `true` = must be > 0
+    Duration(bool),
+    Choice(&'static [&'static str]),
+}
+
+const PARAMS: &[(&str, ParamKind)] = &[
+    ("threads", ParamKind::Positive),
+    ("duration", ParamKind::Duration(true)),
+    ("warmup", ParamKind::Duration(false)),
+    ("events", ParamKind::Count),
+    ("rate", ParamKind::Count),
+    ("report-interval", ParamKind::Duration(true)),
+    ("range-size", ParamKind::Positive),
+    ("distribution", ParamKind::Choice(DISTRIBUTIONS)),
+    ("clients", ParamKind::Positive),
+    ("rounds", ParamKind::Positive),
+    ("scale", ParamKind::Positive),
+    ("tables", ParamKind::Positive),
+];
+
+/// Every declared name per kind, including declarations too broken to enter the [`Plan`],
+/// so that references to them are not reported as dangling.
+#[derive(Default)]
+pub(crate) struct Declared {
+    pub(crate) by_kind: BTreeMap<&'static str, Vec<Sp<String>>>,
+}
+
+/// Parses one file's document into `plan`; returns the `import` paths it names.
+pub(crate) struct FileParser<'a> {
+    pub(crate) r: &'a mut Reporter,
+    pub(crate) declared: &'a mut Declared,
+    pub(crate) plan: &'a mut Plan,
+    pub(crate) id: SourceId,
+    pub(crate) dir: PathBuf,
+    pub(crate) is_root: bool,
+    /// `load` checks that `input` files exist; `parse_str` does not.
+    pub(crate) check_files: bool,
+    pub(crate) imports: Vec<Sp<String>>,
+}
+
+fn value_kind(v: &KdlValue) -> &'static str {
+    match v {
+        KdlValue::String(_) => "a string",
+        KdlValue::Integer(_) => "an integer",
+        KdlValue::Float(_) => "a number",
+        KdlValue::Bool(_) => "a boolean",
+        KdlValue::Null => "#null",
+    }
+}
+
+fn node_name(node: &KdlNode) -> &str {
+    node.name().value()
+}
+
+fn args(node: &KdlNode) -> impl Iterator<Item = &KdlEntry> {
+    node.entries().iter().filter(|e| e.name().is_none())
+}
+
+fn props(node: &KdlNode) -> impl Iterator<Item = &KdlEntry> {
+    node.entries().iter().filter(|e| e.name().is_some())
+}
+
+fn prop_name(e: &KdlEntry) -> &str {
+    e.name().map_or("", |n| n.value())
+}
+
+fn children(node: &KdlNode) -> &[KdlNode] {
+    node.children().map_or(&[], |c| c.nodes())
+}
+
+/// True if `path` is absolute or climbs out with `..`.
+pub(crate) fn escapes(path: &str) -> bool {
+    let p = Path::new(path);
+    p.is_absolute()
+        || path.starts_with('/')
+        || p.components().any(|c| matches!(c, Component::ParentDir))
+}
+
+impl FileParser<'_> {
+    fn loc(&self, span: SourceSpan) -> Loc {
+        Loc {
+            source: self.id,
+            span,
+        }
+    }
+
+    fn name_loc(&self, node: &KdlNode) -> Loc {
+        self.loc(node.name().span())
+    }
+
+    fn push(&mut self, p: P) {
+        self.r.push(p);
+    }
+
+    pub(crate) fn document(&mut self, doc: &KdlDocument) {
+        for node in doc.nodes() {
+            match node_name(node) {
+                "study" => self.study(node),
+                "import" => self.import(node),
+                "image" => self.image(node),
+                "server" => self.server(node),
+                "dataset" => self.dataset(node),
+                "workload" => self.workload(node),
+                "trials" => self.trials(node),
+                "analysis" => self.analysis(node),
+                "claim" => self.claim(node),
+                "report" => self.report(node),
+                "step" => self.step(node),
+                other => {
+                    let p = problem("unknown_node", format!("unknown declaration `{other}`"))
+                        .label(self.name_loc(node), "not a top-level node")
+                        .help_opt(did_you_mean(other, TOP_LEVEL.iter().copied()))
+                        .help(format!("top-level nodes are {}", one_of(TOP_LEVEL)));
+                    self.push(p);
+                }
+            }
+        }
+    }
+
+    // ---- generic shape checks -------------------------------------------------------------
+
+    fn unknown_child(&mut self, parent: &str, node: &KdlNode, allowed: &[&str]) {
+        let name = node_name(node);
+        let p = problem(
+            "unknown_node",
+            format!("unknown node `{name}` in `{parent}`"),
+        )
+        .label(self.name_loc(node), format!("not allowed in `{parent}`"))
+        .help_opt(did_you_mean(name, allowed.iter().copied()))
+        .help(format!("`{parent}` accepts {}", one_of(allowed)));
+        self.push(p);
+    }
+
+    fn no_children(&mut self, node: &KdlNode) {
+        if let Some(c) = node.children() {
+            let p = problem(
+                "unexpected",
+                format!("`{}` does not take a block", node_name(node)),
+            )
+            .label(self.loc(c.span()), "unexpected block");
+            self.push(p);
+        }
+    }
+
+    /// Reports properties not in `allowed`; returns the allowed ones.
+    fn props_only<'n>(&mut self, node: &'n KdlNode, allowed: &[&str]) -> Vec<&'n KdlEntry> {
+        let mut ok = Vec::new();
+        for e in props(node) {
+            let name = prop_name(e);
+            if allowed.contains(&name) {
+                ok.push(e);
+            } else {
+                let p = problem(
+                    "unknown_property",
+                    format!("unknown property `{name}` on `{}`", node_name(node)),
+                )
+                .label(self.loc(e.span()), "unknown property");
+                let p = if allowed.is_empty() {
+                    p.help(format!("`{}` takes no properties", node_name(node)))
+                } else {
+                    p.help_opt(did_you_mean(name, allowed.iter().copied()))
+                        .help(format!("allowed properties: {}", one_of(allowed)))
+                };
+                self.push(p);
+            }
+        }
+        ok
+    }
+
+    fn no_args(&mut self, node: &KdlNode, hint: &str) {
+        for e in args(node) {
+            let p = problem(
+                "unexpected",
+                format!("`{}` takes no arguments", node_name(node)),
+            )
+            .label(self.loc(e.span()), "unexpected argument")
+            .help(hint.to_string());
+            self.push(p);
+        }
+    }
+
+    fn missing(&mut self, at: Loc, message: String, help: String) {
+        let p = problem("missing", message)
+            .label(at, "declared here")
+            .help(help);
+        self.push(p);
+    }
+
+    fn wrong_type(&mut self, e: &KdlEntry, expected: &str, help: Option<String>) {
+        let p = problem(
+            "wrong_type",
+            format!("expected {expected}, found {}", value_kind(e.value())),
+        )
+        .label(self.loc(e.span()), format!("expected {expected}"))
+        .help_opt(help);
+        self.push(p);
+    }
+
+    fn bad_value(&mut self, e: &KdlEntry, message: String, help: Option<String>) {
+        let p = problem("bad_value", message)
+            .label(self.loc(e.span()), "invalid value")
+            .help_opt(help);
+        self.push(p);
+    }
+
+    fn string_of(&mut self, e: &KdlEntry) -> Option<Sp<String>> {
+        match e.value() {
+            KdlValue::String(s) => Some(Sp::new(s.clone(), self.loc(e.span()))),
+            _ => {
+                self.wrong_type(e, "a string", None);
+                None
+            }
+        }
+    }
+
+    /// Any scalar but `#null`.
+    fn value_of(&mut self, e: &KdlEntry) -> Option<Sp<Value>> {
+        let v = match e.value() {
+            KdlValue::String(s) => Value::String(s.clone()),
+            KdlValue::Integer(i) => match i64::try_from(*i) {
+                Ok(i) => Value::Int(i),
+                Err(_) => {
+                    self.bad_value(e, "integer out of range".into(), None);
+                    return None;
+                }
+            },
+            KdlValue::Float(x) => Value::Float(*x),
+            KdlValue::Bool(b) => Value::Bool(*b),
+            KdlValue::Null => {
+                self.wrong_type(e, "a value", Some("`#null` is not allowed in plans".into()));
+                return None;
+            }
+        };
+        Some(Sp::new(v, self.loc(e.span())))
+    }
+
+    /// A scalar written as a string (numbers and booleans are spelt out).
+    fn stringish(&mut self, e: &KdlEntry) -> Option<Sp<String>> {
+        self.value_of(e)
+            .map(|v| Sp::new(v.value.to_string(), v.loc))
+    }
+
+    /// `name "value"`: exactly one string argument, no properties, no block.
+    fn one_string(&mut self, node: &KdlNode) -> Option<Sp<String>> {
+        self.props_only(node, &[]);
+        self.no_children(node);
+        self.single_arg(node).and_then(|e| self.string_of(e))
+    }
+
+    /// The single argument of a node; reports a missing one or extra ones.
+    fn single_arg<'n>(&mut self, node: &'n KdlNode) -> Option<&'n KdlEntry> {
+        let all: Vec<&KdlEntry> = args(node).collect();
+        for extra in all.iter().skip(1) {
+            let p = problem(
+                "unexpected",
+                format!("`{}` takes one argument", node_name(node)),
+            )
+            .label(self.loc(extra.span()), "extra argument");
+            self.push(p);
+        }
+        if all.is_empty() {
+            let p = problem(
+                "missing",
+                format!("`{}` needs an argument", node_name(node)),
+            )
+            .label(self.name_loc(node), "no argument");
+            self.push(p);
+        }
+        all.first().copied()
+    }
+
+    /// `name "a" "b" …`: one or more string arguments.
+    fn strings(&mut self, node: &KdlNode) -> Vec<Sp<String>> {
+        self.props_only(node, &[]);
+        self.no_children(node);
+        let all: Vec<&KdlEntry> = args(node).collect();
+        if all.is_empty() {
+            let p = problem(
+                "missing",
+                format!("`{}` needs at least one argument", node_name(node)),
+            )
+            .label(self.name_loc(node), "no arguments");
+            self.push(p);
+        }
+        all.into_iter().filter_map(|e| self.string_of(e)).collect()
+    }
+
+    /// An integer in `min..=max`.
+    fn int_of(&mut self, what: &str, e: &KdlEntry, min: i128, max: i128) -> Option<Sp<i128>> {
+        match e.value() {
+            KdlValue::Integer(i) if (min..=max).contains(i) => {
+                Some(Sp::new(*i, self.loc(e.span())))
+            }
+            KdlValue::Integer(i) => {
+                let msg = if *i < min {
+                    format!("`{what}` must be at least {min}, found {i}")
+                } else {
+                    format!("`{what}` is too large: {i}")
+                };
+                self.bad_value(e, msg, None);
+                None
+            }
+            _ => {
+                self.wrong_type(e, "an integer", None);
+                None
+            }
+        }
+    }
+
+    fn one_int(&mut self, node: &KdlNode, min: i128, max: i128) -> Option<Sp<i128>> {
+        self.props_only(node, &[]);
+        self.no_children(node);
+        let e = self.single_arg(node)?;
+        self.int_of(node_name(node), e, min, max)
+    }
+
+    fn passes(&mut self, node: &KdlNode) -> Option<Sp<u32>> {
+        self.one_int(node, 1, u32::MAX as i128)
+            .map(|v| Sp::new(v.value as u32, v.loc))
+    }
+
+    fn duration_of(&mut self, e: &KdlEntry) -> Option<Sp<Duration>> {
+        let s = self.string_of(e)?;
+        match parse_duration(&s) {
+            Ok(d) => Some(Sp::new(d, s.loc)),
+            Err(why) => {
+                self.bad_value(
+                    e,
+                    format!("`{}` is not a duration: {why}", s.value),
+                    Some(
+                        "durations look like \"500ms\", \"10s\", \"2m\", \"1h\" or \"1m30s\""
+                            .into(),
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn choice(&mut self, node: &KdlNode, allowed: &[&str]) -> Option<Sp<String>> {
+        let s = self.one_string(node)?;
+        if allowed.contains(&s.as_str()) {
+            Some(s)
+        } else {
+            let p = problem(
+                "bad_value",
+                format!("invalid {} `{}`", node_name(node), s.value),
+            )
+            .label(s.loc, format!("not a known {}", node_name(node)))
+            .help_opt(did_you_mean(&s, allowed.iter().copied()))
+            .help(format!("allowed values: {}", one_of(allowed)));
+            self.push(p);
+            None
+        }
+    }
+
+    /// `key=value …` properties as a map of values; at least one.
+    fn value_props(&mut self, node: &KdlNode) -> BTreeMap<String, Sp<Value>> {
+        self.no_args(node, &format!("write `{} key=value`", node_name(node)));
+        self.no_children(node);
+        if props(node).next().is_none() {
+            let p = problem(
+                "missing",
+                format!(
+                    "`{}` needs at least one key=value property",
+                    node_name(node)
+                ),
+            )
+            .label(self.name_loc(node), "no properties");
+            self.push(p);
+        }
+        let mut map = BTreeMap::new();
+        for e in props(node) {
+            if let Some(v) = self.value_of(e) {
+                map.insert(prop_name(e).to_string(), v);
+            }
+        }
+        map
+    }
+
+    fn string_props(&mut self, node: &KdlNode) -> BTreeMap<String, Sp<String>> {
+        self.value_props(node)
+            .into_iter()
+            .map(|(k, v)| (k, Sp::new(v.value.to_string(), v.loc)))
+            .collect()
+    }
+
+    /// The `"name"` of a declaration; records it in [`Declared`].
+    fn decl_name(&mut self, node: &KdlNode, kind: &'static str) -> Option<Sp<String>> {
+        self.props_only(node, &[]);
+        let name = self.single_arg(node).and_then(|e| self.string_of(e))?;
+        self.declared
+            .by_kind
+            .entry(kind)
+            .or_default()
+            .push(name.clone());
+        Some(name)
+    }
+
+    fn require<T>(
+        &mut self,
+        value: Option<T>,
+        decl: &Sp<String>,
+        kind: &str,
+        what: &str,
+        help: &str,
+    ) -> Option<T> {
+        if value.is_none() {
+            self.missing(
+                decl.loc,
+                format!("{kind} `{}` has no {what}", decl.value),
+                help.to_string(),
+            );
+        }
+        value
+    }
+
+    // ---- top-level nodes ------------------------------------------------------------------
+
+    fn study(&mut self, node: &KdlNode) {
+        if !self.is_root {
+            let p = problem(
+                "unexpected",
+                "`study` is only allowed in the root plan file",
+            )
+            .label(self.name_loc(node), "in an imported file")
+            .help("move it to the file given to cairn, or delete it");
+            self.push(p);
+            return;
+        }
+        if let Some(prev) = self.plan.study.loc {
+            let p = problem("duplicate", "more than one `study`")
+                .label(self.name_loc(node), "second study")
+                .label(prev, "first study");
+            self.push(p);
+            return;
+        }
+        self.props_only(node, &[]);
+        if args(node).next().is_some() {
+            if let Some(name) = self.single_arg(node).and_then(|e| self.string_of(e)) {
+                self.plan.study.name = name.value;
+            }
+        }
+        self.plan.study.loc = Some(self.name_loc(node));
+        for c in children(node) {
+            match node_name(c) {
+                "title" => self.plan.study.title = self.one_string(c).map(|s| s.value),
+                _ => self.unknown_child("study", c, &["title"]),
+            }
+        }
+    }
+
+    fn import(&mut self, node: &KdlNode) {
+        if let Some(path) = self.one_string(node) {
+            self.imports.push(path);
+        }
+    }
+
+    fn image(&mut self, node: &KdlNode) {
+        const CHILDREN: &[&str] = &["extends", "debian", "packages", "file", "run", "env"];
+        let Some(name) = self.decl_name(node, "image") else {
+            return;
+        };
+        let mut image = Image {
+            name,
+            extends: None,
+            debian: None,
+            packages: Vec::new(),
+            layers: Vec::new(),
+        };
+        for c in children(node) {
+            let at = self.loc(c.span());
+            match node_name(c) {
+                "extends" => image.extends = self.one_string(c),
+                "debian" => {
+                    self.no_args(c, "write `debian suite=\"bookworm\" arch=\"amd64\"`");
+                    self.no_children(c);
+                    let mut d = image.debian.take().unwrap_or(Debian {
+                        suite: None,
+                        arch: None,
+                        variant: None,
+                    });
+                    for e in self.props_only(c, &["suite", "arch", "variant"]) {
+                        let Some(v) = self.string_of(e) else { continue };
+                        match prop_name(e) {
+                            "suite" => d.suite = Some(v.value),
+                            "arch" => d.arch = Some(v.value),
+                            _ => d.variant = Some(v.value),
+                        }
+                    }
+                    image.debian = Some(d);
+                }
+                "packages" => image.packages.extend(self.strings(c)),
+                "file" => {
+                    self.props_only(c, &[]);
+                    self.no_children(c);
+                    let a: Vec<&KdlEntry> = args(c).collect();
+                    if a.len() != 2 {
+                        let p = problem(
+                            "missing",
+                            "`file` takes two arguments: source and destination",
+                        )
+                        .label(self.name_loc(c), format!("{} argument(s)", a.len()))
+                        .help("write `file \"local/path\" \"/path/in/image\"`");
+                        self.push(p);
+                    } else if let (Some(src), Some(dest)) =
+                        (self.string_of(a[0]), self.string_of(a[1]))
+                    {
+                        image.layers.push(Sp::new(
+                            Layer::File {
+                                src: src.value,
+                                dest: dest.value,
+                            },
+                            at,
+                        ));
+                    }
+                }
+                "run" => {
+                    if let Some(cmd) = self.one_string(c) {
+                        image
+                            .layers
+                            .push(Sp::new(Layer::Run { command: cmd.value }, at));
+                    }
+                }
+                "env" => {
+                    let vars = self.string_props(c);
+                    let vars = vars.into_iter().map(|(k, v)| (k, v.value)).collect();
+                    image.layers.push(Sp::new(Layer::Env { vars }, at));
+                }
+                _ => self.unknown_child("image", c, CHILDREN),
+            }
+        }
+        self.plan.images.push(image);
+    }
+
+    fn server(&mut self, node: &KdlNode) {
+        const CHILDREN: &[&str] = &[
+            "extends",
+            "image",
+            "option",
+            "env",
+            "allocator",
+            "connect",
+            "cpus",
+            "memory",
+            "executor",
+        ];
+        let Some(name) = self.decl_name(node, "server") else {
+            return;
+        };
+        let mut s = Server {
+            name,
+            extends: None,
+            image: None,
+            options: BTreeMap::new(),
+            env: BTreeMap::new(),
+            allocator: None,
+            connect: None,
+            cpus: None,
+            memory: None,
+            executor: None,
+        };
+        for c in children(node) {
+            match node_name(c) {
+                "extends" => s.extends = self.one_string(c),
+                "image" => s.image = self.one_string(c),
+                "option" => s.options.extend(self.value_props(c)),
+                "env" => s.env.extend(self.string_props(c)),
+                "allocator" => s.allocator = self.choice(c, ALLOCATORS),
+                "connect" => s.connect = self.choice(c, CONNECTS),
+                "executor" => s.executor = self.choice(c, EXECUTORS),
+                "cpus" => {
+                    self.props_only(c, &[]);
+                    self.no_children(c);
+                    s.cpus = self.single_arg(c).and_then(|e| self.stringish(e));
+                }
+                "memory" => {
+                    self.props_only(c, &[]);
+                    self.no_children(c);
+                    let Some(e) = self.single_arg(c) else {
+                        continue;
+                    };
+                    let at = self.loc(e.span());
+                    match e.value() {
+                        KdlValue::Integer(i) if *i >= 0 && *i <= u64::MAX as i128 => {
+                            s.memory = Some(Sp::new(*i as u64, at));
+                        }
+                        KdlValue::String(text) => match parse_size(text) {
+                            Ok(n) => s.memory = Some(Sp::new(n, at)),
+                            Err(why) => self.bad_value(
+                                e,
+                                format!("`{text}` is not a size: {why}"),
+                                Some("sizes look like \"512K\", \"256M\", \"4G\" or \"1024\" (bytes)".into()),
+                            ),
+                        },
+                        _ => self.wrong_type(e, "a size", Some("sizes look like \"512K\", \"256M\", \"4G\" or \"1024\" (bytes)".into())),
+                    }
+                }
+                _ => self.unknown_child("server", c, CHILDREN),
+            }
+        }
+        self.plan.servers.push(s);
+    }
+
+    fn dataset(&mut self, node: &KdlNode) {
+        let Some(name) = self.decl_name(node, "dataset") else {
+            return;
+        };
+        let mut generator: Option<(Sp<String>, Props)> = None;
+        for c in children(node) {
+            let n = node_name(c);
+            if !DRIVERS.contains(&n) {
+                self.unknown_child("dataset", c, DRIVERS);
+                continue;
+            }
+            if let Some((first, _)) = &generator {
+                let p = problem(
+                    "duplicate",
+                    format!("dataset `{}` has two generators", name.value),
+                )
+                .label(self.name_loc(c), "second generator")
+                .label(first.loc, "first generator")
+                .help("a dataset is made by exactly one generator");
+                self.push(p);
+                continue;
+            }
+            self.no_args(c, &format!("write `{n} key=value …`"));
+            self.no_children(c);
+            let mut map = BTreeMap::new();
+            for e in props(c) {
+                if let Some(v) = self.value_of(e) {
+                    map.insert(prop_name(e).to_string(), v);
+                }
+            }
+            generator = Some((Sp::new(n.to_string(), self.name_loc(c)), map));
+        }
+        let generator = self.require(
+            generator,
+            &name,
+            "dataset",
+            "generator",
+            &format!(
+                "add a generator node: {}, e.g. `sysbench tables=4 rows=10000`",
+                one_of(DRIVERS)
+            ),
+        );
+        if let Some((generator, props)) = generator {
+            self.plan.datasets.push(Dataset {
+                name,
+                generator,
+                props,
+            });
+        }
+    }
+
+    /// A matrix axis / workload parameter: `name v1 v2 …`, no properties, at least one value.
+    fn axis(&mut self, c: &KdlNode) -> Option<Param> {
+        self.props_only(c, &[]);
+        self.no_children(c);
+        let name = Sp::new(node_name(c).to_string(), self.name_loc(c));
+        let entries: Vec<&KdlEntry> = args(c).collect();
+        if entries.is_empty() {
+            let p = problem("missing", format!("`{}` has no values", name.value))
+                .label(name.loc, "empty axis")
+                .help(format!(
+                    "give one or more values, e.g. `{} 1 2 4`",
+                    name.value
+                ));
+            self.push(p);
+            return None;
+        }
+        let values = entries
+            .into_iter()
+            .filter_map(|e| self.value_of(e))
+            .collect();
+        Some(Param { name, values })
+    }
+
+    fn check_duplicate_axes(&mut self, params: &[Param], what: &str) {
+        for (i, p) in params.iter().enumerate() {
+            if let Some(first) = params[..i].iter().find(|q| q.name.value == p.name.value) {
+                let pr = problem(
+                    "duplicate",
+                    format!("{what} `{}` is given twice", p.name.value),
+                )
+                .label(p.name.loc, "given again here")
+                .label(first.name.loc, "first given here")
+                .help("list all values on one line, e.g. `threads 1 2 4`");
+                self.push(pr);
+            }
+        }
+    }
+
+    fn param(&mut self, c: &KdlNode, kind: ParamKind) -> Option<Param> {
+        let mut param = self.axis(c)?;
+        let entries: Vec<&KdlEntry> = args(c).collect();
+        let mut values = Vec::new();
+        for e in entries {
+            let at = self.loc(e.span());
+            let v = match kind {
+                ParamKind::Positive => self
+                    .int_of(&param.name.value, e, 1, i64::MAX as i128)
+                    .map(|i| Value::Int(i.value as i64)),
+                ParamKind::Count => self
+                    .int_of(&param.name.value, e, 0, i64::MAX as i128)
+                    .map(|i| Value::Int(i.value as i64)),
+                ParamKind::Duration(nonzero) => match self.duration_of(e) {
+                    Some(d) if nonzero && d.is_zero() => {
+                        self.bad_value(
+                            e,
+                            format!("`{}` must be longer than zero", param.name.value),
+                            None,
+                        );
+                        None
+                    }
+                    Some(d) => Some(Value::Float(d.as_secs_f64())),
+                    None => None,
+                },
+                ParamKind::Choice(allowed) => match self.string_of(e) {
+                    Some(s) if allowed.contains(&s.as_str()) => Some(Value::String(s.value)),
+                    Some(s) => {
+                        let p = problem(
+                            "bad_value",
+                            format!("invalid {} `{}`", param.name.value, s.value),
+                        )
+                        .label(s.loc, "not a known value")
+                        .help_opt(did_you_mean(&s, allowed.iter().copied()))
+                        .help(format!("allowed values: {}", one_of(allowed)));
+                        self.push(p);
+                        None
+                    }
+                    None => None,
+                },
+            };
+            if let Some(v) = v {
+                values.push(Sp::new(v, at));
+            }
+        }
+        param.values = values;
+        Some(param)
+    }
+
+    fn workload(&mut self, node: &KdlNode) {
+        let Some(name) = self.decl_name(node, "workload") else {
+            return;
+        };
+        let mut driver: Option<(Sp<String>, Sp<String>, Props)> = None;
+        let mut params = Vec::new();
+        for c in children(node) {
+            let n = node_name(c);
+            if DRIVERS.contains(&n) {
+                if let Some((first, _, _)) = &driver {
+                    let p = problem(
+                        "duplicate",
+                        format!("workload `{}` has two drivers", name.value),
+                    )
+                    .label(self.name_loc(c), "second driver")
+                    .label(first.loc, "first driver")
+                    .help("a workload runs exactly one driver");
+                    self.push(p);
+                    continue;
+                }
+                self.no_children(c);
+                let test = self.single_arg(c).and_then(|e| self.string_of(e));
+                let mut map = BTreeMap::new();
+                for e in props(c) {
+                    if let Some(v) = self.value_of(e) {
+                        map.insert(prop_name(e).to_string(), v);
+                    }
+                }
+                if let Some(test) = test {
+                    driver = Some((Sp::new(n.to_string(), self.name_loc(c)), test, map));
+                }
+            } else if let Some((_, kind)) = PARAMS.iter().find(|(p, _)| *p == n) {
+                if let Some(p) = self.param(c, *kind) {
+                    params.push(p);
+                }
+            } else {
+                let allowed: Vec<&str> = DRIVERS
+                    .iter()
+                    .chain(PARAMS.iter().map(|(p, _)| p))
+                    .copied()
+                    .collect();
+                let p = problem(
+                    "unknown_node",
+                    format!("unknown parameter `{n}` in `workload`"),
+                )
+                .label(self.name_loc(c), "not a known parameter")
+                .help_opt(did_you_mean(n, allowed.iter().copied()))
+                .help(format!(
+                    "a workload has a driver ({}) and parameters: {}",
+                    one_of(DRIVERS),
+                    one_of(&PARAMS.iter().map(|(p, _)| *p).collect::<Vec<_>>())
+                ));
+                self.push(p);
+            }
+        }
+        self.check_duplicate_axes(&params, "parameter");
+        let driver = self.require(
+            driver,
+            &name,
+            "workload",
+            "driver",
+            &format!(
+                "add a driver node: {}, e.g. `sysbench \"oltp_read_only\"`",
+                one_of(DRIVERS)
+            ),
+        );
+        if let Some((driver, test, driver_props)) = driver {
+            self.plan.workloads.push(Workload {
+                name,
+                driver,
+                test,
+                driver_props,
+                params,
+            });
+        }
+    }
+
+    fn trials(&mut self, node: &KdlNode) {
+        const CHILDREN: &[&str] = &["servers", "dataset", "workload", "passes", "seed"];
+        let Some(name) = self.decl_name(node, "trials") else {
+            return;
+        };
+        let mut servers = Vec::new();
+        let mut saw_servers = false;
+        let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
+        for c in children(node) {
+            match node_name(c) {
+                "servers" => {
+                    saw_servers = true;
+                    servers.extend(self.strings(c));
+                }
+                "dataset" => dataset = self.one_string(c),
+                "workload" => workload = self.one_string(c),
+                "passes" => passes = self.passes(c),
+                "seed" => {
+                    seed = self
+                        .one_int(c, 0, u64::MAX as i128)
+                        .map(|v| Sp::new(v.value as u64, v.loc))
+                }
+                _ => self.unknown_child("trials", c, CHILDREN),
+            }
+        }
+        if !saw_servers {
+            self.missing(
+                name.loc,
+                format!("trials `{}` has no servers", name.value),
+                "add `servers \"a\" \"b\"`".into(),
+            );
+        }
+        let has_workload_node = children(node).iter().any(|c| node_name(c) == "workload");
+        if !has_workload_node {
+            self.missing(
+                name.loc,
+                format!("trials `{}` has no workload", name.value),
+                "add `workload \"name\"`".into(),
+            );
+        }
+        let passes = passes.unwrap_or_else(|| Sp::new(1, name.loc));
+        if let Some(workload) = workload {
+            self.plan.trials.push(Trials {
+                name,
+                servers,
+                dataset,
+                workload,
+                passes,
+                seed,
+            });
+        }
+    }
+
+    fn analysis(&mut self, node: &KdlNode) {
+        let Some(name) = self.decl_name(node, "analysis") else {
+            return;
+        };
+        let mut trials = Vec::new();
+        let mut kind: Option<(Sp<String>, Props)> = None;
+        for c in children(node) {
+            let n = node_name(c);
+            if n == "trials" {
+                trials.extend(self.strings(c));
+            } else if ANALYSIS_KINDS.contains(&n) {
+                if let Some((first, _)) = &kind {
+                    let p = problem(
+                        "duplicate",
+                        format!("analysis `{}` has two kinds", name.value),
+                    )
+                    .label(self.name_loc(c), "second kind")
+                    .label(first.loc, "first kind")
+                    .help("write one analysis per table or plot");
+                    self.push(p);
+                    continue;
+                }
+                self.no_args(c, &format!("write `{n} metric=\"tps\" …`"));
+                self.no_children(c);
+                let mut map = BTreeMap::new();
+                for e in props(c) {
+                    if let Some(v) = self.value_of(e) {
+                        map.insert(prop_name(e).to_string(), v);
+                    }
+                }
+                kind = Some((Sp::new(n.to_string(), self.name_loc(c)), map));
+            } else {
+                self.unknown_child("analysis", c, &["trials", "table", "plot"]);
+            }
+        }
+        let kind = self.require(
+            kind,
+            &name,
+            "analysis",
+            "kind",
+            "add `table metric=\"tps\" …` or `plot metric=\"tps\" …`",
+        );
+        if let Some((kind, props)) = kind {
+            self.plan.analyses.push(Analysis {
+                name,
+                trials,
+                kind,
+                props,
+            });
+        }
+    }
+
+    fn claim(&mut self, node: &KdlNode) {
+        const CHILDREN: &[&str] = &["metric", "where", "expect"];
+        let Some(name) = self.decl_name(node, "claim") else {
+            return;
+        };
+        let (mut metric, mut expect, mut within) = (None, None, None);
+        let mut filter = BTreeMap::new();
+        for c in children(node) {
+            match node_name(c) {
+                "metric" => metric = self.one_string(c),
+                "where" => filter.extend(self.value_props(c)),
+                "expect" => {
+                    self.no_children(c);
+                    expect = self.single_arg(c).and_then(|e| self.string_of(e));
+                    for e in self.props_only(c, &["within"]) {
+                        let Some(s) = self.string_of(e) else { continue };
+                        match parse_percentage(&s) {
+                            Ok(x) => within = Some(Sp::new(x, s.loc)),
+                            Err(why) => self.bad_value(
+                                e,
+                                format!("`{}` is not a percentage: {why}", s.value),
+                                Some("write a percentage like \"5%\"".into()),
+                            ),
+                        }
+                    }
+                }
+                _ => self.unknown_child("claim", c, CHILDREN),
+            }
+        }
+        let metric = self.require(metric, &name, "claim", "metric", "add `metric \"tps\"`");
+        let expect = self.require(
+            expect,
+            &name,
+            "claim",
+            "expectation",
+            "add `expect \"a >= b\"`",
+        );
+        if let (Some(metric), Some(expect)) = (metric, expect) {
+            self.plan.claims.push(Claim {
+                name,
+                metric,
+                filter,
+                expect,
+                within,
+            });
+        }
+    }
+
+    fn report(&mut self, node: &KdlNode) {
+        let Some(name) = self.decl_name(node, "report") else {
+            return;
+        };
+        let mut analyses = Vec::new();
+        let mut format = None;
+        for c in children(node) {
+            match node_name(c) {
+                "analyses" => analyses.extend(self.strings(c)),
+                "format" => format = self.choice(c, REPORT_FORMATS),
+                _ => self.unknown_child("report", c, &["analyses", "format"]),
+            }
+        }
+        self.plan.reports.push(Report {
+            name,
+            analyses,
+            format,
+        });
+    }
+
+    fn step(&mut self, node: &KdlNode) {
+        const CHILDREN: &[&str] = &[
+            "run", "needs", "input", "output", "env", "matrix", "passes", "timeout", "measure",
+        ];
+        let Some(name) = self.decl_name(node, "step") else {
+            return;
+        };
+        let mut run = None;
+        let mut needs = Vec::new();
+        let mut inputs = Vec::new();
+        let mut outputs = Vec::new();
+        let mut env = BTreeMap::new();
+        let mut matrix = Vec::new();
+        let (mut passes, mut timeout, mut measure) = (None, None, false);
+        for c in children(node) {
+            match node_name(c) {
+                "run" => run = self.one_string(c),
+                "needs" => {
+                    self.no_children(c);
+                    let Some(step) = self.single_arg(c).and_then(|e| self.string_of(e)) else {
+                        continue;
+                    };
+                    let mut as_dir = step.value.clone();
+                    for e in self.props_only(c, &["as"]) {
+                        if let Some(s) = self.string_of(e) {
+                            if s.is_empty() || s.contains('/') || escapes(&s) {
+                                self.bad_value(e, format!("`{}` is not a plain directory name", s.value), Some("`as` names one directory under the step's working directory".into()));
+                            } else {
+                                as_dir = s.value;
+                            }
+                        }
+                    }
+                    needs.push(Need { step, as_dir });
+                }
+                "input" => {
+                    for s in self.strings(c) {
+                        if self.check_files && !self.dir.join(&s.value).exists() {
+                            let p = problem("path", format!("input `{}` does not exist", s.value))
+                                .label(s.loc, "no such file")
+                                .help(format!(
+                                    "inputs are relative to the plan's directory `{}`",
+                                    self.dir.display()
+                                ));
+                            self.push(p);
+                        }
+                        inputs.push(s);
+                    }
+                }
+                "output" => {
+                    for s in self.strings(c) {
+                        if s.is_empty() || escapes(&s) {
+                            let p = problem(
+                                "path",
+                                format!("output `{}` is outside the step's directory", s.value),
+                            )
+                            .label(s.loc, "absolute or climbs out with `..`")
+                            .help("outputs are relative paths inside the step's working directory");
+                            self.push(p);
+                        } else {
+                            outputs.push(s);
+                        }
+                    }
+                }
+                "env" => env.extend(self.string_props(c)),
+                "matrix" => {
+                    self.props_only(c, &[]);
+                    self.no_args(c, "write the axes in a block: `matrix { threads 1 2 4 }`");
+                    let mut axes = Vec::new();
+                    for a in children(c) {
+                        if let Some(p) = self.axis(a) {
+                            axes.push(p);
+                        }
+                    }
+                    if c.children().is_none() {
+                        let p = problem("missing", "`matrix` needs a block of axes")
+                            .label(self.name_loc(c), "no block")
+                            .help("write `matrix { threads 1 2 4; size \"s\" \"m\" }`");
+                        self.push(p);
+                    }
+                    matrix.extend(axes);
+                }
+                "passes" => passes = self.passes(c),
+                "timeout" => {
+                    self.props_only(c, &[]);
+                    self.no_children(c);
+                    let Some(e) = self.single_arg(c) else {
+                        continue;
+                    };
+                    if let Some(d) = self.duration_of(e) {
+                        if d.is_zero() {
+                            self.bad_value(
+                                e,
+                                "`timeout` must be longer than zero".into(),
+                                Some("leave `timeout` out for no limit".into()),
+                            );
+                        } else {
+                            timeout = Some(d);
+                        }
+                    }
+                }
+                "measure" => {
+                    self.props_only(c, &[]);
+                    self.no_children(c);
+                    let a: Vec<&KdlEntry> = args(c).collect();
+                    measure = match a.as_slice() {
+                        [] => true,
+                        [e] => match e.value() {
+                            KdlValue::Bool(b) => *b,
+                            _ => {
+                                self.wrong_type(
+                                    e,
+                                    "a boolean",
+                                    Some("write `measure #true` or `measure #false`".into()),
+                                );
+                                false
+                            }
+                        },
+                        [_, extra, ..] => {
+                            let p = problem("unexpected", "`measure` takes one argument")
+                                .label(self.loc(extra.span()), "extra argument");
+                            self.push(p);
+                            false
+                        }
+                    };
+                }
+                _ => self.unknown_child("step", c, CHILDREN),
+            }
+        }
+        self.check_duplicate_axes(&matrix, "matrix axis");
+        let has_run = children(node).iter().any(|c| node_name(c) == "run");
+        if !has_run {
+            self.missing(
+                name.loc,
+                format!("step `{}` has no `run` command", name.value),
+                "add `run \"shell command\"`".into(),
+            );
+        }
+        let passes = passes.unwrap_or_else(|| Sp::new(1, name.loc));
+        if let Some(run) = run {
+            self.plan.steps.push(CommandStep {
+                name,
+                run,
+                needs,
+                inputs,
+                outputs,
+                env,
+                matrix,
+                passes,
+                timeout,
+                measure,
+                dir: self.dir.clone(),
+            });
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Whole-plan checks once every file is read: duplicate names, dangling references,
+//! `extends`/`needs` cycles; then `extends` is resolved by merging parents into children.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnostics::{did_you_mean, problem, Reporter};
+use crate::model::*;
+use crate::parse::Declared;
+
+pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter) {
+    duplicates(declared, r);
+    references(plan, declared, r);
+    let image_edges: Vec<(String, Option<Sp<String>>)> = plan
+        .images
+        .iter()
+        .map(|i| (i.name.value.clone(), i.extends.clone()))
+        .collect();
+    let server_edges: Vec<(String, Option<Sp<String>>)> = plan
+        .servers
+        .iter()
+        .map(|s| (s.name.value.clone(), s.extends.clone()))
+        .collect();
+    let bad_images = extends_cycles("image", &image_edges, r);
+    let bad_servers = extends_cycles("server", &server_edges, r);
+    needs_cycles(plan, r);
+    resolve_images(plan, &bad_images);
+    resolve_servers(plan, &bad_servers);
+}
+
+fn duplicates(declared: &Declared, r: &mut Reporter) {
+    for (kind, names) in &declared.by_kind {
+        let mut first: BTreeMap<&str, &Sp<String>> = BTreeMap::new();
+        for name in names {
+            match first.get(name.as_str()) {
+                Some(prev) => {
+                    let p = problem(
+                        "duplicate",
+                        format!("{kind} `{}` is defined twice", name.value),
+                    )
+                    .label(name.loc, "defined again here")
+                    .label(prev.loc, "first defined here")
+                    .help(format!("every {kind} needs its own name"));
+                    r.push(p);
+                }
+                None => {
+                    first.insert(name.as_str(), name);
+                }
+            }
+        }
+    }
+}
+
+fn names<'a>(declared: &'a Declared, kind: &str) -> Vec<&'a str> {
+    declared
+        .by_kind
+        .get(kind)
+        .map(|v| v.iter().map(|s| s.as_str()).collect())
+        .unwrap_or_default()
+}
+
+fn check_ref(declared: &Declared, r: &mut Reporter, kinds: &[&str], reference: &Sp<String>) {
+    let known: Vec<&str> = kinds.iter().flat_map(|k| names(declared, k)).collect();
+    if known.contains(&reference.as_str()) {
+        return;
+    }
+    let what = kinds.join(" or ");
+    let mut p = problem("dangling", format!("no {what} named `{}`", reference.value))
+        .label(reference.loc, format!("unknown {what}"))
+        .help_opt(did_you_mean(reference, known.iter().copied()));
+    if known.is_empty() {
+        p = p.help(format!("the plan declares no {what}"));
+    } else if known.len() <= 12 {
+        let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+        p = p.help(format!("known: {}", list.join(", ")));
+    }
+    r.push(p);
+}
+
+fn references(plan: &Plan, d: &Declared, r: &mut Reporter) {
+    for i in &plan.images {
+        if let Some(e) = &i.extends {
+            check_ref(d, r, &["image"], e);
+        }
+    }
+    for s in &plan.servers {
+        if let Some(e) = &s.extends {
+            check_ref(d, r, &["server"], e);
+        }
+        if let Some(i) = &s.image {
+            check_ref(d, r, &["image"], i);
+        }
+    }
+    for t in &plan.trials {
+        for s in &t.servers {
+            check_ref(d, r, &["server"], s);
+        }
+        if let Some(ds) = &t.dataset {
+            check_ref(d, r, &["dataset"], ds);
+        }
+        check_ref(d, r, &["workload"], &t.workload);
+    }
+    for a in &plan.analyses {
+        for t in &a.trials {
+            check_ref(d, r, &["trials"], t);
+        }
+    }
+    for rep in &plan.reports {
+        for a in &rep.analyses {
+            check_ref(d, r, &["analysis"], a);
+        }
+    }
+    for s in &plan.steps {
+        for n in &s.needs {
+            check_ref(d, r, &["step", "analysis"], &n.step);
+        }
+    }
+}
+
+/// Finds cycles in a graph given as adjacency lists of (target, place of the edge).
+/// Each cycle is returned once, as its edges in order.
+fn find_cycles(edges: &[Vec<(usize, Loc)>]) -> Vec<Vec<(usize, usize, Loc)>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    fn dfs(
+        u: usize,
+        edges: &[Vec<(usize, Loc)>],
+        state: &mut [State],
+        stack: &mut Vec<(usize, usize, Loc)>,
+        out: &mut Vec<Vec<(usize, usize, Loc)>>,
+        seen: &mut BTreeSet<Vec<usize>>,
+    ) {
+        state[u] = State::Open;
+        for &(v, loc) in &edges[u] {
+            match state[v] {
+                State::New => {
+                    stack.push((u, v, loc));
+                    dfs(v, edges, state, stack, out, seen);
+                    stack.pop();
+                }
+                State::Open => {
+                    let start = stack
+                        .iter()
+                        .position(|(from, _, _)| *from == v)
+                        .unwrap_or(stack.len());
+                    let mut cycle: Vec<(usize, usize, Loc)> = stack[start..].to_vec();
+                    cycle.push((u, v, loc));
+                    let mut key: Vec<usize> = cycle.iter().map(|(f, _, _)| *f).collect();
+                    key.sort_unstable();
+                    if seen.insert(key) {
+                        out.push(cycle);
+                    }
+                }
+                State::Done => {}
+            }
+        }
+        state[u] = State::Done;
+    }
+    let mut state = vec![State::New; edges.len()];
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for u in 0..edges.len() {
+        if state[u] == State::New {
+            dfs(u, edges, &mut state, &mut Vec::new(), &mut out, &mut seen);
+        }
+    }
+    out
+}
+
+fn report_cycle(
+    r: &mut Reporter,
+    what: &str,
+    names: &[&str],
+    cycle: &[(usize, usize, Loc)],
+    edge_label: &str,
+) {
+    let mut chain: Vec<&str> = cycle.iter().map(|(f, _, _)| names[*f]).collect();
+    chain.push(names[cycle[0].0]);
+    let chain = chain
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(" → ");
+    let mut p = problem("cycle", format!("{what} cycle: {chain}"));
+    for (f, t, loc) in cycle {
+        p = p.label(
+            *loc,
+            format!("`{}` {edge_label} `{}`", names[*f], names[*t]),
+        );
+    }
+    r.push(p.help("break the cycle by removing one of these references"));
+}
+
+/// Reports `extends` cycles; returns the names that are part of one (left unresolved).
+fn extends_cycles(
+    kind: &str,
+    decls: &[(String, Option<Sp<String>>)],
+    r: &mut Reporter,
+) -> BTreeSet<String> {
+    let index: BTreeMap<&str, usize> = decls
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, (n, _))| (n.as_str(), i))
+        .collect();
+    let edges: Vec<Vec<(usize, Loc)>> = decls
+        .iter()
+        .map(|(_, e)| {
+            e.as_ref()
+                .and_then(|e| index.get(e.as_str()).map(|&t| vec![(t, e.loc)]))
+                .unwrap_or_default()
+        })
+        .collect();
+    let names: Vec<&str> = decls.iter().map(|(n, _)| n.as_str()).collect();
+    let mut bad = BTreeSet::new();
+    for cycle in find_cycles(&edges) {
+        report_cycle(r, &format!("{kind} `extends`"), &names, &cycle, "extends");
+        bad.extend(cycle.iter().map(|(f, _, _)| names[*f].to_string()));
+    }
+    bad
+}
+
+fn needs_cycles(plan: &Plan, r: &mut Reporter) {
+    let index: BTreeMap<&str, usize> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, s)| (s.name.as_str(), i))
+        .collect();
+    let edges: Vec<Vec<(usize, Loc)>> = plan
+        .steps
+        .iter()
+        .map(|s| {
+            s.needs
+                .iter()
+                .filter_map(|n| index.get(n.step.as_str()).map(|&t| (t, n.step.loc)))
+                .collect()
+        })
+        .collect();
+    let names: Vec<&str> = plan.steps.iter().map(|s| s.name.as_str()).collect();
+    for cycle in find_cycles(&edges) {
+        report_cycle(r, "step `needs`", &names, &cycle, "needs");
+    }
+}
+
+/// The chain of parents of `start` (nearest first), stopping at unknown names and cycles.
+fn ancestors<T>(
+    items: &[T],
+    start: usize,
+    name: impl Fn(&T) -> &str,
+    parent: impl Fn(&T) -> Option<&str>,
+) -> Vec<&T> {
+    let mut chain = Vec::new();
+    let mut seen = BTreeSet::from([start]);
+    let mut cur = start;
+    while let Some(p) = parent(&items[cur]) {
+        let Some(next) = items.iter().position(|i| name(i) == p) else {
+            break;
+        };
+        if !seen.insert(next) {
+            break;
+        }
+        chain.push(&items[next]);
+        cur = next;
+    }
+    chain
+}
+
+fn resolve_images(plan: &mut Plan, bad: &BTreeSet<String>) {
+    let original = plan.images.clone();
+    for (i, image) in plan.images.iter_mut().enumerate() {
+        if bad.contains(image.name.as_str()) || image.extends.is_none() {
+            continue;
+        }
+        let chain = ancestors(
+            &original,
+            i,
+            |x| x.name.as_str(),
+            |x| x.extends.as_ref().map(|e| e.as_str()),
+        );
+        // Apply from the farthest ancestor to the child itself.
+        let mut merged_debian: Option<Debian> = None;
+        let mut packages: Vec<Sp<String>> = Vec::new();
+        let mut layers = Vec::new();
+        for level in chain
+            .iter()
+            .rev()
+            .copied()
+            .chain(std::iter::once(&original[i]))
+        {
+            if let Some(d) = &level.debian {
+                let m = merged_debian.get_or_insert(Debian {
+                    suite: None,
+                    arch: None,
+                    variant: None,
+                });
+                if d.suite.is_some() {
+                    m.suite.clone_from(&d.suite);
+                }
+                if d.arch.is_some() {
+                    m.arch.clone_from(&d.arch);
+                }
+                if d.variant.is_some() {
+                    m.variant.clone_from(&d.variant);
+                }
+            }
+            for p in &level.packages {
+                if !packages.iter().any(|q| q.value == p.value) {
+                    packages.push(p.clone());
+                }
+            }
+            layers.extend(level.layers.iter().cloned());
+        }
+        image.debian = merged_debian;
+        image.packages = packages;
+        image.layers = layers;
+    }
+}
+
+fn resolve_servers(plan: &mut Plan, bad: &BTreeSet<String>) {
+    let original = plan.servers.clone();
+    for (i, server) in plan.servers.iter_mut().enumerate() {
+        if bad.contains(server.name.as_str()) || server.extends.is_none() {
+            continue;
+        }
+        let chain = ancestors(
+            &original,
+            i,
+            |x| x.name.as_str(),
+            |x| x.extends.as_ref().map(|e| e.as_str()),
+        );
+        let mut m = original[i].clone();
+        for parent in chain {
+            m.image = m.image.or_else(|| parent.image.clone());
+            m.allocator = m.allocator.or_else(|| parent.allocator.clone());
+            m.connect = m.connect.or_else(|| parent.connect.clone());
+            m.cpus = m.cpus.or_else(|| parent.cpus.clone());
+            m.memory = m.memory.or_else(|| parent.memory.clone());
+            m.executor = m.executor.or_else(|| parent.executor.clone());
+            for (k, v) in &parent.options {
+                m.options.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            for (k, v) in &parent.env {
+                m.env.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        *server = m;
+    }
+}
