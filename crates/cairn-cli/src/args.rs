@@ -59,6 +59,13 @@ pub enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Print a finished step's output file (or its stdout/stderr) from the store.
+    Cat {
+        plan: PathBuf,
+        step: String,
+        /// Which output (default: the step's only output); `@stdout` / `@stderr` for its logs.
+        output: Option<String>,
+    },
     /// Print the step graph.
     Graph {
         plan: PathBuf,

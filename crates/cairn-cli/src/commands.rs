@@ -27,6 +27,7 @@ pub fn dispatch(cli: Cli) -> i32 {
             seed,
         } => run(&cli, plan, only, fresh, *jobs, *keep_going, *seed),
         Command::Graph { plan, format } => graph(plan, *format),
+        Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
         Command::Fmt { plans, check } => fmt(plans, *check),
         Command::Verify => verify(&cli),
         Command::Gc { plans, apply } => gc(&cli, plans, *apply),
@@ -251,6 +252,57 @@ fn run(
     } else {
         OK
     })
+}
+
+fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, Exit> {
+    let (_plan, graph) = context::load_graph(path)?;
+    let sel = context::selectors(&[step.to_string()])?.remove(0);
+    let matching: Vec<_> = graph.steps.iter().filter(|s| sel.matches(s)).collect();
+    let [target] = matching.as_slice() else {
+        eprintln!(
+            "error: `{step}` matches {} steps; name one address (see `cairn plan -v {}`)",
+            matching.len(),
+            path.display()
+        );
+        return Err(Exit(BAD_INPUT));
+    };
+    let store = context::open_store(&cli.results)?;
+    let all = cairn_engine::statuses(&graph, &store, &context::fingerprint(), &[], false);
+    let st = &all[target.id];
+    let record = match (&st.status, &st.key) {
+        (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
+        _ => None,
+    };
+    let Some(record) = record else {
+        eprintln!(
+            "error: {} has no result for its current definition yet (status: {}); run `cairn run {}`",
+            target.address,
+            status_word(st.status),
+            path.display()
+        );
+        return Err(Exit(FAILED));
+    };
+    let blob = match output {
+        Some(log) if log.starts_with('@') => record.logs.get(&log[1..]),
+        Some(o) => record.outputs.get(o),
+        None if record.outputs.len() == 1 => record.outputs.values().next(),
+        None => None,
+    };
+    let Some(blob) = blob else {
+        let names: Vec<&str> = record.outputs.keys().map(String::as_str).collect();
+        eprintln!(
+            "error: name one output of {}: {} (or @stdout, @stderr)",
+            target.address,
+            names.join(", ")
+        );
+        return Err(Exit(BAD_INPUT));
+    };
+    let bytes = store.read_blob(blob).map_err(|e| {
+        eprintln!("error: {e}");
+        Exit(FAILED)
+    })?;
+    let _ = std::io::stdout().write_all(&bytes);
+    Ok(OK)
 }
 
 fn graph(path: &Path, format: GraphFormat) -> Result<i32, Exit> {

@@ -30,7 +30,6 @@ pub struct StepContext<'a> {
     pub store: &'a Store,
     pub work_root: &'a Path,
     pub fingerprint: &'a Fingerprint,
-    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Debug)]
@@ -68,6 +67,7 @@ pub fn perform(
     key: &StepKey<'_>,
     key_hash: &str,
     inputs: &[&Done],
+    extra: serde_json::Map<String, serde_json::Value>,
 ) -> Result<(Done, Option<Duration>), StepError> {
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -140,7 +140,7 @@ pub fn perform(
             .measure
             .then(|| serde_json::to_value(ctx.fingerprint).expect("serialises")),
         cairn_version: env!("CARGO_PKG_VERSION").to_string(),
-        extra: ctx.extra.clone(),
+        extra,
         checksum: String::new(),
     };
     if cairn_exec::cancel::is_cancelled() {

@@ -133,7 +133,6 @@ pub fn run(
         store,
         work_root: &opts.work_root,
         fingerprint,
-        extra: Default::default(),
     };
     let (tx, rx) = mpsc::channel::<Finished>();
 
@@ -213,6 +212,7 @@ pub fn run(
                 while running < opts.jobs.max(1) {
                     let Some(id) = builds.pop() else { break };
                     running += 1;
+                    let extra = serde_json::Map::new();
                     spawn(
                         scope,
                         &ctx,
@@ -223,6 +223,7 @@ pub fn run(
                         fingerprint,
                         &tx,
                         &mut state,
+                        extra,
                     );
                     reporter.event(&Event::StepStarted {
                         step: &graph.steps[id],
@@ -233,6 +234,15 @@ pub fn run(
                     if let Some(&(rank, id)) = measures.iter().next() {
                         measures.remove(&(rank, id));
                         running += 1;
+                        // recorded with the result: the seed that ordered it, and its place
+                        let mut extra = serde_json::Map::new();
+                        extra.insert(
+                            "order".into(),
+                            serde_json::json!({
+                                "seed": seed,
+                                "position": summary.measurement_order.len(),
+                            }),
+                        );
                         summary
                             .measurement_order
                             .push(graph.steps[id].address.clone());
@@ -246,6 +256,7 @@ pub fn run(
                             fingerprint,
                             &tx,
                             &mut state,
+                            extra,
                         );
                         reporter.event(&Event::StepStarted {
                             step: &graph.steps[id],
@@ -377,6 +388,7 @@ fn spawn<'s>(
     fingerprint: &'s Fingerprint,
     tx: &mpsc::Sender<Finished>,
     state: &mut [State],
+    extra: serde_json::Map<String, serde_json::Value>,
 ) {
     state[id] = State::Running;
     let step = &graph.steps[id];
@@ -392,7 +404,7 @@ fn spawn<'s>(
         let digests: Vec<&str> = inputs.iter().map(|d| d.output_digest.as_str()).collect();
         let key = step_key(step, &digests, Some(fingerprint));
         let refs: Vec<&Done> = inputs.iter().map(|d| d.as_ref()).collect();
-        let result = perform(ctx, step, &key, &key_hash, &refs);
+        let result = perform(ctx, step, &key, &key_hash, &refs, extra);
         let _ = tx.send(Finished {
             id,
             key: key_hash,

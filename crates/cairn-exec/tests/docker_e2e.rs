@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use cairn_exec::docker::server::{read_greeting, render_my_cnf};
+use cairn_exec::docker::server::{read_greeting, render_my_cnf, Greeting};
 use cairn_exec::docker::{
     BaseImage, BaseSpec, Docker, LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,
 };
@@ -59,7 +59,7 @@ fn bookworm_amd64() -> &'static BaseImage {
     B.get_or_init(|| {
         build(&BaseSpec {
             name: "e2e-mariadb-bookworm".into(),
-            key: "e2e-bookworm-amd64-mariadb-tcmalloc-v1".into(),
+            key: "e2e-bookworm-amd64-mariadb-tcmalloc-v2".into(),
             suite: "bookworm".into(),
             arch: "amd64".into(),
             packages: vec!["mariadb-server".into(), "libtcmalloc-minimal4".into()],
@@ -91,6 +91,19 @@ impl Drop for RunGuard {
             Ok(r) if !r.is_empty() => eprintln!("guard cleaned up {r:?}"),
             Ok(_) => {}
             Err(e) => eprintln!("guard cleanup failed: {e}"),
+        }
+    }
+}
+
+/// Removes the given image references when dropped (layers made by a test).
+struct ImageGuard(Vec<String>);
+
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        for r in self.0.iter().rev() {
+            if let Err(e) = docker().remove_image(r, true) {
+                eprintln!("guard: remove image {r}: {e}");
+            }
         }
     }
 }
@@ -173,8 +186,18 @@ fn server_lifecycle_socket_tcp_and_checks() {
         .unwrap();
     assert_eq!((tcp.exit_code, tcp.stdout.trim()), (0, "1"), "{tcp:?}");
     // the host reaches it too: a protocol greeting over TCP
+    // (a handshake, now that 'cairn'@'%' exists; before, the host got error 1130)
     let mut s = std::net::TcpStream::connect(server.tcp_addr()).unwrap();
-    assert!(read_greeting(&mut s).unwrap().contains("MariaDB"));
+    let greeting = read_greeting(&mut s).unwrap();
+    assert!(
+        matches!(greeting, Greeting::Handshake { ref version } if version.contains("MariaDB")),
+        "{greeting:?}"
+    );
+    assert!(
+        server.greeting_version.contains("MariaDB"),
+        "{}",
+        server.greeting_version
+    );
     // the options from my.cnf took effect
     assert_eq!(
         d.sql(
@@ -334,6 +357,13 @@ fn layers_and_manifest() {
     assert!(m.version_of("libtcmalloc-minimal4").is_some());
 
     let key1 = format!("e2e-layer-run-{}", std::process::id());
+    let key2 = format!("e2e-layer-files-{}", std::process::id());
+    let _images = ImageGuard(
+        [&key1, &key2, &format!("{key1}-fail")]
+            .iter()
+            .map(|k| cairn_exec::docker::image_ref("e2e-layer", k))
+            .collect(),
+    );
     let l1 = d
         .run_layer(
             &base.id,
@@ -350,7 +380,6 @@ fn layers_and_manifest() {
     assert!(!again.built, "same key: reused");
     assert_eq!(again.id, l1.id);
 
-    let key2 = format!("e2e-layer-files-{}", std::process::id());
     let files = [LayerFile {
         path: "conf/x.cnf".into(),
         contents: b"[mariadbd]\n".to_vec(),
@@ -390,7 +419,7 @@ fn layers_and_manifest() {
         &format!("{{{{index .Config.Labels \"{LABEL_KEY}\"}}}}"),
         &base.id,
     ]);
-    assert_eq!(base_label, "e2e-bookworm-amd64-mariadb-tcmalloc-v1");
+    assert_eq!(base_label, "e2e-bookworm-amd64-mariadb-tcmalloc-v2");
 }
 
 #[test]
@@ -429,7 +458,7 @@ fn cleanup_stale_removes_a_killed_runs_leftovers() {
 fn i386_server_is_32_bit() {
     let base = build(&BaseSpec {
         name: "e2e-mariadb-bookworm-i386".into(),
-        key: "e2e-bookworm-i386-mariadb-v1".into(),
+        key: "e2e-bookworm-i386-mariadb-v2".into(),
         suite: "bookworm".into(),
         arch: "i386".into(),
         packages: vec!["mariadb-server".into()],
@@ -439,7 +468,17 @@ fn i386_server_is_32_bit() {
     let d = docker();
     let m = d.manifest(&base.id).unwrap();
     assert_eq!(m.dpkg_architecture, "i386");
-    assert_eq!(m.image_architecture.as_deref(), Some("386"));
+    // Docker 20.10 (API 1.41) imports with the host's architecture whatever the platform
+    // parameter says; the label and dpkg tell the truth.
+    eprintln!("i386 image: engine architecture {:?}", m.image_architecture);
+    let label = docker_cli(&[
+        "image",
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"cairn.debian.arch\"}}",
+        &base.id,
+    ]);
+    assert_eq!(label, "i386");
     let run = RunGuard::new("i386");
     let sock = tempfile::tempdir().unwrap();
     let spec = ServerSpec::new(

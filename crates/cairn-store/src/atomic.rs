@@ -4,17 +4,24 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::{Result, StoreError};
 
 /// Counter making temp names unique within this process (shared by all `Store`s).
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// This process's id, asked of the kernel once.
+pub(crate) fn pid() -> u32 {
+    static PID: OnceLock<u32> = OnceLock::new();
+    *PID.get_or_init(std::process::id)
+}
+
 /// A fresh temp path in `tmp_dir`: `<pid>-<counter>.<tag>`. The pid prefix lets `Store::open`
 /// tell a live writer's temp file from a stale one.
 pub(crate) fn tmp_path(tmp_dir: &Path, tag: &str) -> PathBuf {
     let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    tmp_dir.join(format!("{}-{n}.{tag}", std::process::id()))
+    tmp_dir.join(format!("{}-{n}.{tag}", pid()))
 }
 
 /// Creates a new temp file (exclusive create) and returns it with its path.
@@ -47,13 +54,13 @@ impl Drop for TmpGuard {
     }
 }
 
-/// Writes `bytes` to `dest` atomically: temp file, fsync, rename; then fsyncs `dest`'s
-/// directory if `sync_dir`.
+/// Writes `bytes` to `dest` atomically: temp file, fsync, rename; then fsyncs `dir` (the
+/// open directory `dest` is in), if given.
 pub(crate) fn write_atomic(
     tmp_dir: &Path,
     dest: &Path,
     bytes: &[u8],
-    sync_dir: bool,
+    dir: Option<&File>,
 ) -> Result<()> {
     let (mut f, tmp) = create_tmp(tmp_dir, "w")?;
     let mut guard = TmpGuard(Some(tmp.clone()));
@@ -64,10 +71,10 @@ pub(crate) fn write_atomic(
     drop(f);
     rename(&tmp, dest)?;
     guard.disarm();
-    if sync_dir {
-        if let Some(dir) = dest.parent() {
-            fsync_dir(dir)?;
-        }
+    if let Some(dir) = dir {
+        let name = dest.parent().unwrap_or(dest);
+        dir.sync_all()
+            .map_err(|e| StoreError::io("fsync directory", name, e))?;
     }
     Ok(())
 }
@@ -97,7 +104,7 @@ pub(crate) fn is_stale_tmp(name: &str) -> bool {
 }
 
 fn process_alive(pid: i32) -> bool {
-    if pid as u32 == std::process::id() {
+    if pid as u32 == self::pid() {
         return true;
     }
     // SAFETY: kill with signal 0 only checks for existence and permission; it sends nothing.

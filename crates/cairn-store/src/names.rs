@@ -116,7 +116,7 @@ impl Store {
                 continue; // already compact
             }
             dropped += lines.saturating_sub(kept);
-            atomic::write_atomic(&self.tmp, &path, out.as_bytes(), false)?;
+            atomic::write_atomic(&self.tmp, &path, out.as_bytes(), None)?;
         }
         Ok(dropped)
     }

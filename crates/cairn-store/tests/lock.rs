@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use cairn_store::{Store, StoreError};
 
 const CHILD_ENV: &str = "CAIRN_STORE_LOCK_CHILD";
+const READY: &str = "CAIRN_STORE_LOCK_HELD";
 
 /// Not a test on its own: when run with `CAIRN_STORE_LOCK_CHILD=<results dir>`, takes the
-/// store lock, prints `LOCKED`, and holds it until its stdin closes.
+/// store lock, prints `CAIRN_STORE_LOCK_HELD`, and holds it until its stdin closes.
 #[test]
 fn lock_child_helper() {
     let Some(dir) = std::env::var_os(CHILD_ENV) else {
@@ -19,7 +20,13 @@ fn lock_child_helper() {
     };
     let store = Store::open(Path::new(&dir)).unwrap();
     let lock = store.try_lock().unwrap();
-    println!("LOCKED");
+    // Safety valve: never outlive a parent that forgot us.
+    std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        std::process::exit(3);
+    });
+    // libtest prints "test lock_child_helper ... " before this on the same line.
+    println!("{READY}");
     std::io::stdout().flush().unwrap();
     let mut line = String::new();
     while std::io::stdin().read_line(&mut line).unwrap_or(0) > 0 {}
@@ -49,7 +56,7 @@ fn spawn_holder(dir: &Path) -> (Child, ChildStdin) {
             out.read_line(&mut line).unwrap() > 0,
             "lock holder exited early"
         );
-        if line.trim() == "LOCKED" {
+        if line.trim_end().ends_with(READY) {
             break;
         }
     }

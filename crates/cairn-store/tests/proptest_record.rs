@@ -75,7 +75,10 @@ fn put(store: &Store, mut rec: Record, blobs: &[Vec<u8>]) -> Record {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    // PROPTEST_CASES=5000 for a longer run.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64)
+    ))]
 
     #[test]
     fn records_round_trip((rec, blobs) in record()) {

@@ -381,3 +381,24 @@ fn lock_conflicts_within_one_process() {
     let again = s.try_lock().unwrap();
     drop(again);
 }
+
+#[test]
+fn get_records_in_order() {
+    let (_dir, s) = store();
+    let b = s.put_blob(b"b").unwrap();
+    let keys: Vec<String> = (100..700).map(key).collect();
+    for k in keys.iter().step_by(2) {
+        s.put_record(&mut record(k, &[("o", &b)], &b)).unwrap();
+    }
+    let got = s.get_records(&keys);
+    assert_eq!(got.len(), keys.len());
+    for (i, (k, r)) in keys.iter().zip(got).enumerate() {
+        match r.unwrap() {
+            Some(rec) => {
+                assert_eq!(i % 2, 0);
+                assert_eq!(&rec.key, k);
+            }
+            None => assert_eq!(i % 2, 1),
+        }
+    }
+}

@@ -5,8 +5,10 @@
 //! as a tar archive (tar crate, on a blocking thread) and streamed chunk by chunk as the body of
 //! `POST /images/create?fromSrc=-` (bollard's `create_image` with a body — bollard's
 //! `import_image` is `/images/load`, which wants a `docker save` archive, not a root
-//! filesystem). The import applies `LABEL cairn.key=<key>` and `CMD ["/bin/bash"]` and the
-//! image platform follows the Debian architecture.
+//! filesystem). The import applies `LABEL cairn.key=<key>`, `cairn.debian.arch`/`.suite` labels,
+//! `ENV PATH=…` and `CMD ["/bin/bash"]`, and passes the Docker platform of the Debian
+//! architecture — which Docker 20.10 (API 1.41) ignores except for the OS: an i386 import is
+//! recorded as `amd64` by the engine, so the label (and `dpkg --print-architecture`) is the truth.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,11 @@ use futures_util::StreamExt;
 
 use super::mirror::resolve_mirror;
 use super::{image_ref, tail_lines, Docker, DockerError, Result, LABEL_KEY};
+
+/// Label holding the Debian architecture of a base image (e.g. `i386`).
+pub const LABEL_DEBIAN_ARCH: &str = "cairn.debian.arch";
+/// Label holding the Debian suite of a base image (e.g. `bookworm`).
+pub const LABEL_DEBIAN_SUITE: &str = "cairn.debian.suite";
 
 /// What a base image is made of.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -143,16 +150,19 @@ impl Docker {
         trim_rootfs(&root);
 
         let t_imp = Instant::now();
-        let (id, tar_bytes) = self.import_rootfs(&root, &reference, &spec.key, platform)?;
+        let (id, tar_bytes) = self.import_rootfs(&root, &reference, spec, platform)?;
         let import_time = t_imp.elapsed();
+        let t_rm = Instant::now();
+        drop(tmp);
         eprintln!(
-            "cairn: base image {reference} ({} {}, {} packages) built: debootstrap {:.1?} + tar/import {:.1?} ({:.0} MiB) = {:.1?}",
+            "cairn: base image {reference} ({} {}, {} packages) built: debootstrap {:.1?} + tar/import {:.1?} ({:.0} MiB) + removing the tree {:.1?} = {:.1?}",
             spec.suite,
             spec.arch,
             spec.packages.len(),
             debootstrap_time,
             import_time,
             tar_bytes as f64 / 1048576.0,
+            t_rm.elapsed(),
             t0.elapsed()
         );
         Ok(BaseImage {
@@ -194,9 +204,10 @@ impl Docker {
         &self,
         root: &Path,
         reference: &str,
-        key: &str,
+        spec: &BaseSpec,
         platform: &str,
     ) -> Result<(String, u64)> {
+        let (key, arch, suite) = (&spec.key, &spec.arch, &spec.suite);
         let (repo, tag) = reference.rsplit_once(':').expect("image_ref has a tag");
         // Producer: tar on a plain thread, chunks through a bounded channel.
         let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Bytes>>(8);
@@ -212,6 +223,8 @@ impl Docker {
                 let r = (|| {
                     let mut b = tar::Builder::new(&mut w);
                     b.follow_symlinks(false);
+                    // The engine's tar extractor rejects GNU sparse entries (type 'S').
+                    b.sparse(false);
                     b.mode(tar::HeaderMode::Complete);
                     b.append_dir_all(".", &root_owned)?;
                     b.finish()
@@ -240,6 +253,10 @@ impl Docker {
             format!("LABEL {LABEL_KEY}={}", dockerfile_quote(key)),
             "CMD [\"/bin/bash\"]".to_string(),
             format!("ENV {}", super::layer::DEFAULT_PATH),
+            // The engine's own architecture field may not say (API 1.41 import ignores the
+            // platform's architecture), so record what debootstrap made.
+            format!("LABEL {LABEL_DEBIAN_ARCH}={}", dockerfile_quote(arch)),
+            format!("LABEL {LABEL_DEBIAN_SUITE}={}", dockerfile_quote(suite)),
         ];
         let opts = CreateImageOptionsBuilder::new()
             .from_src("-")

@@ -38,7 +38,8 @@ pub struct LayerImage {
 }
 
 impl Docker {
-    /// Run `script` with `/bin/sh -c` (as root, with network, `env` as `KEY=VALUE`) in a
+    /// Run `script` with `/bin/sh -c` (as root, with network, `env` as `KEY=VALUE`, exported
+    /// for the script only, not kept in the image) in a
     /// container from `parent` and commit the result as `cairn/<name>:<tag from key>`.
     /// A non-zero exit fails with the last lines of the output.
     pub fn run_layer(
@@ -60,8 +61,14 @@ impl Docker {
         let t0 = Instant::now();
         let api = &self.inner.api;
         let id = self.block_on(async {
-            let cmd = vec!["/bin/sh".to_string(), "-c".to_string(), script.to_string()];
-            let cid = create_build_container(api, parent, cmd, env.to_vec(), true).await?;
+            // The environment goes into the script, not the container: the engine merges a
+            // committed container's Env (and Labels) into the image.
+            let cmd = vec![
+                "/bin/sh".to_string(),
+                "-c".to_string(),
+                with_exports(env, script)?,
+            ];
+            let cid = create_build_container(api, parent, cmd, Vec::new(), true).await?;
             let r = async {
                 api.start_container(&cid, None)
                     .await
@@ -155,6 +162,27 @@ impl Docker {
     }
 }
 
+/// `script` preceded by `export KEY='value'` lines for `env` (`KEY=VALUE` items).
+pub(crate) fn with_exports(env: &[String], script: &str) -> Result<String> {
+    let mut s = String::new();
+    for kv in env {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            DockerError::Invalid(format!("environment item `{kv}` is not KEY=VALUE"))
+        })?;
+        let valid = !k.is_empty()
+            && !k.starts_with(|c: char| c.is_ascii_digit())
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(DockerError::Invalid(format!(
+                "bad environment variable name `{k}`"
+            )));
+        }
+        s.push_str(&format!("export {k}='{}'\n", v.replace('\'', "'\\''")));
+    }
+    s.push_str(script);
+    Ok(s)
+}
+
 /// A tar archive of `files` (owner root, given modes).
 pub(crate) fn tar_files(files: &[LayerFile]) -> Result<Vec<u8>> {
     let mut b = tar::Builder::new(Vec::new());
@@ -227,6 +255,14 @@ async fn commit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exports() {
+        let s = with_exports(&["A=it's".into(), "B_2=x=y".into()], "echo $A").unwrap();
+        assert_eq!(s, "export A='it'\\''s'\nexport B_2='x=y'\necho $A");
+        assert!(with_exports(&["1X=a".into()], "").is_err());
+        assert!(with_exports(&["NOEQ".into()], "").is_err());
+    }
 
     #[test]
     fn tar_of_files() {

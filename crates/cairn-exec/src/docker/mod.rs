@@ -3,6 +3,7 @@
 //! Everything talks to the Docker Engine API through bollard and is async inside; the public
 //! API is blocking, because the engine that calls it is synchronous (rayon). [`Docker`] owns a
 //! tokio runtime; it is cheap to clone and can be used from many threads at once.
+//! Its methods must not be called from inside another tokio runtime (they `block_on`).
 //!
 //! Naming and labels:
 //! - images are tagged `cairn/<name>:<tag>` with the tag derived from the caller's key

@@ -182,7 +182,12 @@ fn start_script() -> String {
          chown mysql:mysql {sock} {data}\n\
          if [ ! -d {data}/mysql ]; then\n\
            echo 'cairn: initialising the datadir with mariadb-install-db'\n\
-           mariadb-install-db --defaults-file={cnf} --user=mysql --skip-test-db\n\
+           if ! mariadb-install-db --defaults-file={cnf} --user=mysql --skip-test-db >/tmp/cairn-install-db.log 2>&1; then\n\
+             sed '/^Installation of system tables failed/,$d' /tmp/cairn-install-db.log\n\
+             echo 'cairn: mariadb-install-db failed'\n\
+             exit 1\n\
+           fi\n\
+           cat /tmp/cairn-install-db.log\n\
          fi\n\
          echo 'cairn: starting mariadbd'\n\
          exec mariadbd --defaults-file={cnf}\n",
@@ -192,9 +197,18 @@ fn start_script() -> String {
     )
 }
 
-/// Read a MySQL protocol greeting; `Ok(version)` for a handshake (protocol 10),
-/// `Err(text)` for anything else (an error packet's message, or what went wrong).
-pub fn read_greeting(r: &mut impl Read) -> std::result::Result<String, String> {
+/// The first packet a MySQL/MariaDB server sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Greeting {
+    /// A protocol-10 handshake with the server version.
+    Handshake { version: String },
+    /// An error packet instead (e.g. 1130 "Host … is not allowed to connect"): the server is up
+    /// but refuses this client.
+    Error { code: u16, message: String },
+}
+
+/// Read a MySQL protocol greeting; `Err(text)` if there is none or it is not one.
+pub fn read_greeting(r: &mut impl Read) -> std::result::Result<Greeting, String> {
     let mut head = [0u8; 4];
     r.read_exact(&mut head)
         .map_err(|e| format!("no greeting: {e}"))?;
@@ -211,27 +225,46 @@ pub fn read_greeting(r: &mut impl Read) -> std::result::Result<String, String> {
                 .iter()
                 .position(|&b| b == 0)
                 .map_or(payload.len(), |p| p + 1);
-            Ok(String::from_utf8_lossy(&payload[1..end]).into_owned())
+            Ok(Greeting::Handshake {
+                version: String::from_utf8_lossy(&payload[1..end]).into_owned(),
+            })
         }
-        0xff if payload.len() >= 3 => {
-            let code = u16::from_le_bytes([payload[1], payload[2]]);
-            Err(format!(
-                "error packet {code}: {}",
-                String::from_utf8_lossy(&payload[3..])
-            ))
-        }
+        0xff if payload.len() >= 3 => Ok(Greeting::Error {
+            code: u16::from_le_bytes([payload[1], payload[2]]),
+            message: String::from_utf8_lossy(&payload[3..]).into_owned(),
+        }),
         p => Err(format!("unexpected protocol byte {p}")),
     }
 }
 
-fn greet_tcp(addr: SocketAddr) -> std::result::Result<String, String> {
+/// The last `n` lines of a server log, preceded by up to 10 earlier `[ERROR]` lines that
+/// would otherwise be cut off.
+pub fn log_excerpt(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    let cut = lines.len().saturating_sub(n);
+    let errors: Vec<&str> = lines[..cut]
+        .iter()
+        .copied()
+        .filter(|l| l.contains("[ERROR]"))
+        .take(10)
+        .collect();
+    let mut out = String::new();
+    if !errors.is_empty() {
+        out.push_str(&errors.join("\n"));
+        out.push_str("\n[…]\n");
+    }
+    out.push_str(&lines[cut..].join("\n"));
+    out
+}
+
+fn greet_tcp(addr: SocketAddr) -> std::result::Result<Greeting, String> {
     let mut s =
         TcpStream::connect_timeout(&addr, Duration::from_millis(500)).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok();
     read_greeting(&mut s)
 }
 
-fn greet_unix(path: &std::path::Path) -> std::result::Result<String, String> {
+fn greet_unix(path: &std::path::Path) -> std::result::Result<Greeting, String> {
     let mut s = UnixStream::connect(path).map_err(|e| format!("{}: {e}", path.display()))?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok();
     read_greeting(&mut s)
@@ -385,8 +418,8 @@ impl Docker {
         let api = &self.inner.api;
         let not_ready = |reason: String| -> DockerError {
             let log_tail = self
-                .block_on(container_logs(api, id, Some(30)))
-                .map(|o| o.tail(30))
+                .block_on(container_logs(api, id, None))
+                .map(|o| log_excerpt(&o.tail(usize::MAX), 30))
                 .unwrap_or_else(|e| format!("(no log: {e})"));
             DockerError::ServerNotReady {
                 name: name.to_string(),
@@ -396,6 +429,8 @@ impl Docker {
         };
         let socket_path = socket_dir.join(SOCKET_NAME);
         let mut last = String::from("not tried yet");
+        let mut tcp_answer: Option<Greeting> = None;
+        let mut version: Option<String> = None;
         loop {
             if started.elapsed() > spec.ready_timeout {
                 return Err(not_ready(format!(
@@ -420,52 +455,71 @@ impl Docker {
                 .and_then(|n| n.get(network))
                 .and_then(|e| e.ip_address.clone())
                 .filter(|ip| !ip.is_empty());
-            if let Some(ip) = ip {
+            let Some(ip) = ip else {
+                last = format!("no address on {network} yet");
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            };
+            // 1. TCP from the host: any protocol packet means the server listens (an error
+            //    packet such as 1130 "host not allowed" too). Once answered, not asked again,
+            //    so the server log does not fill with aborted connections.
+            if tcp_answer.is_none() {
                 let addr: SocketAddr = format!("{ip}:{PORT}")
                     .parse()
                     .map_err(|e| DockerError::Invalid(format!("container address {ip}: {e}")))?;
-                match greet_tcp(addr).and_then(|v| greet_unix(&socket_path).map(|_| v)) {
-                    Ok(version) => {
-                        let ping = self.exec(
-                            id,
-                            &[
-                                "mariadb-admin",
-                                &format!("--defaults-file={CONTAINER_MY_CNF}"),
-                                "ping",
-                            ],
-                            None,
-                        )?;
-                        if ping.exit_code == 0 {
-                            let mut server = Server {
-                                container_id: id.to_string(),
-                                container_name: name.to_string(),
-                                run_id: spec.run_id.clone(),
-                                step_id: spec.step_id.clone(),
-                                image: spec.image.clone(),
-                                network: network.to_string(),
-                                ip,
-                                port: PORT,
-                                host_pid: state.pid.unwrap_or(0) as u32,
-                                socket_path,
-                                greeting_version: version,
-                                ready_after: Duration::ZERO,
-                                tcp_user: None,
-                            };
-                            if let Some(user) = &spec.tcp_user {
-                                let u = user.replace('\'', "");
-                                self.sql(&server, &format!(
-                                    "CREATE USER IF NOT EXISTS '{u}'@'%'; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'"
-                                ))?;
-                                server.tcp_user = Some(u);
-                            }
-                            return Ok(server);
-                        }
-                        last = format!("mariadb-admin ping: {}", ping.tail(3));
-                    }
-                    Err(e) => last = e,
+                match greet_tcp(addr) {
+                    Ok(g) => tcp_answer = Some(g),
+                    Err(e) => last = format!("tcp {addr}: {e}"),
                 }
-            } else {
-                last = format!("no address on {network} yet");
+            }
+            // 2. the unix socket in the host directory: a handshake with the version
+            if tcp_answer.is_some() && version.is_none() {
+                match greet_unix(&socket_path) {
+                    Ok(Greeting::Handshake { version: v }) => version = Some(v),
+                    Ok(Greeting::Error { code, message }) => {
+                        last = format!("socket: error {code}: {message}")
+                    }
+                    Err(e) => last = format!("socket: {e}"),
+                }
+            }
+            // 3. a client inside the container
+            if let Some(version) = &version {
+                let ping = self.exec(
+                    id,
+                    &[
+                        "mariadb-admin",
+                        &format!("--defaults-file={CONTAINER_MY_CNF}"),
+                        "ping",
+                    ],
+                    None,
+                )?;
+                if ping.exit_code == 0 {
+                    let mut server = Server {
+                        container_id: id.to_string(),
+                        container_name: name.to_string(),
+                        run_id: spec.run_id.clone(),
+                        step_id: spec.step_id.clone(),
+                        image: spec.image.clone(),
+                        network: network.to_string(),
+                        ip,
+                        port: PORT,
+                        host_pid: state.pid.unwrap_or(0) as u32,
+                        socket_path,
+                        greeting_version: version.clone(),
+                        ready_after: Duration::ZERO,
+                        tcp_user: None,
+                    };
+                    if let Some(user) = &spec.tcp_user {
+                        let u = user.replace(['\'', '\\'], "");
+                        self.sql(
+                            &server,
+                            &format!("CREATE USER IF NOT EXISTS '{u}'@'%'; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'"),
+                        )?;
+                        server.tcp_user = Some(u);
+                    }
+                    return Ok(server);
+                }
+                last = format!("mariadb-admin ping: {}", ping.tail(3));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -706,15 +760,32 @@ mod tests {
         pkt.extend_from_slice(payload);
         assert_eq!(
             read_greeting(&mut pkt.as_slice()).unwrap(),
-            "11.8.2-MariaDB"
+            Greeting::Handshake {
+                version: "11.8.2-MariaDB".into()
+            }
         );
         let mut err = vec![0u8; 4];
         let payload = b"\xff\x6a\x04Host 'x' is not allowed";
         err[0] = payload.len() as u8;
         err.extend_from_slice(payload);
-        let e = read_greeting(&mut err.as_slice()).unwrap_err();
-        assert!(e.contains("1130") && e.contains("not allowed"), "{e}");
+        let e = read_greeting(&mut err.as_slice()).unwrap();
+        assert!(
+            matches!(e, Greeting::Error { code: 1130, ref message } if message.contains("not allowed")),
+            "{e:?}"
+        );
         assert!(read_greeting(&mut &b"\x01"[..]).is_err());
+    }
+
+    #[test]
+    fn excerpt_keeps_early_errors() {
+        let mut log = String::from("x [ERROR] first\n");
+        for i in 0..40 {
+            log.push_str(&format!("line {i}\n"));
+        }
+        let e = log_excerpt(&log, 30);
+        assert!(e.starts_with("x [ERROR] first\n[…]\nline 10\n"), "{e}");
+        assert!(e.ends_with("line 39"));
+        assert_eq!(log_excerpt("a\nb", 30), "a\nb");
     }
 
     #[test]
