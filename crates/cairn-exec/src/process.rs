@@ -135,7 +135,8 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     let stdout = File::create(&stdout_path).map_err(io("creating stdout capture"))?;
     let stderr = File::create(&stderr_path).map_err(io("creating stderr capture"))?;
 
-    let mut cmd = Command::new("sh");
+    // absolute: a PATH search costs a failed execve per earlier PATH entry
+    let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(job.run)
         .current_dir(&work)
@@ -154,7 +155,7 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         .process_group(0);
 
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(io("starting sh"))?;
+    let mut child = cmd.spawn().map_err(io("starting /bin/sh"))?;
     let pgid = child.id() as i32;
     cancel::register(pgid);
     let waited = match job.timeout {

@@ -54,7 +54,7 @@ pub struct Record {
     pub duration_ms: f64,
     /// Exit status of the step.
     pub exit_status: i32,
-    /// Machine fingerprint (trials).
+    /// Machine fingerprint (trials). `Some(null)` is stored as `None`.
     pub fingerprint: Option<Value>,
     /// Version of cairn that ran the step.
     pub cairn_version: String,
@@ -110,8 +110,12 @@ impl Record {
     }
 
     /// Sorts the keys of every JSON object inside the record (a no-op unless serde_json's
-    /// `preserve_order` is on somewhere in the build).
+    /// `preserve_order` is on somewhere in the build), and turns `Some(null)` fingerprints
+    /// into `None` (both are written as `null`).
     fn canonicalize(&mut self) {
+        if self.fingerprint == Some(Value::Null) {
+            self.fingerprint = None;
+        }
         self.key_json.sort_all_objects();
         self.definition.sort_all_objects();
         if let Some(f) = &mut self.fingerprint {
