@@ -343,3 +343,80 @@ step "use" { needs "gen"; run "cat gen/g.txt > u.txt"; output "u.txt" }
     assert_eq!(deeper["depth"], 1);
     assert_eq!(deeper["status"]["reasons"][0]["old"], "hello");
 }
+
+#[test]
+fn an_input_file_is_hashed_and_the_work_dir_holds_only_declared_files() {
+    let sb = Sandbox::new();
+    sb.write("sub/data.txt", "one\n");
+    sb.write("undeclared.txt", "secret\n");
+    sb.write(
+        "p.kdl",
+        r#"study "inp"
+step "read" { input "sub/data.txt"; run "find . -type f ! -name l.txt | sort > l.txt; cat sub/data.txt >> l.txt"; output "l.txt" }
+step "other" { run "echo other > o.txt"; output "o.txt" }
+"#,
+    );
+    sb.run_ok("p.kdl", &[]);
+    let (_, rec) = sb.records_of("read").pop().expect("record");
+    let d = rec["outputs"]["l.txt"]["digest"].as_str().expect("digest");
+    let listing = std::fs::read_to_string(sb.blob_path(d)).expect("blob");
+    assert_eq!(listing, "./sub/data.txt\none\n");
+
+    // same content again: cached; new content: only the reader re-runs
+    sb.write("sub/data.txt", "one\n");
+    assert_eq!(sb.run_ok("p.kdl", &[]).count("ran"), 0);
+    sb.write("sub/data.txt", "two\n");
+    let st = sb.plan_json("p.kdl");
+    let read = st.iter().find(|s| s["address"] == "read").expect("read");
+    assert_eq!(read["status"], "run", "{read}");
+    assert!(
+        read["reasons"][0]["path"]
+            .as_str()
+            .unwrap_or("")
+            .contains("sub/data.txt"),
+        "{read}"
+    );
+    let ev = sb.run_ok("p.kdl", &[]);
+    assert_eq!(ev.finished(), set(["read"]));
+}
+
+#[test]
+fn a_measurement_runs_alone_and_holds_the_fingerprint() {
+    let sb = Sandbox::new();
+    let busy = sb.path().join("busy");
+    std::fs::create_dir(&busy).expect("mkdir");
+    // builds leave a file in `busy` while they run; a measurement fails if it sees one,
+    // and a build fails if it sees a running measurement
+    let build = r#"if [ -e $BUSY/measure ]; then exit 8; fi; touch $BUSY/b.$CAIRN_STEP; sleep 0.3; rm $BUSY/b.$CAIRN_STEP; echo $CAIRN_STEP > o.txt"#;
+    let measure = r#"if [ -n \"$(ls $BUSY)\" ]; then ls $BUSY >&2; exit 7; fi; touch $BUSY/measure; sleep 0.3; rm $BUSY/measure; echo $CAIRN_STEP > o.txt"#;
+    let busy = busy.display();
+    sb.write(
+        "p.kdl",
+        &format!(
+            r#"study "meas"
+step "prep" {{ run "echo prep > o.txt"; output "o.txt"; env BUSY="{busy}" }}
+step "m" {{ needs "prep"; run "{measure}"; output "o.txt"; measure #true; matrix {{ k 1 2 }}; env BUSY="{busy}" }}
+step "b" {{ run "{build}"; output "o.txt"; matrix {{ i 1 2 3 4 }}; env BUSY="{busy}" }}
+step "after" {{ needs "m"; run "{build}"; output "o.txt"; env BUSY="{busy}" }}
+"#
+        ),
+    );
+    let ev = sb.run_ok("p.kdl", &["-j", "3"]);
+    assert_eq!(ev.count("ran"), 8);
+    let order = ev.summary()["measurement_order"]
+        .as_array()
+        .expect("measurement_order")
+        .clone();
+    assert_eq!(order.len(), 2, "{}", ev.summary());
+
+    let (_, rec) = sb.records_of("m[k=1]").pop().expect("m record");
+    assert!(
+        rec["key_json"]["fingerprint"].is_object(),
+        "a measurement's key holds the fingerprint: {rec}"
+    );
+    let (_, rec) = sb.records_of("prep").pop().expect("prep record");
+    assert!(
+        rec["key_json"]["fingerprint"].is_null(),
+        "a build's key does not: {rec}"
+    );
+}

@@ -149,7 +149,7 @@ fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
 
 fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
-    let fresh = context::selectors(fresh)?;
+    let fresh = context::matching_selectors(&graph, path, fresh)?;
     let store = context::open_store(&cli.results)?;
     let all = cairn_engine::statuses(
         &graph,
@@ -219,8 +219,8 @@ fn run(
     let opts = RunOptions {
         jobs,
         keep_going,
-        only: context::selectors(only)?,
-        fresh: context::selectors(fresh)?,
+        only: context::matching_selectors(&graph, path, only)?,
+        fresh: context::matching_selectors(&graph, path, fresh)?,
         work_root: context::cache_dir(cli.cache.as_deref()).join("work"),
         seed,
     };

@@ -44,6 +44,26 @@ pub fn selectors(raw: &[String]) -> Result<Vec<Selector>, Exit> {
         })
 }
 
+/// Selectors that must each match at least one step: a typo is bad input, not an empty run.
+pub fn matching_selectors(
+    graph: &StepGraph,
+    plan: &Path,
+    raw: &[String],
+) -> Result<Vec<Selector>, Exit> {
+    let sels = selectors(raw)?;
+    for (text, sel) in raw.iter().zip(&sels) {
+        if !graph.steps.iter().any(|s| sel.matches(s)) {
+            eprintln!(
+                "error: no step of {} matches `{text}` (see `cairn plan -v {}` for the addresses)",
+                plan.display(),
+                plan.display()
+            );
+            return Err(Exit(BAD_INPUT));
+        }
+    }
+    Ok(sels)
+}
+
 pub fn fingerprint() -> Fingerprint {
     let h = cairn_exec::machine::probe();
     Fingerprint {

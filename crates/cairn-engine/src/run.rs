@@ -325,9 +325,18 @@ pub fn run(
     });
 
     // whatever never ran (stopped early) counts as skipped
+    let because = if summary.cancelled {
+        "the run was interrupted"
+    } else {
+        "the run stopped after a failure (use --keep-going to run what does not depend on it)"
+    };
     for id in 0..n {
         if selected[id] && matches!(state[id], State::Waiting | State::Queued) {
             summary.skipped += 1;
+            reporter.event(&Event::StepSkipped {
+                step: &graph.steps[id],
+                because,
+            });
         }
     }
     summary.elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;

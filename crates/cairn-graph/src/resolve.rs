@@ -119,6 +119,10 @@ struct Builder {
     steps: Vec<Step>,
     /// declared name of a `step`/`analysis`/… → its expansions
     by_name: HashMap<(StepKind, String), Vec<StepId>>,
+    /// image name → the last step of its chain (what servers and datasets use)
+    image_last: HashMap<String, StepId>,
+    /// canonical JSON of (kind, definition, inputs) → the step that has them (image chains)
+    shared: HashMap<String, StepId>,
 }
 
 impl Builder {
@@ -130,6 +134,25 @@ impl Builder {
             .or_default()
             .push(id);
         self.steps.push(step);
+        id
+    }
+
+    /// Push `step` unless a step with the same kind, definition and inputs exists; either
+    /// way return the id of the step that has them.
+    fn push_shared(&mut self, step: Step) -> StepId {
+        let inputs: Vec<(&str, StepId)> =
+            step.inputs.iter().map(|i| (i.mount.as_str(), i.from)).collect();
+        let canon = serde_json::to_string(&json!({
+            "kind": step.kind.as_str(),
+            "definition": &step.definition,
+            "inputs": inputs,
+        }))
+        .expect("serialises");
+        if let Some(&id) = self.shared.get(&canon) {
+            return id;
+        }
+        let id = self.push(step);
+        self.shared.insert(canon, id);
         id
     }
 
@@ -152,6 +175,8 @@ pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
     let mut b = Builder {
         steps: Vec::new(),
         by_name: HashMap::new(),
+        image_last: HashMap::new(),
+        shared: HashMap::new(),
     };
 
     resolve_images(plan, &mut b)?;
@@ -197,30 +222,88 @@ fn base_step(kind: StepKind, name: &str, address: String, loc: cairn_plan::Loc) 
     }
 }
 
+/// Debian suite of an image whose `debian` node does not name one.
+pub const DEFAULT_SUITE: &str = "bookworm";
+/// Debian architecture of an image whose `debian` node does not name one.
+pub const DEFAULT_ARCH: &str = "amd64";
+/// debootstrap variant of an image whose `debian` node does not name one.
+pub const DEFAULT_VARIANT: &str = "minbase";
+
+/// An image becomes a chain of steps: the base (`image/<name>`: debootstrap of
+/// `{"stage":"base","debian":{suite,arch,variant},"packages":[sorted]}`; missing Debian
+/// fields take [`DEFAULT_SUITE`]/[`DEFAULT_ARCH`]/[`DEFAULT_VARIANT`], written into the
+/// definition so explicit and defaulted values give the same key), then one step per layer
+/// (`image/<name>/<n>`, 1-based: `{"stage":"layer","layer":…}`, its parent mounted as
+/// `parent`). A file layer's definition holds the file's content digest and destination, not
+/// its path; the path travels in `step.command.files` (the executor reads it from there).
+/// The Debian mirror is machine-local configuration and is in no key.
+///
+/// Steps with identical (definition, inputs) are one step: an image that `extends` another
+/// shares the parent's base and leading layers (named after the image that declared them
+/// first). Dependents use the chain's last step ([`Builder::image_last`]).
 fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
     for img in &plan.images {
         let dir = plan.sources[img.name.loc.source.0].dir.clone();
-        let mut layers = Vec::new();
-        for l in &img.layers {
-            layers.push(match &l.value {
-                Layer::File { src, dest } => {
-                    let digest = hash_file(&img.name, &dir.join(src))?;
-                    json!({"file": {"digest": digest, "dest": dest}})
-                }
-                other => serde_json::to_value(other).expect("serialises"),
-            });
-        }
+        let deb = img.debian.as_ref();
+        let field = |f: Option<&Option<String>>, default: &str| {
+            f.and_then(|v| v.clone())
+                .unwrap_or_else(|| default.to_string())
+        };
         let mut packages: Vec<&str> = img.packages.iter().map(|p| p.as_str()).collect();
         packages.sort_unstable();
         packages.dedup();
+        let definition = json!({
+            "stage": "base",
+            "debian": {
+                "suite": field(deb.map(|d| &d.suite), DEFAULT_SUITE),
+                "arch": field(deb.map(|d| &d.arch), DEFAULT_ARCH),
+                "variant": field(deb.map(|d| &d.variant), DEFAULT_VARIANT),
+            },
+            "packages": packages,
+        });
         let mut s = base_step(
             StepKind::Image,
             &img.name,
             format!("image/{}", img.name.value),
             img.name.loc,
         );
-        s.definition = json!({"debian": img.debian, "packages": packages, "layers": layers});
-        b.push(s);
+        s.definition = definition;
+        let mut last = b.push_shared(s);
+        for (n, l) in img.layers.iter().enumerate() {
+            let mut s = base_step(
+                StepKind::Image,
+                &img.name,
+                format!("image/{}/{}", img.name.value, n + 1),
+                l.loc,
+            );
+            let layer = match &l.value {
+                Layer::File { src, dest } => {
+                    let abs = dir.join(src);
+                    let digest = hash_file(&s.address, &abs)?;
+                    s.command = Some(CommandSpec {
+                        run: String::new(),
+                        env: BTreeMap::new(),
+                        files: vec![InputFile {
+                            rel: src.clone(),
+                            abs,
+                            digest: digest.clone(),
+                        }],
+                        outputs: Vec::new(),
+                        timeout: None,
+                        params: BTreeMap::new(),
+                    });
+                    json!({"file": {"digest": digest, "dest": dest}})
+                }
+                other => serde_json::to_value(other).expect("serialises"),
+            };
+            s.definition = json!({"stage": "layer", "layer": layer});
+            s.inputs.push(Input {
+                from: last,
+                mount: "parent".into(),
+            });
+            last = b.push_shared(s);
+        }
+        b.image_last.insert(img.name.value.clone(), last);
     }
     Ok(())
 }
@@ -252,7 +335,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder) {
             let image_input = server
                 .image
                 .as_ref()
-                .and_then(|i| b.ids(StepKind::Image, i).first().copied())
+                .and_then(|i| b.image_last.get(i.as_str()).copied())
                 .map(|from| Input {
                     from,
                     mount: "image".into(),
