@@ -117,7 +117,41 @@ pub fn describe(r: &Reason) -> String {
         Reason::NotExecutable { kind } => format!(
             "`{kind}` steps have no executor yet (containers, workloads and analyses come later)"
         ),
+        Reason::ImageMissing { why } => format!("its image must be rebuilt: {why}"),
+        Reason::DockerUnavailable { error } => format!("blocked: {error}"),
+        Reason::PackagesChanged { changes } => package_changes(changes),
     }
+}
+
+/// `packages changed since the previous build (…): +a 1, -b 2, c 1 → 2` (at most 12 listed).
+fn package_changes(c: &cairn_engine::image_step::PackageChanges) -> String {
+    let mut items: Vec<String> = Vec::new();
+    items.extend(
+        c.added
+            .iter()
+            .map(|p| format!("+{} {}", p.package, p.version)),
+    );
+    items.extend(
+        c.removed
+            .iter()
+            .map(|p| format!("-{} {}", p.package, p.version)),
+    );
+    items.extend(
+        c.changed
+            .iter()
+            .map(|p| format!("{} {} → {}", p.package, p.old, p.new)),
+    );
+    let more = items.len().saturating_sub(12);
+    items.truncate(12);
+    let mut s = format!(
+        "packages changed since the previous build ({}): {}",
+        &c.previous_key[..12.min(c.previous_key.len())],
+        items.join(", ")
+    );
+    if more > 0 {
+        s.push_str(&format!(" … and {more} more"));
+    }
+    s
 }
 
 fn status_word(s: Status) -> &'static str {
@@ -148,7 +182,8 @@ fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
 }
 
 fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
-    let (_plan, graph) = context::load_graph(path)?;
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     let fresh = context::matching_selectors(&graph, path, fresh)?;
     let store = context::open_store(&cli.results)?;
     let all = cairn_engine::statuses(
@@ -215,13 +250,14 @@ fn run(
     keep_going: bool,
     seed: Option<u64>,
 ) -> Result<i32, Exit> {
-    let (_plan, graph) = context::load_graph(path)?;
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     let opts = RunOptions {
         jobs,
         keep_going,
         only: context::matching_selectors(&graph, path, only)?,
         fresh: context::matching_selectors(&graph, path, fresh)?,
-        work_root: context::cache_dir(cli.cache.as_deref()).join("work"),
+        work_root: cache.join("work"),
         seed,
     };
     let store = context::open_store(&cli.results)?;

@@ -13,15 +13,32 @@ use crate::BAD_INPUT;
 pub struct Exit(pub i32);
 
 pub fn load_graph(path: &Path) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
-    let plan = cairn_plan::load(path).map_err(|e| {
+    load_graph_cached(path, None)
+}
+
+/// Load through the parse cache under `cache` (when given), then resolve.
+pub fn load_graph_cached(
+    path: &Path,
+    cache: Option<&Path>,
+) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
+    let report = |e: cairn_plan::PlanError| {
         eprint!("{}", cairn_plan::render(&e));
         Exit(BAD_INPUT)
-    })?;
-    let graph = cairn_graph::resolve(&plan).map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(BAD_INPUT)
-    })?;
-    Ok((plan, graph))
+    };
+    let (plan, from_cache) = match cache {
+        Some(dir) => cairn_plan::load_cached(path, dir).map_err(report)?,
+        None => (cairn_plan::load(path).map_err(report)?, false),
+    };
+    match cairn_graph::resolve(&plan) {
+        Ok(graph) => Ok((plan, graph)),
+        // a cached plan skipped the checks against other files: parse again so the
+        // error points at the plan text
+        Err(_) if from_cache => load_graph(path),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(Exit(BAD_INPUT))
+        }
+    }
 }
 
 pub fn open_store(results: &Path) -> Result<Store, Exit> {

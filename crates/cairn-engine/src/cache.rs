@@ -12,6 +12,8 @@ pub fn usable_record(store: &Store, key: &str) -> Lookup {
                 .map(|b| b.digest.clone());
             if let Some(digest) = missing {
                 Lookup::BlobMissing(digest)
+            } else if let Err(why) = image_check(&rec) {
+                Lookup::ImageMissing(why)
             } else {
                 Lookup::Hit(Box::new(rec))
             }
@@ -21,9 +23,21 @@ pub fn usable_record(store: &Store, key: &str) -> Lookup {
     }
 }
 
+/// Image records are usable only while the Docker image they name exists (cheap: only
+/// image records ask the engine).
+fn image_check(rec: &Record) -> Result<(), String> {
+    if rec.kind == "image" {
+        crate::image_step::image_present(rec)
+    } else {
+        Ok(())
+    }
+}
+
 pub enum Lookup {
     Hit(Box<Record>),
     Miss,
     BlobMissing(String),
     Corrupt(String),
+    /// An image record whose Docker image is gone (or the engine is unreachable): why.
+    ImageMissing(String),
 }

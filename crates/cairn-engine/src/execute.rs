@@ -67,7 +67,7 @@ pub fn perform(
     key: &StepKey<'_>,
     key_hash: &str,
     inputs: &[&Done],
-    extra: serde_json::Map<String, serde_json::Value>,
+    mut extra: serde_json::Map<String, serde_json::Value>,
 ) -> Result<(Done, Option<Duration>), StepError> {
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -106,6 +106,11 @@ pub fn perform(
             };
             let out = run_command(&job, ctx.store)?;
             (out.outputs, out.logs, Some(out.child_time))
+        }
+        StepKind::Image => {
+            let built = crate::image_step::perform(ctx, step, key_hash, inputs)?;
+            extra.extend(built.extra);
+            (built.outputs, BTreeMap::new(), None)
         }
         other => {
             return Err(StepError::Failed(format!(

@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod events;
 pub mod execute;
+pub mod image_step;
 pub mod order;
 pub mod run;
 pub mod status;

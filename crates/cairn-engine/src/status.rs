@@ -66,6 +66,18 @@ pub enum Reason {
     NotExecutable {
         kind: String,
     },
+    /// An image step's record exists but its Docker image does not (or cannot be checked).
+    ImageMissing {
+        why: String,
+    },
+    /// Image steps cannot run: no Docker Engine is reachable.
+    DockerUnavailable {
+        error: String,
+    },
+    /// A note on a cached image step: its last build installed other packages than the build before.
+    PackagesChanged {
+        changes: crate::image_step::PackageChanges,
+    },
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -117,8 +129,20 @@ pub fn statuses(
                 }
             }
         }
-        let executable = step.kind == StepKind::Command;
-        if !executable {
+        let docker = match step.kind {
+            StepKind::Image => crate::image_step::docker().err(),
+            _ => None,
+        };
+        let executable =
+            matches!(step.kind, StepKind::Command | StepKind::Image) && docker.is_none();
+        if let Some(error) = docker {
+            reasons.insert(
+                0,
+                Reason::DockerUnavailable {
+                    error: error.into(),
+                },
+            );
+        } else if !executable {
             reasons.insert(
                 0,
                 Reason::NotExecutable {
@@ -157,10 +181,14 @@ pub fn statuses(
                     Lookup::Hit(r) if !is_fresh => {
                         st.status = Status::Cached;
                         digests[id] = Some(r.output_digest.clone());
+                        if let Some(changes) = crate::image_step::recorded_changes(&r) {
+                            st.reasons.push(Reason::PackagesChanged { changes });
+                        }
                     }
                     Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
                     Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
                     Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
+                    Lookup::ImageMissing(why) => st.reasons.push(Reason::ImageMissing { why }),
                     Lookup::Miss => st.reasons.extend(why_new_key(
                         store,
                         graph,

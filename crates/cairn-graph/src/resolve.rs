@@ -140,8 +140,11 @@ impl Builder {
     /// Push `step` unless a step with the same kind, definition and inputs exists; either
     /// way return the id of the step that has them.
     fn push_shared(&mut self, step: Step) -> StepId {
-        let inputs: Vec<(&str, StepId)> =
-            step.inputs.iter().map(|i| (i.mount.as_str(), i.from)).collect();
+        let inputs: Vec<(&str, StepId)> = step
+            .inputs
+            .iter()
+            .map(|i| (i.mount.as_str(), i.from))
+            .collect();
         let canon = serde_json::to_string(&json!({
             "kind": step.kind.as_str(),
             "definition": &step.definition,

@@ -177,7 +177,10 @@ fn step_text(run: &str, env: &[(String, String)], threads: &[u8], timeout: Optio
     s + "}\n"
 }
 
-fn arb_def() -> impl Strategy<Value = (String, Vec<(String, String)>, Vec<u8>, Option<u8>)> {
+/// run text, env pairs, matrix values, timeout seconds
+type Def = (String, Vec<(String, String)>, Vec<u8>, Option<u8>);
+
+fn arb_def() -> impl Strategy<Value = Def> {
     (
         prop::sample::select(vec!["true", "echo a > o", "echo b > o"]).prop_map(String::from),
         prop::collection::btree_map(

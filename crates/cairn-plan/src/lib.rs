@@ -1,5 +1,6 @@
 //! cairn-plan: reads KDL plan files into a typed [`Plan`] whose values keep their source spans.
 
+mod cache;
 mod diagnostics;
 mod fmt;
 mod imports;
@@ -8,6 +9,7 @@ mod parse;
 mod validate;
 pub mod values;
 
+pub use cache::load_cached;
 pub use diagnostics::{render, PlanError, Problem};
 pub use fmt::format_text;
 pub use imports::{load, parse_str};

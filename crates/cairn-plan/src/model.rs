@@ -10,22 +10,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use miette::SourceSpan;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Index into [`Plan::sources`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SourceId(pub usize);
 
 /// A place in one plan file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Loc {
     pub source: SourceId,
+    #[serde(with = "span_serde")]
     pub span: SourceSpan,
 }
 
 /// A value with the place it was written: for an argument its whole entry (`"name"`, quotes
 /// included), for a property the whole `key=value`, for a node its name.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sp<T> {
     pub value: T,
     pub loc: Loc,
@@ -45,17 +46,19 @@ impl<T> std::ops::Deref for Sp<T> {
 }
 
 /// One plan file that was read (the root or an import).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Source {
     /// Path as given (root) or resolved relative to the importing file; lexically normalised.
     pub path: PathBuf,
     /// Directory the file lives in: relative `input`/`file` paths resolve against it.
     pub dir: PathBuf,
+    /// Not cached: re-read (and re-hashed) from disk whenever the plan is loaded.
+    #[serde(skip)]
     pub text: Arc<str>,
 }
 
 /// A scalar written in a plan. Serialises untagged so keys stay readable.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Value {
     Bool(bool),
@@ -76,14 +79,14 @@ impl std::fmt::Display for Value {
 }
 
 /// One axis of a parameter matrix: `threads 1 2 4` → name "threads", three values.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Param {
     pub name: Sp<String>,
     pub values: Vec<Sp<Value>>,
 }
 
 /// A whole study: the root file plus everything it imports, merged.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Plan {
     pub sources: Vec<Source>,
     pub study: Study,
@@ -98,7 +101,7 @@ pub struct Plan {
     pub steps: Vec<CommandStep>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Study {
     /// `study "name"`; defaults to the root file's stem.
     pub name: String,
@@ -110,7 +113,7 @@ pub struct Study {
 ///
 /// `extends` is already resolved by the parser: `debian` is merged field-wise (child wins),
 /// `packages` are the parent's then the child's (without repeats), `layers` the parent's then the child's.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Image {
     pub name: Sp<String>,
     /// The parent as written (kept for display; its fields are already merged in).
@@ -123,14 +126,14 @@ pub struct Image {
     pub layers: Vec<Sp<Layer>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Debian {
     pub suite: Option<String>,
     pub arch: Option<String>,
     pub variant: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// `file "local/path" "/in/image"`
@@ -145,7 +148,7 @@ pub enum Layer {
 ///
 /// `extends` is already resolved by the parser: unset fields come from the parent chain,
 /// `options` and `env` are merged key-wise (child wins).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Server {
     pub name: Sp<String>,
     /// The parent as written (kept for display; its fields are already merged in).
@@ -166,7 +169,7 @@ pub struct Server {
 }
 
 /// `dataset "name" { sysbench tables=4 rows=10000 engine="InnoDB" }`
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Dataset {
     pub name: Sp<String>,
     /// The generator node's name: "sysbench" | "smack" | "sqlbench".
@@ -176,7 +179,7 @@ pub struct Dataset {
 }
 
 /// `workload "name" { sysbench "oltp_read_only"; threads 2 8; duration "10s" }`
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Workload {
     pub name: Sp<String>,
     /// "sysbench" | "smack" | "sqlbench"
@@ -192,7 +195,7 @@ pub struct Workload {
 }
 
 /// `trials "name" { servers "a" "b"; dataset "d"; workload "w"; passes 3 }`
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trials {
     pub name: Sp<String>,
     pub servers: Vec<Sp<String>>,
@@ -205,7 +208,7 @@ pub struct Trials {
 }
 
 /// `analysis "name" { table metric="tps" rows="server" columns="threads" baseline="system" }`
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Analysis {
     pub name: Sp<String>,
     /// Trials it reads; empty = every trials block of the study.
@@ -216,7 +219,7 @@ pub struct Analysis {
 }
 
 /// `claim "text" { metric "tps"; where threads=8; expect "a >= b" within="5%" }`
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Claim {
     pub name: Sp<String>,
     pub metric: Sp<String>,
@@ -227,7 +230,7 @@ pub struct Claim {
 }
 
 /// `report "name" { analyses "tps" …; format "markdown" }`
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub name: Sp<String>,
     pub analyses: Vec<Sp<String>>,
@@ -235,7 +238,7 @@ pub struct Report {
 }
 
 /// `step "name" { run "…"; needs "other"; input "f"; output "o"; … }`: a user's own command.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CommandStep {
     pub name: Sp<String>,
     /// Shell command, run with `sh -c` in a fresh working directory.
@@ -261,9 +264,24 @@ pub struct CommandStep {
 }
 
 /// `needs "step"` or `needs "step" as="dir"`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Need {
     pub step: Sp<String>,
     /// Directory name the outputs appear under; defaults to the step's name.
     pub as_dir: String,
+}
+
+/// `SourceSpan` as `[offset, len]` (for the parse cache).
+mod span_serde {
+    use miette::SourceSpan;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &SourceSpan, ser: S) -> Result<S::Ok, S::Error> {
+        (s.offset(), s.len()).serialize(ser)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<SourceSpan, D::Error> {
+        let (o, l) = <(usize, usize)>::deserialize(de)?;
+        Ok((o, l).into())
+    }
 }
