@@ -62,7 +62,23 @@ fn sigkill_mid_run_then_the_next_run_completes_the_rest() {
         sb.record_count()
     );
 
+    // the killed run left working directories behind (its pid is in their names)
+    let work_dirs = || {
+        std::fs::read_dir(sb.cache().join("work"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert!(
+        work_dirs() > 0,
+        "the killed run's working directories are there"
+    );
+
     let ev = sb.run_ok("p.kdl", &[]);
+    assert_eq!(
+        work_dirs(),
+        0,
+        "the next run removed the stale working directories"
+    );
     let (ran, cached) = (ev.count("ran"), ev.count("cached"));
     assert_eq!(ran + cached, STEPS as u64, "{}", ev.summary());
     assert!(ran < STEPS as u64, "{}", ev.summary());

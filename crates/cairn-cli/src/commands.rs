@@ -269,6 +269,7 @@ fn run(
             eprintln!("error: {e}");
             Exit(BAD_INPUT)
         })?;
+    cairn_exec::process::clean_stale_work_dirs(&opts.work_root);
     // Ctrl-C: end children, let the engine stop cleanly; nothing half-done is recorded.
     let _ = ctrlc::set_handler(|| {
         cairn_exec::cancel::cancel_all(Duration::from_secs(5));

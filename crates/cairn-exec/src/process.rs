@@ -113,7 +113,7 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     std::fs::create_dir_all(job.work_root)
         .map_err(io(format!("creating {}", job.work_root.display())))?;
     let scratch = tempfile::Builder::new()
-        .prefix("step-")
+        .prefix(&format!("step-{}-", std::process::id()))
         .tempdir_in(job.work_root)
         .map_err(io("creating a working directory"))?;
     let work = scratch.path().join("work");
@@ -211,16 +211,59 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         if !p.is_file() {
             return Err(ExecError::MissingOutput(rel.clone()));
         }
-        outputs.insert(rel.clone(), store.put_blob_file(&p)?);
+        outputs.insert(rel.clone(), capture(store, &p)?);
     }
     let mut logs = BTreeMap::new();
-    logs.insert("stdout".to_string(), store.put_blob_file(&stdout_path)?);
-    logs.insert("stderr".to_string(), store.put_blob_file(&stderr_path)?);
+    logs.insert("stdout".to_string(), capture(store, &stdout_path)?);
+    logs.insert("stderr".to_string(), capture(store, &stderr_path)?);
     Ok(CommandOutcome {
         outputs,
         logs,
         child_time,
     })
+}
+
+/// Remove working directories left by runs that were killed (their pid is gone).
+/// Returns how many were removed.
+pub fn clean_stale_work_dirs(work_root: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(work_root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("step-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Put a file into the store. Small files go through memory: their digest is known
+/// before any temp file is made, so a blob the store already has (an empty log, an
+/// output seen before) costs one `stat` instead of a temp-file write and delete.
+fn capture(store: &Store, path: &Path) -> Result<BlobRef, ExecError> {
+    const SMALL: u64 = 1 << 20;
+    let len = std::fs::metadata(path)
+        .map_err(io(format!("reading {}", path.display())))?
+        .len();
+    if len <= SMALL {
+        let bytes = std::fs::read(path).map_err(io(format!("reading {}", path.display())))?;
+        Ok(store.put_blob(&bytes)?)
+    } else {
+        Ok(store.put_blob_file(path)?)
+    }
 }
 
 fn kill_group(pgid: i32) {
