@@ -269,7 +269,10 @@ fn run(
             eprintln!("error: {e}");
             Exit(BAD_INPUT)
         })?;
-    cairn_exec::process::clean_stale_work_dirs(&opts.work_root);
+    if let Err(e) = cairn_exec::process::prepare_work_root(&opts.work_root) {
+        eprintln!("error: cannot create {}: {e}", opts.work_root.display());
+        return Err(Exit(BAD_INPUT));
+    }
     // Ctrl-C: end children, let the engine stop cleanly; nothing half-done is recorded.
     let _ = ctrlc::set_handler(|| {
         cairn_exec::cancel::cancel_all(Duration::from_secs(5));

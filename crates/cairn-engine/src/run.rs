@@ -101,6 +101,8 @@ pub fn run(
     reporter: &mut dyn Reporter,
 ) -> RunSummary {
     let t0 = Instant::now();
+    // working directories go here; made once per run (the CLI also cleans stale ones)
+    let _ = std::fs::create_dir_all(&opts.work_root);
     let n = graph.steps.len();
     let selected = selection(graph, &opts.only);
     let seed = opts

@@ -110,8 +110,6 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     if cancel::is_cancelled() {
         return Err(ExecError::Cancelled);
     }
-    std::fs::create_dir_all(job.work_root)
-        .map_err(io(format!("creating {}", job.work_root.display())))?;
     let scratch = tempfile::Builder::new()
         .prefix(&format!("step-{}-", std::process::id()))
         .tempdir_in(job.work_root)
@@ -223,9 +221,15 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     })
 }
 
+/// Make the directory working directories go in (once per run, not per step), and
+/// remove those left by runs that were killed. Returns how many were removed.
+pub fn prepare_work_root(work_root: &Path) -> std::io::Result<usize> {
+    std::fs::create_dir_all(work_root)?;
+    Ok(clean_stale_work_dirs(work_root))
+}
+
 /// Remove working directories left by runs that were killed (their pid is gone).
-/// Returns how many were removed.
-pub fn clean_stale_work_dirs(work_root: &Path) -> usize {
+fn clean_stale_work_dirs(work_root: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(work_root) else {
         return 0;
     };

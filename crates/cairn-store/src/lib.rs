@@ -59,8 +59,6 @@ pub struct Store {
     quarantine: PathBuf,
     names: PathBuf,
     lock_path: PathBuf,
-    /// `records/`, kept open to fsync after each record rename.
-    records_dir: fs::File,
     /// Which `blobs/<aa>` directories are known to exist (created lazily, once).
     blob_dirs: [AtomicBool; 256],
 }
@@ -73,10 +71,7 @@ impl Store {
         let records = root.join("records");
         fs::create_dir_all(&records)
             .map_err(|e| StoreError::io("create directory", &records, e))?;
-        let records_dir =
-            fs::File::open(&records).map_err(|e| StoreError::io("open directory", &records, e))?;
         let store = Store {
-            records_dir,
             results: results_dir.to_path_buf(),
             records,
             blobs: root.join("blobs"),
