@@ -220,15 +220,7 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
 
 fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
-    let sel = context::selectors(&[step.to_string()])?.remove(0);
-    if !graph.steps.iter().any(|s| sel.matches(s)) {
-        eprintln!(
-            "error: no step matches `{step}` in {} (try `cairn plan {}` to list them)",
-            path.display(),
-            path.display()
-        );
-        return Err(Exit(BAD_INPUT));
-    }
+    let sel = context::matching_selectors(&graph, path, &[step.to_string()])?.remove(0);
     let store = context::open_store(&cli.results)?;
     let all = cairn_engine::statuses(&graph, &store, &context::fingerprint(), &[], true);
     for (depth, id) in cairn_engine::explain(&graph, &all, &sel) {
@@ -261,14 +253,7 @@ fn run(
         seed,
     };
     let store = context::open_store(&cli.results)?;
-    let _lock = store
-        .lock(|holder| {
-            eprintln!("waiting for another cairn run to finish with this store ({holder})…")
-        })
-        .map_err(|e| {
-            eprintln!("error: {e}");
-            Exit(BAD_INPUT)
-        })?;
+    let _lock = context::lock_store(&store)?;
     if let Err(e) = cairn_exec::process::prepare_work_root(&opts.work_root) {
         eprintln!("error: cannot create {}: {e}", opts.work_root.display());
         return Err(Exit(BAD_INPUT));
@@ -388,12 +373,7 @@ fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
 
 fn verify(cli: &Cli) -> Result<i32, Exit> {
     let store = context::open_store(&cli.results)?;
-    let _lock = store
-        .lock(|holder| eprintln!("waiting for the store lock ({holder})…"))
-        .map_err(|e| {
-            eprintln!("error: {e}");
-            Exit(BAD_INPUT)
-        })?;
+    let _lock = context::lock_store(&store)?;
     let rep = store.verify().map_err(|e| {
         eprintln!("error: {e}");
         Exit(FAILED)
@@ -421,12 +401,7 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
         plans.to_vec()
     };
     let store = context::open_store(&cli.results)?;
-    let _lock = store
-        .lock(|holder| eprintln!("waiting for the store lock ({holder})…"))
-        .map_err(|e| {
-            eprintln!("error: {e}");
-            Exit(BAD_INPUT)
-        })?;
+    let _lock = context::lock_store(&store)?;
     let fp = context::fingerprint();
     let mut keep: HashSet<String> = HashSet::new();
     for p in &plans {

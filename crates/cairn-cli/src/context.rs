@@ -51,6 +51,16 @@ pub fn open_store(results: &Path) -> Result<Store, Exit> {
     })
 }
 
+/// Take the store's lock, waiting (and saying so) while another cairn holds it.
+pub fn lock_store(store: &Store) -> Result<cairn_store::StoreLock, Exit> {
+    store
+        .lock(|holder| eprintln!("waiting for another cairn to finish with this store ({holder})…"))
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            Exit(BAD_INPUT)
+        })
+}
+
 pub fn selectors(raw: &[String]) -> Result<Vec<Selector>, Exit> {
     raw.iter()
         .map(|s| Selector::parse(s))

@@ -142,6 +142,13 @@ pub fn run(
     let mut ready: Vec<StepId> = (0..n).filter(|&i| selected[i] && missing[i] == 0).collect();
 
     pool.in_place_scope(|scope| {
+        let launcher = Launcher {
+            scope,
+            ctx: &ctx,
+            graph,
+            fingerprint,
+            tx: tx.clone(),
+        };
         let mut running = 0usize;
         loop {
             // 1. cache checks, in parallel when there are many (a cached re-run is mostly this)
@@ -215,22 +222,7 @@ pub fn run(
                     let Some(id) = builds.pop() else { break };
                     running += 1;
                     let extra = serde_json::Map::new();
-                    spawn(
-                        scope,
-                        &ctx,
-                        graph,
-                        id,
-                        &keys,
-                        &done,
-                        fingerprint,
-                        &tx,
-                        &mut state,
-                        extra,
-                    );
-                    reporter.event(&Event::StepStarted {
-                        step: &graph.steps[id],
-                        key: &keys[id],
-                    });
+                    launcher.start(id, &keys, &done, &mut state, extra, reporter);
                 }
                 if running == 0 && builds.is_empty() {
                     if let Some(&(rank, id)) = measures.iter().next() {
@@ -248,22 +240,7 @@ pub fn run(
                         summary
                             .measurement_order
                             .push(graph.steps[id].address.clone());
-                        spawn(
-                            scope,
-                            &ctx,
-                            graph,
-                            id,
-                            &keys,
-                            &done,
-                            fingerprint,
-                            &tx,
-                            &mut state,
-                            extra,
-                        );
-                        reporter.event(&Event::StepStarted {
-                            step: &graph.steps[id],
-                            key: &keys[id],
-                        });
+                        launcher.start(id, &keys, &done, &mut state, extra, reporter);
                     }
                 }
             }
@@ -388,39 +365,52 @@ fn skip_downstream(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn spawn<'s>(
-    scope: &rayon::Scope<'s>,
+/// Starts steps on the pool; each reports back on `tx` when it is done.
+struct Launcher<'a, 's> {
+    scope: &'a rayon::Scope<'s>,
     ctx: &'s StepContext<'s>,
     graph: &'s StepGraph,
-    id: StepId,
-    keys: &[String],
-    done: &[Option<Arc<Done>>],
     fingerprint: &'s Fingerprint,
-    tx: &mpsc::Sender<Finished>,
-    state: &mut [State],
-    extra: serde_json::Map<String, serde_json::Value>,
-) {
-    state[id] = State::Running;
-    let step = &graph.steps[id];
-    let inputs: Vec<Arc<Done>> = step
-        .inputs
-        .iter()
-        .map(|i| done[i.from].clone().expect("input done"))
-        .collect();
-    let key_hash = keys[id].clone();
-    let tx = tx.clone();
-    scope.spawn(move |_| {
-        let t = Instant::now();
-        let digests: Vec<&str> = inputs.iter().map(|d| d.output_digest.as_str()).collect();
-        let key = step_key(step, &digests, Some(fingerprint));
-        let refs: Vec<&Done> = inputs.iter().map(|d| d.as_ref()).collect();
-        let result = perform(ctx, step, &key, &key_hash, &refs, extra);
-        let _ = tx.send(Finished {
-            id,
-            key: key_hash,
-            result,
-            elapsed: t.elapsed(),
+    tx: mpsc::Sender<Finished>,
+}
+
+impl<'s> Launcher<'_, 's> {
+    /// Start step `id` (its inputs are done) and tell the reporter.
+    fn start(
+        &self,
+        id: StepId,
+        keys: &[String],
+        done: &[Option<Arc<Done>>],
+        state: &mut [State],
+        extra: serde_json::Map<String, serde_json::Value>,
+        reporter: &mut dyn Reporter,
+    ) {
+        state[id] = State::Running;
+        let (ctx, fingerprint) = (self.ctx, self.fingerprint);
+        let step = &self.graph.steps[id];
+        let inputs: Vec<Arc<Done>> = step
+            .inputs
+            .iter()
+            .map(|i| done[i.from].clone().expect("input done"))
+            .collect();
+        let key_hash = keys[id].clone();
+        let tx = self.tx.clone();
+        self.scope.spawn(move |_| {
+            let t = Instant::now();
+            let digests: Vec<&str> = inputs.iter().map(|d| d.output_digest.as_str()).collect();
+            let key = step_key(step, &digests, Some(fingerprint));
+            let refs: Vec<&Done> = inputs.iter().map(|d| d.as_ref()).collect();
+            let result = perform(ctx, step, &key, &key_hash, &refs, extra);
+            let _ = tx.send(Finished {
+                id,
+                key: key_hash,
+                result,
+                elapsed: t.elapsed(),
+            });
         });
-    });
+        reporter.event(&Event::StepStarted {
+            step,
+            key: &keys[id],
+        });
+    }
 }
