@@ -1,6 +1,6 @@
 //! End-to-end tests of `cairn_exec::docker` against the real Docker Engine: debootstrap base images, layers, manifests, MariaDB servers, variant checks, cleanup.
 //!
-//! The bookworm/amd64 base image (mariadb-server + tcmalloc) is built once per test process
+//! The bookworm/amd64 base image (mariadb-server, tcmalloc, jemalloc) is built once per test process
 //! (a `OnceLock`) and kept in the engine under a fixed test key, so later runs reuse it; set
 //! `CAIRN_E2E_REBUILD=1` to remove it first and time a fresh build. Every test that starts
 //! containers holds a [`RunGuard`] that removes everything labelled with its run id on drop,
@@ -10,10 +10,16 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use cairn_exec::docker::allocator::maps_fragment;
 use cairn_exec::docker::server::{read_greeting, render_my_cnf, Greeting};
 use cairn_exec::docker::{
-    BaseImage, BaseSpec, Docker, LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,
+    allocator_library, clean_all, clean_runs, BaseImage, BaseSpec, Connect, Docker, DockerError,
+    LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,
 };
+
+/// The fixed key of the shared amd64 test base; change it whenever its package list changes,
+/// so that an image built from the old list is not reused.
+const BOOKWORM_KEY: &str = "e2e-bookworm-amd64-mariadb-tcmalloc-jemalloc-v3";
 
 const TCMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
 
@@ -59,10 +65,14 @@ fn bookworm_amd64() -> &'static BaseImage {
     B.get_or_init(|| {
         build(&BaseSpec {
             name: "e2e-mariadb-bookworm".into(),
-            key: "e2e-bookworm-amd64-mariadb-tcmalloc-v2".into(),
+            key: BOOKWORM_KEY.into(),
             suite: "bookworm".into(),
             arch: "amd64".into(),
-            packages: vec!["mariadb-server".into(), "libtcmalloc-minimal4".into()],
+            packages: vec![
+                "mariadb-server".into(),
+                "libtcmalloc-minimal4".into(),
+                "libjemalloc2".into(),
+            ],
             mirror: None,
             cache_dir: None,
         })
@@ -419,7 +429,7 @@ fn layers_and_manifest() {
         &format!("{{{{index .Config.Labels \"{LABEL_KEY}\"}}}}"),
         &base.id,
     ]);
-    assert_eq!(base_label, "e2e-bookworm-amd64-mariadb-tcmalloc-v2");
+    assert_eq!(base_label, BOOKWORM_KEY);
 }
 
 #[test]
@@ -468,6 +478,20 @@ fn i386_server_is_32_bit() {
     let d = docker();
     let m = d.manifest(&base.id).unwrap();
     assert_eq!(m.dpkg_architecture, "i386");
+    // this image has neither tcmalloc nor jemalloc: the error names the package to add
+    for (alloc, package) in [
+        ("jemalloc", "libjemalloc2"),
+        ("tcmalloc", "libtcmalloc-minimal4"),
+    ] {
+        let err = allocator_library(d, &base.id, alloc).expect_err("not installed");
+        assert!(
+            matches!(err, DockerError::MissingAllocator { .. }),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        eprintln!("{msg}");
+        assert!(msg.contains(&format!("`{package}`")), "{msg}");
+    }
     // Docker 20.10 (API 1.41) imports with the host's architecture whatever the platform
     // parameter says; the label and dpkg tell the truth.
     eprintln!("i386 image: engine architecture {:?}", m.image_architecture);
@@ -494,4 +518,306 @@ fn i386_server_is_32_bit() {
     assert_eq!(checks.word_size, 32);
     assert_eq!(checks.compile_machine, "i686");
     d.stop_server(&server, spec.stop_timeout).unwrap();
+}
+
+fn mariadb_tcp(server: &cairn_exec::docker::Server, host: &str, extra: &[&str]) -> Vec<String> {
+    let mut cmd: Vec<String> = [
+        "mariadb",
+        "--protocol=TCP",
+        "-h",
+        host,
+        "-P",
+        "3306",
+        "-u",
+        server.tcp_user.as_deref().unwrap_or("cairn"),
+        "-N",
+        "-B",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    cmd.extend(extra.iter().map(|s| s.to_string()));
+    cmd
+}
+
+fn exec(server: &cairn_exec::docker::Server, cmd: &[String]) -> cairn_exec::docker::ExecOutput {
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    docker().server_exec(server, &cmd).unwrap()
+}
+
+#[test]
+fn tls_server_requires_and_verifies_tls() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("tls");
+    let sock = tempfile::tempdir().unwrap();
+    let mut spec = ServerSpec::new(
+        &run.id,
+        "secure",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+    spec.connect = Connect::Tls;
+    let t = Instant::now();
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "TIMING tls server start until it answers: {:.2?} (ready_after {:.2?})",
+        t.elapsed(),
+        server.ready_after
+    );
+    assert_eq!(server.connect, Connect::Tls);
+    let ca = server.tls_ca.clone().expect("a CA path for TLS clients");
+    assert!(ca.starts_with(sock.path().canonicalize().unwrap()));
+    let pem = std::fs::read_to_string(&ca).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+
+    // The host's CA file is visible in the container beside the socket: verify the server
+    // certificate with it, by the network alias and by the address.
+    let ca_in_container = format!("/run/cairn/{}", ca.file_name().unwrap().to_str().unwrap());
+    for host in ["secure", server.ip.as_str()] {
+        let out = exec(
+            &server,
+            &mariadb_tcp(
+                &server,
+                host,
+                &[
+                    "--ssl",
+                    &format!("--ssl-ca={ca_in_container}"),
+                    "--ssl-verify-server-cert",
+                    "-e",
+                    "SHOW STATUS LIKE 'Ssl_cipher'",
+                ],
+            ),
+        );
+        assert_eq!(out.exit_code, 0, "TLS to {host}: {out:?}");
+        let cipher = out.stdout.trim().split('\t').nth(1).unwrap_or_default();
+        eprintln!("TLS to {host}: cipher {cipher}");
+        assert!(!cipher.is_empty(), "{out:?}");
+    }
+    // A CA other than the server's: verification fails.
+    let other = cairn_exec::docker::tls::generate("other", &["secure".into()]).unwrap();
+    std::fs::write(sock.path().join("other-ca.pem"), other.ca_pem).unwrap();
+    let out = exec(
+        &server,
+        &mariadb_tcp(
+            &server,
+            "secure",
+            &[
+                "--ssl",
+                "--ssl-ca=/run/cairn/other-ca.pem",
+                "--ssl-verify-server-cert",
+                "-e",
+                "SELECT 1",
+            ],
+        ),
+    );
+    assert_ne!(out.exit_code, 0, "a foreign CA must not verify: {out:?}");
+    // Without TLS the server refuses the connection.
+    let out = exec(
+        &server,
+        &mariadb_tcp(&server, "secure", &["--skip-ssl", "-e", "SELECT 1"]),
+    );
+    eprintln!("plain TCP to a TLS server: {out:?}");
+    assert_ne!(out.exit_code, 0, "plain TCP must be refused: {out:?}");
+    assert!(out.stdout.trim().is_empty(), "{out:?}");
+    // ... also for a user without REQUIRE SSL: require_secure_transport refuses it.
+    d.sql(
+        &server,
+        "CREATE USER 'plain'@'%'; GRANT ALL ON *.* TO 'plain'@'%'",
+    )
+    .unwrap();
+    let as_plain = |extra: &[&str]| {
+        let mut cmd = mariadb_tcp(&server, "secure", extra);
+        cmd[7] = "plain".into(); // the -u value
+        exec(&server, &cmd)
+    };
+    let out = as_plain(&["--skip-ssl", "-e", "SELECT 1"]);
+    eprintln!("plain TCP as a user without REQUIRE SSL: {out:?}");
+    assert_ne!(out.exit_code, 0, "{out:?}");
+    assert!(out.stderr.contains("insecure transport"), "{out:?}");
+    let out = as_plain(&["--ssl", "-e", "SELECT 1"]);
+    assert_eq!((out.exit_code, out.stdout.trim()), (0, "1"), "{out:?}");
+    // The socket is secure transport: root over the socket works without TLS.
+    assert_eq!(d.sql(&server, "SELECT 1").unwrap().trim(), "1");
+    assert_eq!(
+        d.sql(&server, "SELECT @@require_secure_transport")
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    d.stop_server(&server, spec.stop_timeout).unwrap();
+}
+
+#[test]
+fn resource_limits_are_applied() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("limits");
+    let sock = tempfile::tempdir().unwrap();
+    let mut spec = ServerSpec::new(
+        &run.id,
+        "limited",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpuset = if cpus >= 2 { "0-1" } else { "0" };
+    spec.cpuset = Some(cpuset.into());
+    spec.memory = Some(512 << 20);
+    let t = Instant::now();
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("TIMING limited server start: {:.2?}", t.elapsed());
+    let inspect = docker_cli(&[
+        "inspect",
+        "-f",
+        "{{.HostConfig.CpusetCpus}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}",
+        &server.container_id,
+    ]);
+    assert_eq!(
+        inspect,
+        format!("{cpuset} {} {}", 512u64 << 20, 512u64 << 20)
+    );
+    // the server process sees only those CPUs
+    let nproc = d.server_exec(&server, &["nproc"]).unwrap();
+    assert_eq!(nproc.stdout.trim(), if cpus >= 2 { "2" } else { "1" });
+    assert_eq!(d.sql(&server, "SELECT 1").unwrap().trim(), "1");
+    d.stop_server(&server, spec.stop_timeout).unwrap();
+}
+
+#[test]
+fn allocators_resolve_and_are_mapped() {
+    let base = bookworm_amd64();
+    let d = docker();
+    assert_eq!(allocator_library(d, &base.id, "system").unwrap(), None);
+    assert!(allocator_library(d, &base.id, "mimalloc").is_err());
+    let run = RunGuard::new("alloc");
+    for (alloc, name) in [("tcmalloc", "tcmalloc"), ("jemalloc", "jemalloc")] {
+        let t = Instant::now();
+        let lib = allocator_library(d, &base.id, alloc)
+            .unwrap()
+            .expect("a library");
+        eprintln!("TIMING resolve {alloc}: {lib} in {:.2?}", t.elapsed());
+        assert!(lib.starts_with('/'), "{lib}");
+        let sock = tempfile::tempdir().unwrap();
+        let mut spec = ServerSpec::new(
+            &run.id,
+            alloc,
+            &base.id,
+            render_my_cnf(&small_server_options()),
+            sock.path().into(),
+        );
+        spec.env = vec![format!("LD_PRELOAD={lib}")];
+        let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+        let fragment = maps_fragment(&lib);
+        let others = ["libtcmalloc", "libjemalloc"];
+        let checks = d
+            .variant_checks(&server, &[fragment, others[0], others[1]])
+            .unwrap();
+        eprintln!(
+            "{alloc} checks: {}",
+            serde_json::to_string(&checks).unwrap()
+        );
+        assert!(checks.is_mapped(fragment), "{checks:?}");
+        assert!(
+            checks.malloc_library.contains(name),
+            "{}",
+            checks.malloc_library
+        );
+        // the other allocator is not mapped
+        let other = if alloc == "tcmalloc" {
+            others[1]
+        } else {
+            others[0]
+        };
+        assert!(!checks.is_mapped(other), "{checks:?}");
+        d.stop_server(&server, spec.stop_timeout).unwrap();
+    }
+}
+
+fn leave_stopped_and_running(run: &RunGuard) -> (tempfile::TempDir, tempfile::TempDir) {
+    let base = bookworm_amd64();
+    let d = docker();
+    let (s1, s2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let running = ServerSpec::new(
+        &run.id,
+        "running",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        s1.path().into(),
+    );
+    d.start_server(&running).unwrap_or_else(|e| panic!("{e}"));
+    let stopped = ServerSpec::new(
+        &run.id,
+        "stopped",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        s2.path().into(),
+    );
+    let server = d.start_server(&stopped).unwrap_or_else(|e| panic!("{e}"));
+    docker_cli(&["stop", "-t", "10", &server.container_id]);
+    let states = docker_cli(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=cairn.run={}", run.id),
+        "--format",
+        "{{.State}}",
+    ]);
+    let mut states: Vec<&str> = states.lines().collect();
+    states.sort();
+    assert_eq!(states, ["exited", "running"]);
+    (s1, s2)
+}
+
+fn assert_run_gone(run: &RunGuard) {
+    let label = format!("label=cairn.run={}", run.id);
+    let left = docker_cli(&["ps", "-a", "-q", "--filter", &label]);
+    assert!(left.is_empty(), "containers left: {left}");
+    let nets = docker_cli(&["network", "ls", "-q", "--filter", &label]);
+    assert!(nets.is_empty(), "networks left: {nets}");
+}
+
+#[test]
+fn clean_runs_removes_stopped_and_running_containers() {
+    let d = docker();
+    let run = RunGuard::new("clean");
+    let _dirs = leave_stopped_and_running(&run);
+    // only this test's run: other tests (and other cairn processes) run beside it
+    let report = clean_runs(d, |r| r == run.id, false).unwrap();
+    eprintln!("{report:?}");
+    let mut names = report.containers.clone();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            format!("cairn-{}-running", run.id),
+            format!("cairn-{}-stopped", run.id)
+        ]
+    );
+    assert_eq!(report.networks, [format!("cairn-{}", run.id)]);
+    assert_run_gone(&run);
+}
+
+/// `clean_all` removes every cairn container and network on the engine, including those of
+/// other tests and processes running now, so it only runs when asked:
+/// `cargo test -p cairn-exec --test docker_e2e clean_all -- --ignored`.
+#[test]
+#[ignore = "removes every cairn container on the engine"]
+fn clean_all_removes_everything_cairn_left() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("cleanall");
+    let _dirs = leave_stopped_and_running(&run);
+    let build = format!("cairn-build-e2e-{}", std::process::id());
+    docker_cli(&["create", "--name", &build, &base.id, "true"]);
+    let report = clean_all(d).unwrap();
+    eprintln!("{report:?}");
+    assert!(report.containers.contains(&build), "{report:?}");
+    assert!(report.containers.len() >= 3, "{report:?}");
+    assert!(report.networks.contains(&format!("cairn-{}", run.id)));
+    assert_run_gone(&run);
+    let builds = docker_cli(&["ps", "-a", "-q", "--filter", "name=cairn-build-"]);
+    assert!(builds.is_empty(), "{builds}");
 }

@@ -196,17 +196,47 @@ pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
             graph.add_edge(NodeIndex::new(i.from), NodeIndex::new(s.id), ());
         }
     }
-    let order = petgraph::algo::toposort(&graph, None)
-        .map_err(|c| ResolveError::Cycle(b.steps[c.node_id().index()].address.clone()))?
-        .into_iter()
-        .map(|n| n.index())
-        .collect();
+    let order =
+        stable_order(&graph).map_err(|id| ResolveError::Cycle(b.steps[id].address.clone()))?;
     Ok(StepGraph {
         study: plan.study.name.clone(),
         steps: b.steps,
         graph,
         order,
     })
+}
+
+/// A topological order that is also declaration order wherever dependencies allow
+/// (Kahn's algorithm, lowest id first), so `plan` and `graph` list steps as written.
+/// `Err(id)` names a step on a cycle.
+fn stable_order(graph: &DiGraph<StepId, ()>) -> Result<Vec<StepId>, StepId> {
+    let n = graph.node_count();
+    let mut indegree: Vec<usize> = (0..n)
+        .map(|i| {
+            graph
+                .neighbors_directed(NodeIndex::new(i), petgraph::Direction::Incoming)
+                .count()
+        })
+        .collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<StepId>> = (0..n)
+        .filter(|&i| indegree[i] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(std::cmp::Reverse(id)) = ready.pop() {
+        order.push(id);
+        for next in graph.neighbors_directed(NodeIndex::new(id), petgraph::Direction::Outgoing) {
+            let j = next.index();
+            indegree[j] -= 1;
+            if indegree[j] == 0 {
+                ready.push(std::cmp::Reverse(j));
+            }
+        }
+    }
+    if order.len() < n {
+        return Err((0..n).find(|&i| indegree[i] > 0).unwrap_or(0));
+    }
+    Ok(order)
 }
 
 fn base_step(kind: StepKind, name: &str, address: String, loc: cairn_plan::Loc) -> Step {

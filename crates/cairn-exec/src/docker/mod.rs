@@ -13,12 +13,15 @@
 //! - throwaway build/probe containers are named `cairn-build-…` and carry no labels (labels
 //!   of a committed container would end up in the image and in every container made from it).
 
+pub mod allocator;
 pub mod base;
 pub mod checks;
+pub mod cleanup;
 pub mod layer;
 pub mod manifest;
 pub mod mirror;
 pub mod server;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,12 +35,14 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+pub use allocator::allocator_library;
 pub use base::{BaseImage, BaseSpec};
 pub use checks::{AllocatorCheck, VariantChecks};
+pub use cleanup::{clean_all, clean_runs};
 pub use layer::{LayerFile, LayerImage};
 pub use manifest::{ImageManifest, InstalledPackage};
 pub use mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
-pub use server::{CleanupReport, Server, ServerSpec};
+pub use server::{CleanupReport, Connect, Server, ServerSpec};
 
 /// Label holding the full key of the step that produced an image.
 pub const LABEL_KEY: &str = "cairn.key";
@@ -51,11 +56,34 @@ pub const LABEL_PARENT: &str = "cairn.parent";
 /// The Engine API version this host speaks (Docker 20.10); used if negotiation fails.
 const FALLBACK_API_VERSION: &str = "1.41";
 
+/// The engine address used when `DOCKER_HOST` is not set.
+pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
+
+/// How long [`Docker::connect`] waits for the engine to answer before giving up.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What to do when no engine answers; part of [`DockerError::Unavailable`]'s message.
+pub const START_ENGINE_HINT: &str = "start the Docker Engine with `sudo systemctl start docker` \
+     (or run `sudo dockerd &`), or set DOCKER_HOST to one that is running";
+
 /// Errors of the docker executor.
 #[derive(Debug, thiserror::Error)]
 pub enum DockerError {
     #[error("cannot reach the Docker Engine: {0}")]
     Connect(#[source] bollard::errors::Error),
+    /// No engine answered at `host`: the message says how to start one.
+    #[error("no Docker Engine answers at {host} ({reason}); {hint}", hint = START_ENGINE_HINT)]
+    Unavailable { host: String, reason: String },
+    #[error(
+        "allocator \"{allocator}\" needs {library}, which image {image} does not have: \
+         add the Debian package `{package}` to the image's packages"
+    )]
+    MissingAllocator {
+        allocator: String,
+        image: String,
+        library: String,
+        package: String,
+    },
     #[error("docker {op}: {source}")]
     Api {
         op: String,
@@ -139,37 +167,65 @@ impl std::fmt::Debug for Docker {
 }
 
 impl Docker {
-    /// Connect with bollard's local defaults (`$DOCKER_HOST` or the unix socket) and negotiate the API version.
+    /// Connect to `$DOCKER_HOST` (default [`DEFAULT_DOCKER_HOST`]) and negotiate the API
+    /// version. Without an engine this fails within [`CONNECT_TIMEOUT`] with
+    /// [`DockerError::Unavailable`], whose message says how to start one.
     pub fn connect() -> Result<Self> {
+        let host = std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_string());
+        Self::connect_to(&host)
+    }
+
+    /// Connect to the engine at `host` (`unix:///path` or `tcp://host:port`); see [`Docker::connect`].
+    pub fn connect_to(host: &str) -> Result<Self> {
+        let unavailable = |reason: String| DockerError::Unavailable {
+            host: host.to_string(),
+            reason,
+        };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("cairn-docker")
             .enable_all()
             .build()
             .map_err(DockerError::io("start the tokio runtime"))?;
-        let api = bollard::Docker::connect_with_local_defaults().map_err(DockerError::Connect)?;
+        if let Some(path) = host.strip_prefix("unix://") {
+            if !std::path::Path::new(path).exists() {
+                return Err(unavailable(format!("{path} does not exist")));
+            }
+        }
+        let api = {
+            let _rt = rt.enter(); // the http connector wants a reactor
+            bollard::Docker::connect_with_host(host).map_err(|e| unavailable(e.to_string()))?
+        };
         let api = rt.block_on(async {
-            match api.clone().negotiate_version().await {
-                Ok(api) => Ok(api),
-                Err(e) => {
+            match tokio::time::timeout(CONNECT_TIMEOUT, api.clone().negotiate_version()).await {
+                Ok(Ok(api)) => Ok(api),
+                Ok(Err(e)) => {
                     tracing::warn!(
                         "API version negotiation failed ({e}); using {FALLBACK_API_VERSION}"
                     );
-                    bollard::Docker::connect_with_local(
-                        &std::env::var("DOCKER_HOST")
-                            .unwrap_or_else(|_| "unix:///var/run/docker.sock".into()),
-                        120,
-                        &bollard::ClientVersion {
-                            major_version: 1,
-                            minor_version: 41,
-                        },
-                    )
-                    .map_err(DockerError::Connect)
+                    let v = bollard::ClientVersion {
+                        major_version: 1,
+                        minor_version: 41,
+                    };
+                    if host.starts_with("unix://") {
+                        bollard::Docker::connect_with_unix(host, 120, &v)
+                    } else {
+                        bollard::Docker::connect_with_http(host, 120, &v)
+                    }
+                    .map_err(|e| unavailable(e.to_string()))
                 }
+                Err(_) => Err(unavailable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
             }
         })?;
         // Fail early with a clear message when the engine is not there.
-        rt.block_on(api.ping()).map_err(DockerError::Connect)?;
+        match rt.block_on(async { tokio::time::timeout(CONNECT_TIMEOUT, api.ping()).await }) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(unavailable(e.to_string())),
+            Err(_) => return Err(unavailable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
+        }
         Ok(Docker {
             inner: Arc::new(Inner {
                 rt,

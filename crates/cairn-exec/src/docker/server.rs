@@ -11,6 +11,11 @@
 //! protocol greeting, the unix socket in the host directory does too, and
 //! `mariadb-admin ping` inside the container succeeds — bounded by `ready_timeout`. A server
 //! that exits or does not answer in time is removed and reported with the last lines of its log.
+//!
+//! [`Connect::Tls`] adds a CA and server certificate made for this start (see [`super::tls`]):
+//! the script waits for them before anything else, they are uploaded once the container has
+//! its address (so the certificate can name it), and unencrypted TCP clients are refused.
+//! `cpuset` and `memory` become the container's cgroup limits.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -23,11 +28,12 @@ use bollard::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, NetworkCreateRequest, NetworkingConfig,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
-    StopContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, ListNetworksOptionsBuilder, StopContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 
 use super::layer::{tar_files, LayerFile};
+use super::tls::{self, CA_FILE, CERT_FILE, CONTAINER_TLS_DIR, KEY_FILE, TLS_READY_MARKER};
 use super::{
     container_logs, exec_async, is_not_found, labels, remove_container_quiet, sanitize_name,
     Docker, DockerError, ExecOutput, Result, LABEL_RUN, LABEL_STEP,
@@ -43,6 +49,47 @@ pub const CONTAINER_DATADIR: &str = "/var/lib/cairn/data";
 pub const CONTAINER_MY_CNF: &str = "/etc/cairn/my.cnf";
 /// The TCP port inside the container.
 pub const PORT: u16 = 3306;
+
+/// How clients reach a server. The server always listens on its socket and on TCP; this says
+/// what clients are meant to use, and `Tls` also makes TCP require TLS.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Connect {
+    /// The unix socket in the bind-mounted host directory.
+    Socket,
+    /// Plain TCP to the container's address on the run's network.
+    #[default]
+    Tcp,
+    /// TCP with TLS (a CA and server certificate generated per start); plain TCP is refused.
+    Tls,
+}
+
+impl Connect {
+    /// `socket`, `tcp` or `tls`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Connect::Socket => "socket",
+            Connect::Tcp => "tcp",
+            Connect::Tls => "tls",
+        }
+    }
+}
+
+impl std::str::FromStr for Connect {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "socket" => Ok(Connect::Socket),
+            "tcp" => Ok(Connect::Tcp),
+            "tls" => Ok(Connect::Tls),
+            _ => Err(format!(
+                "unknown connect `{s}`: expected \"socket\", \"tcp\" or \"tls\""
+            )),
+        }
+    }
+}
 
 /// How to start one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +115,12 @@ pub struct ServerSpec {
     /// If set, create this password-less user `'<name>'@'%'` with all privileges once ready
     /// (for clients on the run's network, which cannot use socket authentication).
     pub tcp_user: Option<String>,
+    /// How clients connect; [`Connect::Tls`] generates certificates and requires TLS on TCP.
+    pub connect: Connect,
+    /// CPUs the container may use (cgroup cpuset), e.g. `0-1` or `0,2`.
+    pub cpuset: Option<String>,
+    /// Memory limit in bytes (swap is limited to the same, i.e. none beyond it).
+    pub memory: Option<u64>,
 }
 
 impl ServerSpec {
@@ -90,6 +143,9 @@ impl ServerSpec {
             ready_timeout: Duration::from_secs(60),
             stop_timeout: Duration::from_secs(30),
             tcp_user: Some("cairn".into()),
+            connect: Connect::default(),
+            cpuset: None,
+            memory: None,
         }
     }
 }
@@ -117,6 +173,13 @@ pub struct Server {
     pub ready_after: Duration,
     /// The TCP user created, if any.
     pub tcp_user: Option<String>,
+    /// How clients are meant to connect.
+    #[serde(default)]
+    pub connect: Connect,
+    /// For [`Connect::Tls`]: the CA certificate on the host (beside the socket), to verify
+    /// the server with (`--ssl-ca`); inside the container it is at `/etc/cairn/tls/ca.pem`.
+    #[serde(default)]
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl Server {
@@ -126,18 +189,7 @@ impl Server {
     }
 }
 
-/// What [`Docker::cleanup_stale`] removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CleanupReport {
-    pub containers: Vec<String>,
-    pub networks: Vec<String>,
-}
-
-impl CleanupReport {
-    pub fn is_empty(&self) -> bool {
-        self.containers.is_empty() && self.networks.is_empty()
-    }
-}
+pub use super::cleanup::CleanupReport;
 
 /// A `my.cnf` for a cairn server: `options` (name, value; empty value = a bare flag) in
 /// `[mariadbd]`, then the settings cairn relies on (datadir, socket, port, bind address,
@@ -175,9 +227,24 @@ fn container_name(run_id: &str, step_id: &str) -> String {
     format!("cairn-{}-{}", sanitize_name(run_id), sanitize_name(step_id))
 }
 
-fn start_script() -> String {
+fn start_script(tls: bool) -> String {
+    let wait_tls = if tls {
+        format!(
+            "i=0\n\
+             while [ ! -e {dir}/{TLS_READY_MARKER} ]; do\n\
+               i=$((i+1)); if [ $i -gt 600 ]; then echo 'cairn: the TLS certificates never arrived'; exit 1; fi\n\
+               sleep 0.05\n\
+             done\n\
+             chown -R mysql:mysql {dir}\n\
+             chmod 600 {dir}/{KEY_FILE}\n",
+            dir = CONTAINER_TLS_DIR
+        )
+    } else {
+        String::new()
+    };
     format!(
         "set -e\n\
+         {wait_tls}\
          mkdir -p {sock} {data}\n\
          chown mysql:mysql {sock} {data}\n\
          if [ ! -d {data}/mysql ]; then\n\
@@ -328,7 +395,11 @@ impl Docker {
             );
             let body = ContainerCreateBody {
                 image: Some(spec.image.clone()),
-                cmd: Some(vec!["/bin/sh".into(), "-c".into(), start_script()]),
+                cmd: Some(vec![
+                    "/bin/sh".into(),
+                    "-c".into(),
+                    start_script(spec.connect == Connect::Tls),
+                ]),
                 entrypoint: Some(vec![]),
                 env: Some(spec.env.clone()),
                 user: Some("root".into()),
@@ -342,6 +413,9 @@ impl Docker {
                     network_mode: Some(network.clone()),
                     binds: Some(binds),
                     init: Some(false),
+                    cpuset_cpus: spec.cpuset.clone(),
+                    memory: spec.memory.map(|m| m.min(i64::MAX as u64) as i64),
+                    memory_swap: spec.memory.map(|m| m.min(i64::MAX as u64) as i64),
                     ..Default::default()
                 }),
                 networking_config: Some(NetworkingConfig {
@@ -357,9 +431,13 @@ impl Docker {
                         "create server container {name} from {}",
                         spec.image
                     )))?;
+            let mut my_cnf = spec.my_cnf.clone();
+            if spec.connect == Connect::Tls {
+                my_cnf.push_str(&tls::my_cnf_section());
+            }
             let cnf = [LayerFile {
                 path: "cairn/my.cnf".into(),
-                contents: spec.my_cnf.clone().into_bytes(),
+                contents: my_cnf.into_bytes(),
                 mode: 0o644,
             }];
             let upload = async {
@@ -383,8 +461,25 @@ impl Docker {
             Ok(created.id)
         })?;
         let started = Instant::now();
+        let tls_ca = if spec.connect == Connect::Tls {
+            match self.install_tls(&id, &name, &network, spec, &socket_dir) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    self.block_on(async {
+                        let _ = remove_container_quiet(api, &id).await;
+                    });
+                    let _ = self.remove_network_if_unused(&network);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
 
-        match self.wait_ready(spec, &id, &name, &network, &socket_dir, started) {
+        match self
+            .wait_ready(spec, &id, &name, &network, &socket_dir, started)
+            .map(|s| Server { tls_ca, ..s })
+        {
             Ok(mut server) => {
                 server.ready_after = started.elapsed();
                 eprintln!(
@@ -404,6 +499,73 @@ impl Docker {
                 Err(e)
             }
         }
+    }
+
+    /// Make the TLS material once the container has its address, upload it (the start script
+    /// waits for it), and write the CA beside the socket on the host; returns that host path.
+    fn install_tls(
+        &self,
+        id: &str,
+        name: &str,
+        network: &str,
+        spec: &ServerSpec,
+        socket_dir: &std::path::Path,
+    ) -> Result<PathBuf> {
+        let api = &self.inner.api;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let ip = loop {
+            let info = self
+                .block_on(api.inspect_container(id, None))
+                .map_err(DockerError::api(format!("inspect {name}")))?;
+            let ip = info
+                .network_settings
+                .as_ref()
+                .and_then(|n| n.networks.as_ref())
+                .and_then(|n| n.get(network))
+                .and_then(|e| e.ip_address.clone())
+                .filter(|ip| !ip.is_empty());
+            if let Some(ip) = ip {
+                break ip;
+            }
+            if Instant::now() > deadline {
+                return Err(DockerError::Invalid(format!(
+                    "server {name} got no address on {network}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let alias = sanitize_name(&spec.step_id);
+        let material = tls::generate(
+            &format!("{} {}", spec.run_id, spec.step_id),
+            &[alias, ip, "localhost".into(), "127.0.0.1".into()],
+        )?;
+        let file = |n: &str, contents: &str, mode: u32| LayerFile {
+            path: format!("cairn/tls/{n}"),
+            contents: contents.as_bytes().to_vec(),
+            mode,
+        };
+        let files = [
+            file(CA_FILE, &material.ca_pem, 0o644),
+            file(CERT_FILE, &material.cert_pem, 0o644),
+            file(KEY_FILE, &material.key_pem, 0o600),
+            file(TLS_READY_MARKER, "", 0o644),
+        ];
+        self.block_on(async {
+            let opts = UploadToContainerOptionsBuilder::new().path("/etc").build();
+            api.upload_to_container(
+                id,
+                Some(opts),
+                bollard::body_full(tar_files(&files)?.into()),
+            )
+            .await
+            .map_err(DockerError::api(format!(
+                "upload the TLS certificates into {name}"
+            )))
+        })?;
+        let host_ca = socket_dir.join(CA_FILE);
+        std::fs::write(&host_ca, &material.ca_pem)
+            .map_err(DockerError::io(format!("write {}", host_ca.display())))?;
+        Ok(host_ca)
     }
 
     fn wait_ready(
@@ -508,12 +670,19 @@ impl Docker {
                         greeting_version: version.clone(),
                         ready_after: Duration::ZERO,
                         tcp_user: None,
+                        connect: spec.connect,
+                        tls_ca: None,
                     };
                     if let Some(user) = &spec.tcp_user {
                         let u = user.replace(['\'', '\\'], "");
+                        let require = if spec.connect == Connect::Tls {
+                            " REQUIRE SSL"
+                        } else {
+                            ""
+                        };
                         self.sql(
                             &server,
-                            &format!("CREATE USER IF NOT EXISTS '{u}'@'%'; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'"),
+                            &format!("CREATE USER IF NOT EXISTS '{u}'@'%'{require}; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'"),
                         )?;
                         server.tcp_user = Some(u);
                     }
@@ -640,92 +809,6 @@ impl Docker {
                 Err(e) if is_not_found(&e) => Ok(false),
                 Err(e) => Err(DockerError::api(format!("inspect network {network}"))(e)),
             }
-        })
-    }
-
-    /// Remove all containers (running or not) and networks carrying `label` — `key` or
-    /// `key=value`, and the key must start with `cairn.` — e.g. `cairn.run=<id>` of a killed run.
-    pub fn cleanup_stale(&self, label: &str) -> Result<CleanupReport> {
-        if !label.starts_with("cairn.") {
-            return Err(DockerError::Invalid(format!(
-                "refusing to clean up by non-cairn label `{label}`"
-            )));
-        }
-        let api = &self.inner.api;
-        let mut report = CleanupReport::default();
-        self.block_on(async {
-            let mut filters = HashMap::new();
-            filters.insert("label", vec![label]);
-            let containers = api
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::new()
-                        .all(true)
-                        .filters(&filters)
-                        .build(),
-                ))
-                .await
-                .map_err(DockerError::api("list containers"))?;
-            for c in containers {
-                if let Some(id) = c.id {
-                    remove_container_quiet(api, &id).await?;
-                    let name = c.names.and_then(|n| n.into_iter().next()).unwrap_or(id);
-                    report
-                        .containers
-                        .push(name.trim_start_matches('/').to_string());
-                }
-            }
-            let networks = api
-                .list_networks(Some(
-                    ListNetworksOptionsBuilder::new().filters(&filters).build(),
-                ))
-                .await
-                .map_err(DockerError::api("list networks"))?;
-            for n in networks {
-                let Some(name) = n.name else { continue };
-                match api.remove_network(&name).await {
-                    Ok(()) => report.networks.push(name),
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => return Err(DockerError::api(format!("remove network {name}"))(e)),
-                }
-            }
-            Ok::<_, DockerError>(())
-        })?;
-        if !report.is_empty() {
-            tracing::info!("cleaned up {label}: {report:?}");
-        }
-        Ok(report)
-    }
-
-    /// Remove throwaway `cairn-build-…` containers left by a killed process.
-    pub fn cleanup_build_containers(&self) -> Result<Vec<String>> {
-        let api = &self.inner.api;
-        self.block_on(async {
-            let mut filters = HashMap::new();
-            filters.insert("name", vec!["cairn-build-"]);
-            let list = api
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::new()
-                        .all(true)
-                        .filters(&filters)
-                        .build(),
-                ))
-                .await
-                .map_err(DockerError::api("list containers"))?;
-            let mut removed = Vec::new();
-            for c in list {
-                let name = c
-                    .names
-                    .and_then(|n| n.into_iter().next())
-                    .unwrap_or_default();
-                if let (Some(id), true) = (
-                    c.id,
-                    name.trim_start_matches('/').starts_with("cairn-build-"),
-                ) {
-                    remove_container_quiet(api, &id).await?;
-                    removed.push(name.trim_start_matches('/').to_string());
-                }
-            }
-            Ok(removed)
         })
     }
 
