@@ -8,6 +8,9 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v gzip >/dev/null 2>&1 || need+=(gzip)
 command -v bc >/dev/null 2>&1 || need+=(bc)
+# the process executor's server (host mariadbd, no service is installed or started)
+[ -x /usr/sbin/mariadbd ] || need+=(mariadb-server-core)
+command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client-core)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

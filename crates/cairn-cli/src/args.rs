@@ -89,6 +89,8 @@ pub enum Command {
         #[arg(long)]
         apply: bool,
     },
+    /// Remove every container and network cairn left in the Docker Engine (images are kept).
+    Clean,
     /// Measure cairn's own overhead on synthetic plans.
     Bench {
         /// Sizes of the independent fan-in plans to measure.

@@ -30,6 +30,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
         Command::Fmt { plans, check } => fmt(plans, *check),
         Command::Verify => verify(&cli),
+        Command::Clean => clean(&cli),
         Command::Gc { plans, apply } => gc(&cli, plans, *apply),
         Command::Bench { steps, jobs } => crate::bench::bench(&cli, steps, *jobs),
     };
@@ -369,6 +370,33 @@ fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
         }
     }
     Ok(if check && unformatted > 0 { FAILED } else { OK })
+}
+
+fn clean(cli: &Cli) -> Result<i32, Exit> {
+    let docker = cairn_exec::docker::Docker::connect().map_err(|e| {
+        eprintln!("error: {e}");
+        Exit(FAILED)
+    })?;
+    let rep = cairn_exec::docker::cleanup::clean_all(&docker).map_err(|e| {
+        eprintln!("error: {e}");
+        Exit(FAILED)
+    })?;
+    if cli.json {
+        println!(
+            "{}",
+            json!({"containers": rep.containers, "networks": rep.networks})
+        );
+    } else if rep.is_empty() {
+        println!("nothing to clean: no cairn containers or networks");
+    } else {
+        for c in &rep.containers {
+            println!("removed container {c}");
+        }
+        for n in &rep.networks {
+            println!("removed network {n}");
+        }
+    }
+    Ok(OK)
 }
 
 fn verify(cli: &Cli) -> Result<i32, Exit> {

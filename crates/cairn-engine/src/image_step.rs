@@ -81,13 +81,8 @@ pub fn docker() -> Result<&'static Docker, &'static str> {
     static DOCKER: OnceLock<Result<Docker, String>> = OnceLock::new();
     DOCKER
         .get_or_init(|| {
-            Docker::connect().map_err(|e| {
-                format!(
-                    "{e}. Image steps need a running Docker Engine: start it with \
-                     `sudo systemctl start docker` (or run `sudo dockerd &`), \
-                     or point DOCKER_HOST at one"
-                )
-            })
+            // the library's message already says how to start an engine
+            Docker::connect().map_err(|e| format!("image steps need a running Docker Engine: {e}"))
         })
         .as_ref()
         .map_err(String::as_str)

@@ -2,5 +2,6 @@
 
 pub mod cancel;
 pub mod docker;
+pub mod host_server;
 pub mod machine;
 pub mod process;
