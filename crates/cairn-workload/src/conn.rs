@@ -1,0 +1,116 @@
+//! Where a workload connects: a server address, user and database, turned into `mysql` connection options.
+
+use std::time::Duration;
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, Opts, OptsBuilder};
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// A server and database to run against (TCP or a unix socket).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    /// If set, connect through this unix socket instead of TCP.
+    pub socket: Option<String>,
+    pub user: String,
+    pub password: Option<String>,
+    /// sysbench's `--mysql-db`, default `sbtest`.
+    pub database: String,
+}
+
+impl Target {
+    /// TCP to `host:port` as `user` without a password, database `sbtest`.
+    pub fn tcp(host: &str, port: u16, user: &str) -> Self {
+        Target {
+            host: host.into(),
+            port,
+            socket: None,
+            user: user.into(),
+            password: None,
+            database: "sbtest".into(),
+        }
+    }
+
+    /// Options for a connection; `with_db` selects the database on connect.
+    /// `stmt_cache` must hold every statement a connection keeps prepared: the `mysql` crate
+    /// closes a statement it evicts from its cache.
+    pub(crate) fn opts(&self, with_db: bool, stmt_cache: usize) -> Opts {
+        self.opts_with_timeout(with_db, stmt_cache, Duration::from_secs(10))
+    }
+
+    fn opts_with_timeout(&self, with_db: bool, stmt_cache: usize, connect: Duration) -> Opts {
+        let mut b = OptsBuilder::new()
+            .ip_or_hostname(Some(self.host.clone()))
+            .tcp_port(self.port)
+            .user(Some(self.user.clone()))
+            .pass(self.password.clone())
+            .socket(self.socket.clone())
+            .prefer_socket(self.socket.is_some())
+            .tcp_nodelay(true)
+            .stmt_cache_size(stmt_cache)
+            // given, so the crate does not ask the server (`SELECT @@max_allowed_packet`
+            // would count in `Com_select`)
+            .max_allowed_packet(Some(64 * 1024 * 1024))
+            .tcp_connect_timeout(Some(connect));
+        if with_db {
+            b = b.db_name(Some(self.database.clone()));
+        }
+        Opts::from(b)
+    }
+
+    /// A connection to the target's database.
+    pub fn connect(&self) -> Result<Conn, Error> {
+        self.connect_with_cache(32)
+    }
+
+    pub(crate) fn connect_with_cache(&self, stmt_cache: usize) -> Result<Conn, Error> {
+        Conn::new(self.opts(true, stmt_cache)).map_err(|e| Error::connect(self, e))
+    }
+
+    /// As [`Target::connect_with_cache`], giving up on TCP connect after `timeout`
+    /// (a reconnection must not wait long for a server that is gone).
+    pub(crate) fn reconnect_with_cache(
+        &self,
+        stmt_cache: usize,
+        timeout: Duration,
+    ) -> Result<Conn, Error> {
+        Conn::new(self.opts_with_timeout(true, stmt_cache, timeout))
+            .map_err(|e| Error::connect(self, e))
+    }
+
+    /// Creates the target's database if it does not exist (sysbench expects it to exist).
+    pub fn ensure_database(&self) -> Result<(), Error> {
+        check_identifier(&self.database)?;
+        let mut c = Conn::new(self.opts(false, 0)).map_err(|e| Error::connect(self, e))?;
+        c.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{}`", self.database))
+            .map_err(|e| Error::sql("create the database", e))
+    }
+
+    /// `host:port` or the socket path, for messages.
+    pub fn describe(&self) -> String {
+        match &self.socket {
+            Some(s) => format!("{}@{s}", self.user),
+            None => format!(
+                "{}@{}:{}/{}",
+                self.user, self.host, self.port, self.database
+            ),
+        }
+    }
+}
+
+/// Rejects names that would need quoting beyond backticks (table engines, databases).
+pub(crate) fn check_identifier(name: &str) -> Result<(), Error> {
+    if !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "{name:?} is not a plain identifier (letters, digits, '_')"
+        )))
+    }
+}

@@ -1,0 +1,3 @@
+//! Datasets: schemas and generated data that workloads run against (sysbench's `sbtestN` tables so far).
+
+pub mod sysbench;

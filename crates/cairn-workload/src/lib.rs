@@ -1,0 +1,66 @@
+//! Native workload drivers on the `mysql` crate: sysbench-compatible datasets ([`dataset`]) and OLTP tests ([`oltp`]), with their metrics ([`metrics`]).
+//!
+//! Everything is blocking and thread-based: one OS thread and one connection per client,
+//! as sysbench does. Nothing here knows about plans, the engine or the CLI.
+
+pub mod conn;
+pub mod cpu;
+pub mod dataset;
+pub mod metrics;
+pub mod oltp;
+pub mod rand;
+
+pub use conn::Target;
+pub use dataset::sysbench::{load_sysbench, SysbenchDataset, SysbenchLoad};
+pub use metrics::{LatencySummary, Metrics, Totals};
+pub use oltp::{run_oltp, OltpSpec, OltpTest};
+pub use rand::Distribution;
+
+/// Errors of the workload drivers.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot connect to {target}: {source}")]
+    Connect {
+        target: String,
+        #[source]
+        source: mysql::Error,
+    },
+    #[error("{op}: {source}")]
+    Sql {
+        op: String,
+        #[source]
+        source: mysql::Error,
+    },
+    #[error("invalid parameters: {0}")]
+    Invalid(String),
+    /// A client thread gave up; the run fails with the cause.
+    #[error("thread {thread}: {cause}")]
+    Worker { thread: u32, cause: Box<Error> },
+    #[error("gave up after {attempts} attempts of one event; last error: {last}")]
+    RetriesExhausted {
+        attempts: u32,
+        #[source]
+        last: mysql::Error,
+    },
+    #[error("lost the connection ({lost}) and could not reconnect: {reconnect}")]
+    ServerGone {
+        lost: mysql::Error,
+        reconnect: Box<Error>,
+    },
+}
+
+impl Error {
+    pub(crate) fn connect(target: &Target, source: mysql::Error) -> Self {
+        Error::Connect {
+            target: target.describe(),
+            source,
+        }
+    }
+
+    pub(crate) fn sql(op: impl Into<String>, source: mysql::Error) -> Self {
+        Error::Sql {
+            op: op.into(),
+            source,
+        }
+    }
+}

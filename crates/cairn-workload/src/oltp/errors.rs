@@ -1,0 +1,72 @@
+//! Which errors a run survives (deadlock, lock wait timeout, a lost connection) and which end it.
+//!
+//! sysbench 1.0 ignores 1213, 1020 and 1205 by default (`--mysql-ignore-errors`) and restarts
+//! the event, reconnecting after 2013/2055 ("lost connection"); here the same errors are
+//! counted and the event retried, at most `max_retries` times in a row.
+
+use mysql::{DriverError, Error};
+
+use crate::metrics::ErrorKind;
+
+/// ER_LOCK_DEADLOCK
+pub const ER_LOCK_DEADLOCK: u16 = 1213;
+/// ER_LOCK_WAIT_TIMEOUT
+pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// ER_SERVER_SHUTDOWN ("Server shutdown in progress")
+pub const ER_SERVER_SHUTDOWN: u16 = 1053;
+/// ER_CONNECTION_KILLED (MariaDB)
+pub const ER_CONNECTION_KILLED: u16 = 1927;
+/// CR_SERVER_GONE_ERROR / CR_SERVER_LOST, should a server send them
+const CR_CODES: [u16; 2] = [2006, 2013];
+
+/// `Some(kind)` for an error to count and retry after, `None` for one that ends the run.
+pub fn classify(e: &Error) -> Option<ErrorKind> {
+    match e {
+        Error::MySqlError(m) => match m.code {
+            ER_LOCK_DEADLOCK => Some(ErrorKind::Deadlock),
+            ER_LOCK_WAIT_TIMEOUT => Some(ErrorKind::LockWaitTimeout),
+            ER_SERVER_SHUTDOWN | ER_CONNECTION_KILLED => Some(ErrorKind::LostConnection),
+            c if CR_CODES.contains(&c) => Some(ErrorKind::LostConnection),
+            _ => None,
+        },
+        Error::IoError(_) | Error::CodecError(_) => Some(ErrorKind::LostConnection),
+        Error::DriverError(
+            DriverError::ConnectTimeout
+            | DriverError::CouldNotConnect(_)
+            | DriverError::PacketOutOfSync
+            | DriverError::UnexpectedPacket
+            | DriverError::Timeout,
+        ) => Some(ErrorKind::LostConnection),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(code: u16) -> Error {
+        Error::MySqlError(mysql::MySqlError {
+            state: "HY000".into(),
+            message: "x".into(),
+            code,
+        })
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(classify(&server(1213)), Some(ErrorKind::Deadlock));
+        assert_eq!(classify(&server(1205)), Some(ErrorKind::LockWaitTimeout));
+        assert_eq!(classify(&server(1927)), Some(ErrorKind::LostConnection));
+        assert_eq!(classify(&server(1146)), None, "no such table ends the run");
+        let io = Error::IoError(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset",
+        ));
+        assert_eq!(classify(&io), Some(ErrorKind::LostConnection));
+        assert_eq!(
+            classify(&Error::DriverError(DriverError::MixedParams)),
+            None
+        );
+    }
+}
