@@ -66,10 +66,7 @@ fn cairn_run(exe: &Path, dir: &Path, jobs: usize) -> Result<Timed, String> {
 }
 
 fn checked(r: Result<Timed, String>) -> Result<Timed, Exit> {
-    r.map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(FAILED)
-    })
+    r.map_err(crate::context::fail(FAILED))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

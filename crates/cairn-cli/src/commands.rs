@@ -323,10 +323,7 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
         );
         return Err(Exit(BAD_INPUT));
     };
-    let bytes = store.read_blob(blob).map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(FAILED)
-    })?;
+    let bytes = store.read_blob(blob).map_err(context::fail(FAILED))?;
     let _ = std::io::stdout().write_all(&bytes);
     Ok(OK)
 }
@@ -373,14 +370,8 @@ fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
 }
 
 fn clean(cli: &Cli) -> Result<i32, Exit> {
-    let docker = cairn_exec::docker::Docker::connect().map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(FAILED)
-    })?;
-    let rep = cairn_exec::docker::cleanup::clean_all(&docker).map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(FAILED)
-    })?;
+    let docker = cairn_exec::docker::Docker::connect().map_err(context::fail(FAILED))?;
+    let rep = cairn_exec::docker::cleanup::clean_all(&docker).map_err(context::fail(FAILED))?;
     if cli.json {
         println!(
             "{}",
@@ -402,10 +393,7 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
 fn verify(cli: &Cli) -> Result<i32, Exit> {
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
-    let rep = store.verify().map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(FAILED)
-    })?;
+    let rep = store.verify().map_err(context::fail(FAILED))?;
     if cli.json {
         println!("{}", verify_json(&rep));
     } else {
@@ -436,10 +424,7 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
         let (_plan, graph) = context::load_graph(p)?;
         keep.extend(referenced_keys(&graph, &store, &fp));
     }
-    let rep = store.gc(&keep, apply).map_err(|e| {
-        eprintln!("error: {e}");
-        Exit(FAILED)
-    })?;
+    let rep = store.gc(&keep, apply).map_err(context::fail(FAILED))?;
     if cli.json {
         println!(
             "{}",

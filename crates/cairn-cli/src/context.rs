@@ -12,6 +12,14 @@ use crate::BAD_INPUT;
 #[derive(Debug)]
 pub struct Exit(pub i32);
 
+/// For `map_err`: print `error: …` and exit with `code`.
+pub fn fail<E: std::fmt::Display>(code: i32) -> impl FnOnce(E) -> Exit {
+    move |e| {
+        eprintln!("error: {e}");
+        Exit(code)
+    }
+}
+
 pub fn load_graph(path: &Path) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
     load_graph_cached(path, None)
 }
@@ -55,20 +63,14 @@ pub fn open_store(results: &Path) -> Result<Store, Exit> {
 pub fn lock_store(store: &Store) -> Result<cairn_store::StoreLock, Exit> {
     store
         .lock(|holder| eprintln!("waiting for another cairn to finish with this store ({holder})…"))
-        .map_err(|e| {
-            eprintln!("error: {e}");
-            Exit(BAD_INPUT)
-        })
+        .map_err(fail(BAD_INPUT))
 }
 
 pub fn selectors(raw: &[String]) -> Result<Vec<Selector>, Exit> {
     raw.iter()
         .map(|s| Selector::parse(s))
         .collect::<Result<_, _>>()
-        .map_err(|e| {
-            eprintln!("error: {e}");
-            Exit(BAD_INPUT)
-        })
+        .map_err(fail(BAD_INPUT))
 }
 
 /// Selectors that must each match at least one step: a typo is bad input, not an empty run.
