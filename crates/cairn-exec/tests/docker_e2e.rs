@@ -1,7 +1,8 @@
 //! End-to-end tests of `cairn_exec::docker` against the real Docker Engine: debootstrap base images, layers, manifests, MariaDB servers, variant checks, cleanup.
 //!
-//! The bookworm/amd64 base image (mariadb-server, tcmalloc, jemalloc) is built once per test process
-//! (a `OnceLock`) and kept in the engine under a fixed test key, so later runs reuse it; set
+//! The bookworm/amd64 base image is the shared test image of `cairn_testkit` (the
+//! `images/mariadb.kdl` recipe under the key a plan run gives it), built at most once per
+//! machine and kept in the engine, so later runs and other suites reuse it; set
 //! `CAIRN_E2E_REBUILD=1` to remove it first and time a fresh build. Every test that starts
 //! containers holds a [`RunGuard`] that removes everything labelled with its run id on drop,
 //! also when the test fails.
@@ -16,10 +17,6 @@ use cairn_exec::docker::{
     allocator_library, clean_all, clean_runs, BaseImage, BaseSpec, Connect, Docker, DockerError,
     LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,
 };
-
-/// The fixed key of the shared amd64 test base; change it whenever its package list changes,
-/// so that an image built from the old list is not reused.
-const BOOKWORM_KEY: &str = "e2e-bookworm-amd64-mariadb-tcmalloc-jemalloc-v3";
 
 const TCMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
 
@@ -60,22 +57,15 @@ fn build(spec: &BaseSpec) -> BaseImage {
     img
 }
 
+/// The shared test image (`images/mariadb.kdl`'s `mariadb-bookworm`: MariaDB, sysbench,
+/// tcmalloc, jemalloc) under the key a plan run gives it, so every test suite shares it.
 fn bookworm_amd64() -> &'static BaseImage {
     static B: OnceLock<BaseImage> = OnceLock::new();
     B.get_or_init(|| {
-        build(&BaseSpec {
-            name: "e2e-mariadb-bookworm".into(),
-            key: BOOKWORM_KEY.into(),
-            suite: "bookworm".into(),
-            arch: "amd64".into(),
-            packages: vec![
-                "mariadb-server".into(),
-                "libtcmalloc-minimal4".into(),
-                "libjemalloc2".into(),
-            ],
-            mirror: None,
-            cache_dir: None,
-        })
+        build(&cairn_testkit::base_spec(
+            &cairn_testkit::recipe_file(),
+            cairn_testkit::IMAGE,
+        ))
     })
 }
 
@@ -429,7 +419,8 @@ fn layers_and_manifest() {
         &format!("{{{{index .Config.Labels \"{LABEL_KEY}\"}}}}"),
         &base.id,
     ]);
-    assert_eq!(base_label, BOOKWORM_KEY);
+    let key = cairn_testkit::base_spec(&cairn_testkit::recipe_file(), cairn_testkit::IMAGE).key;
+    assert_eq!(base_label, key);
 }
 
 #[test]

@@ -81,6 +81,11 @@ impl Target {
             .map_err(|e| Error::connect(self, e))
     }
 
+    /// A connection that selects no database (for server-wide statements).
+    pub fn connect_no_db(&self) -> Result<Conn, Error> {
+        Conn::new(self.opts(false, 0)).map_err(|e| Error::connect(self, e))
+    }
+
     /// Creates the target's database if it does not exist (sysbench expects it to exist).
     pub fn ensure_database(&self) -> Result<(), Error> {
         check_identifier(&self.database)?;

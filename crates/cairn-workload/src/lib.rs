@@ -9,12 +9,15 @@ pub mod dataset;
 pub mod metrics;
 pub mod oltp;
 pub mod rand;
+pub mod server;
+pub mod workload;
 
 pub use conn::Target;
 pub use dataset::sysbench::{load_sysbench, SysbenchDataset, SysbenchLoad};
 pub use metrics::{LatencySummary, Metrics, Totals};
 pub use oltp::{run_oltp, OltpSpec, OltpTest};
 pub use rand::Distribution;
+pub use workload::{Dataset, DatasetDef, LoadReport, Outcome, RunContext, Workload, WorkloadDef};
 
 /// Errors of the workload drivers.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +45,9 @@ pub enum Error {
         #[source]
         last: mysql::Error,
     },
+    /// The caller asked the run to stop (e.g. Ctrl-C).
+    #[error("stopped before the end")]
+    Stopped,
     #[error("lost the connection ({lost}) and could not reconnect: {reconnect}")]
     ServerGone {
         lost: mysql::Error,

@@ -1,88 +1,30 @@
 //! End-to-end tests of the sysbench dataset and OLTP driver against real MariaDB containers (cairn_exec::docker), checked with the server's `SHOW GLOBAL STATUS` counters.
 //!
-//! Reuses the bookworm/amd64 base image of cairn-exec's `docker_e2e.rs` (same name and key,
-//! so it is built at most once per machine). Each test starts its own server under a
-//! [`RunGuard`] that removes its containers and network on drop, also on failure.
+//! Servers come from the shared test image (`cairn_testkit`, the `images/mariadb.kdl` recipe,
+//! built at most once per machine); each test's containers and network are removed when its
+//! [`TestServer`] is dropped, also on failure.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use cairn_exec::docker::server::render_my_cnf;
-use cairn_exec::docker::{BaseImage, BaseSpec, Docker, Server, ServerSpec, LABEL_RUN};
+use cairn_exec::docker::Connect;
+use cairn_testkit::{start_mariadb, TestServer};
 use cairn_workload::{load_sysbench, run_oltp, OltpSpec, OltpTest, SysbenchDataset, Target};
 use mysql::prelude::Queryable;
 
-fn docker() -> &'static Docker {
-    static D: OnceLock<Docker> = OnceLock::new();
-    D.get_or_init(|| Docker::connect().expect("Docker Engine reachable"))
-}
-
-fn base() -> &'static BaseImage {
-    static B: OnceLock<BaseImage> = OnceLock::new();
-    B.get_or_init(|| {
-        docker()
-            .build_base(&BaseSpec {
-                name: "e2e-mariadb-bookworm".into(),
-                key: "e2e-bookworm-amd64-mariadb-tcmalloc-v2".into(),
-                suite: "bookworm".into(),
-                arch: "amd64".into(),
-                packages: vec!["mariadb-server".into(), "libtcmalloc-minimal4".into()],
-                mirror: None,
-                cache_dir: None,
-            })
-            .expect("base image")
-    })
-}
-
-/// Removes every container and network labelled `cairn.run=<id>` when dropped.
-struct RunGuard {
-    id: String,
-    _sock: tempfile::TempDir,
-    server: Option<Server>,
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        if let Err(e) = docker().cleanup_stale(&format!("{LABEL_RUN}={}", self.id)) {
-            eprintln!("guard cleanup failed: {e}");
-        }
-    }
-}
-
-fn start(test: &str) -> (RunGuard, Target) {
-    let id = format!("wl-{}-{test}", std::process::id());
-    docker()
-        .cleanup_stale(&format!("{LABEL_RUN}={id}"))
-        .unwrap();
-    let sock = tempfile::tempdir().unwrap();
-    let options: Vec<(String, String)> = [
-        ("innodb_buffer_pool_size", "128M"),
-        ("skip-name-resolve", ""),
-        ("max_connections", "50"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let spec = ServerSpec::new(
-        &id,
-        "db",
-        &base().id,
-        render_my_cnf(&options),
-        sock.path().into(),
+/// A server from the shared test image, with a TCP target as user `cairn`.
+fn start(test: &str) -> (TestServer, Target) {
+    let s = start_mariadb(
+        test,
+        &[
+            ("innodb_buffer_pool_size", "128M"),
+            ("skip-name-resolve", ""),
+            ("max_connections", "50"),
+        ],
+        Connect::Tcp,
     );
-    let server = docker()
-        .start_server(&spec)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let target = Target::tcp(&server.ip, server.port, "cairn");
-    (
-        RunGuard {
-            id,
-            _sock: sock,
-            server: Some(server),
-        },
-        target,
-    )
+    let target = Target::tcp(&s.server.ip, s.server.port, "cairn");
+    (s, target)
 }
 
 fn status(c: &mut mysql::Conn) -> HashMap<String, u64> {
@@ -296,9 +238,9 @@ fn point_select_events_and_text_mode() {
 
 #[test]
 fn a_server_that_dies_fails_the_run() {
-    let (mut guard, target) = start("die");
+    let (guard, target) = start("die");
     load_sysbench(&target, &SysbenchDataset::new(1, 1000)).unwrap();
-    let server = guard.server.take().unwrap();
+    let server = &guard.server;
     let spec = OltpSpec::new(OltpTest::PointSelect, 1, 1000, 2, Duration::from_secs(60));
     let t = Instant::now();
     let err = std::thread::scope(|s| {

@@ -148,10 +148,15 @@ impl OltpSpec {
     }
 }
 
+/// Asked between events: `true` ends the run early (e.g. Ctrl-C); the run then fails with
+/// [`Error::Stopped`].
+pub type StopCheck<'a> = &'a (dyn Fn() -> bool + Sync);
+
 /// State shared by the client threads.
 pub(crate) struct Shared<'a> {
     pub spec: &'a OltpSpec,
     pub target: &'a Target,
+    pub cancel: StopCheck<'a>,
     pub ready: Barrier,
     pub start: OnceLock<Instant>,
     /// Set to stop every thread (the clock ran out, or a thread failed).
@@ -164,10 +169,20 @@ pub(crate) struct Shared<'a> {
 /// Runs `spec` against `target` (whose `sbtest` tables must be loaded) and returns what it
 /// measured, or the first thread's fatal error (e.g. the server died).
 pub fn run_oltp(target: &Target, spec: &OltpSpec) -> Result<Metrics, Error> {
+    run_oltp_until(target, spec, &|| false)
+}
+
+/// As [`run_oltp`], ending early with [`Error::Stopped`] once `cancel()` is true.
+pub fn run_oltp_until(
+    target: &Target,
+    spec: &OltpSpec,
+    cancel: StopCheck<'_>,
+) -> Result<Metrics, Error> {
     spec.validate()?;
     let shared = Shared {
         spec,
         target,
+        cancel,
         ready: Barrier::new(spec.threads as usize),
         start: OnceLock::new(),
         stop: AtomicBool::new(false),
@@ -191,6 +206,9 @@ pub fn run_oltp(target: &Target, spec: &OltpSpec) -> Result<Metrics, Error> {
     });
     if let Some(e) = shared.failure.into_inner().unwrap() {
         return Err(e);
+    }
+    if cancel() {
+        return Err(Error::Stopped);
     }
     let start = *shared.start.get().expect("threads started");
     let warmup_end = start + spec.warmup;

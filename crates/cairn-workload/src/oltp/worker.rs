@@ -87,6 +87,10 @@ pub(crate) fn run(sh: &Shared, thread: u32) -> Option<Recorder> {
         if sh.stop.load(Ordering::Relaxed) {
             break;
         }
+        if (sh.cancel)() {
+            sh.stop.store(true, Ordering::SeqCst);
+            break;
+        }
         let started = Instant::now();
         if !rec.is_warmup(started) {
             if !measuring {

@@ -1,0 +1,159 @@
+//! Test support: the shared MariaDB test image (the shipped `images/mariadb.kdl` recipe, built once per machine) and servers started under a cleanup guard.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use cairn_exec::docker::server::render_my_cnf;
+use cairn_exec::docker::{BaseSpec, Connect, Docker, Server, ServerSpec, LABEL_RUN};
+
+/// The recipe file all MariaDB tests use.
+pub fn recipe_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../images/mariadb.kdl")
+}
+
+/// The name of the image (in `images/mariadb.kdl`) the tests use.
+pub const IMAGE: &str = "mariadb-bookworm";
+
+/// The Docker Engine, connected once per test process.
+pub fn docker() -> &'static Docker {
+    static D: OnceLock<Docker> = OnceLock::new();
+    D.get_or_init(|| Docker::connect().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The shared test image as it exists in the engine.
+#[derive(Debug, Clone)]
+pub struct TestImage {
+    /// `cairn/mariadb-bookworm:<key>`, the tag a plan run gives it.
+    pub reference: String,
+    pub id: String,
+    /// The base step's key.
+    pub key: String,
+}
+
+/// The base step of image `name` in `recipe`: its key and what debootstrap must make.
+pub fn base_spec(recipe: &Path, name: &str) -> BaseSpec {
+    let plan = cairn_plan::load(recipe).unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    let graph = cairn_graph::resolve(&plan).expect("resolve the recipe");
+    let address = format!("image/{name}");
+    let step = graph
+        .steps
+        .iter()
+        .find(|s| s.address == address)
+        .unwrap_or_else(|| panic!("{} declares no {address}", recipe.display()));
+    let key = cairn_graph::step_key(step, &[], None).hash();
+    let def = &step.definition;
+    let s = |f: &str| def["debian"][f].as_str().unwrap_or_default().to_string();
+    BaseSpec {
+        name: step.name.clone(),
+        key,
+        suite: s("suite"),
+        arch: s("arch"),
+        packages: def["packages"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        mirror: None,
+        cache_dir: None,
+    }
+}
+
+/// The `mariadb-bookworm` image of `images/mariadb.kdl`, built if the engine lacks it
+/// (about a minute), else reused at once.
+pub fn mariadb_image() -> &'static TestImage {
+    static I: OnceLock<TestImage> = OnceLock::new();
+    I.get_or_init(|| {
+        let spec = base_spec(&recipe_file(), IMAGE);
+        let t = Instant::now();
+        let img = docker()
+            .build_base(&spec)
+            .unwrap_or_else(|e| panic!("build the test image: {e}"));
+        eprintln!(
+            "testkit: {} built={} in {:.1?}",
+            img.reference,
+            img.built,
+            t.elapsed()
+        );
+        TestImage {
+            reference: img.reference,
+            id: img.id,
+            key: spec.key,
+        }
+    })
+}
+
+/// Removes every container and network labelled `cairn.run=<id>` when dropped.
+pub struct RunGuard {
+    pub id: String,
+}
+
+impl RunGuard {
+    /// A guard for a run id unique to this process and `test`; removes leftovers of an
+    /// earlier attempt with the same id first.
+    pub fn new(test: &str) -> RunGuard {
+        let id = format!("t-{}-{test}", std::process::id());
+        let g = RunGuard { id };
+        g.clean();
+        g
+    }
+
+    fn clean(&self) {
+        if let Err(e) = docker().cleanup_stale(&format!("{LABEL_RUN}={}", self.id)) {
+            eprintln!("guard cleanup of {} failed: {e}", self.id);
+        }
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.clean();
+    }
+}
+
+/// A server started for a test; its containers go when it is dropped.
+pub struct TestServer {
+    pub server: Server,
+    /// The host directory holding the socket (and the TLS CA).
+    pub socket_dir: tempfile::TempDir,
+    pub guard: RunGuard,
+}
+
+impl TestServer {
+    /// Stop the server (SIGTERM, wait) and remove it.
+    pub fn stop(&self) -> i64 {
+        docker()
+            .stop_server(&self.server, std::time::Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("stop: {e}"))
+    }
+}
+
+/// Start a MariaDB server from the test image with these `my.cnf` options (name, value;
+/// empty value = a flag), reachable over TCP as user `cairn` without a password.
+pub fn start_mariadb(test: &str, options: &[(&str, &str)], connect: Connect) -> TestServer {
+    let guard = RunGuard::new(test);
+    let socket_dir = tempfile::tempdir().expect("socket dir");
+    let options: Vec<(String, String)> = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut spec = ServerSpec::new(
+        &guard.id,
+        "db",
+        &mariadb_image().reference,
+        render_my_cnf(&options),
+        socket_dir.path().into(),
+    );
+    spec.connect = connect;
+    let server = docker()
+        .start_server(&spec)
+        .unwrap_or_else(|e| panic!("start a test server: {e}"));
+    TestServer {
+        server,
+        socket_dir,
+        guard,
+    }
+}
