@@ -58,6 +58,16 @@ pub enum Command {
         /// Seed of the interleaved measurement order (default: derived from the study name).
         #[arg(long)]
         seed: Option<u64>,
+        /// Debian mirror for base images (default: $CAIRN_DEBIAN_MIRROR, else the host's apt sources).
+        #[arg(long)]
+        mirror: Option<String>,
+    },
+    /// Every trial of a plan with its parameters and headline figures (cached results only).
+    Results {
+        plan: PathBuf,
+        /// Comma-separated values with every figure (for scripts); `--json` gives JSON lines.
+        #[arg(long)]
+        csv: bool,
     },
     /// Print a finished step's output file (or its stdout/stderr) from the store.
     Cat {

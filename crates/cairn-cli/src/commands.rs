@@ -25,7 +25,20 @@ pub fn dispatch(cli: Cli) -> i32 {
             jobs,
             keep_going,
             seed,
-        } => run(&cli, plan, only, fresh, *jobs, *keep_going, *seed),
+            mirror,
+        } => run(
+            &cli,
+            plan,
+            RunArgs {
+                only,
+                fresh,
+                jobs: *jobs,
+                keep_going: *keep_going,
+                seed: *seed,
+                mirror: mirror.clone(),
+            },
+        ),
+        Command::Results { plan, csv } => crate::results::results(&cli, plan, *csv),
         Command::Graph { plan, format } => graph(plan, *format),
         Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
         Command::Fmt { plans, check } => fmt(plans, *check),
@@ -42,6 +55,7 @@ pub fn dispatch(cli: Cli) -> i32 {
 
 fn check(path: &Path) -> Result<i32, Exit> {
     let (plan, graph) = context::load_graph(path)?;
+    crate::preflight::check(&plan, &graph)?;
     println!(
         "{}: study `{}` is valid — {} steps",
         path.display(),
@@ -119,6 +133,7 @@ pub fn describe(r: &Reason) -> String {
             "`{kind}` steps have no executor yet (containers, workloads and analyses come later)"
         ),
         Reason::ImageMissing { why } => format!("its image must be rebuilt: {why}"),
+        Reason::SnapshotMissing { why } => format!("its snapshot must be made again: {why}"),
         Reason::DockerUnavailable { error } => format!("blocked: {error}"),
         Reason::PackagesChanged { changes } => package_changes(changes),
     }
@@ -184,13 +199,15 @@ fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
 
 fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
     let cache = context::cache_dir(cli.cache.as_deref());
-    let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    crate::preflight::check(&plan, &graph)?;
     let fresh = context::matching_selectors(&graph, path, fresh)?;
     let store = context::open_store(&cli.results)?;
     let all = cairn_engine::statuses(
         &graph,
         &store,
-        &context::fingerprint(),
+        &cache,
+        &context::fingerprint(&graph),
         &fresh,
         cli.verbose >= 2,
     );
@@ -223,7 +240,15 @@ fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
     let sel = context::matching_selectors(&graph, path, &[step.to_string()])?.remove(0);
     let store = context::open_store(&cli.results)?;
-    let all = cairn_engine::statuses(&graph, &store, &context::fingerprint(), &[], true);
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let all = cairn_engine::statuses(
+        &graph,
+        &store,
+        &cache,
+        &context::fingerprint(&graph),
+        &[],
+        true,
+    );
     for (depth, id) in cairn_engine::explain(&graph, &all, &sel) {
         if cli.json {
             println!("{}", json!({"depth": depth, "status": &all[id]}));
@@ -234,27 +259,33 @@ fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     Ok(OK)
 }
 
-fn run(
-    cli: &Cli,
-    path: &Path,
-    only: &[String],
-    fresh: &[String],
+/// The options of `cairn run`.
+struct RunArgs<'a> {
+    only: &'a [String],
+    fresh: &'a [String],
     jobs: usize,
     keep_going: bool,
     seed: Option<u64>,
-) -> Result<i32, Exit> {
+    mirror: Option<String>,
+}
+
+fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     let cache = context::cache_dir(cli.cache.as_deref());
-    let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    crate::preflight::check(&plan, &graph)?;
     let opts = RunOptions {
-        jobs,
-        keep_going,
-        only: context::matching_selectors(&graph, path, only)?,
-        fresh: context::matching_selectors(&graph, path, fresh)?,
+        jobs: a.jobs,
+        keep_going: a.keep_going,
+        only: context::matching_selectors(&graph, path, a.only)?,
+        fresh: context::matching_selectors(&graph, path, a.fresh)?,
         work_root: cache.join("work"),
-        seed,
+        cache_root: cache.clone(),
+        mirror: a.mirror,
+        seed: a.seed,
     };
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
+    context::clean_stale_containers(&graph);
     if let Err(e) = cairn_exec::process::prepare_work_root(&opts.work_root) {
         eprintln!("error: cannot create {}: {e}", opts.work_root.display());
         return Err(Exit(BAD_INPUT));
@@ -267,7 +298,7 @@ fn run(
     let summary = cairn_engine::run(
         &graph,
         &store,
-        &context::fingerprint(),
+        &context::fingerprint(&graph),
         &opts,
         reporter.as_mut(),
     );
@@ -293,7 +324,15 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
         return Err(Exit(BAD_INPUT));
     };
     let store = context::open_store(&cli.results)?;
-    let all = cairn_engine::statuses(&graph, &store, &context::fingerprint(), &[], false);
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let all = cairn_engine::statuses(
+        &graph,
+        &store,
+        &cache,
+        &context::fingerprint(&graph),
+        &[],
+        false,
+    );
     let st = &all[target.id];
     let record = match (&st.status, &st.key) {
         (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
@@ -418,11 +457,12 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
     };
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
-    let fp = context::fingerprint();
+    let cache = context::cache_dir(cli.cache.as_deref());
     let mut keep: HashSet<String> = HashSet::new();
     for p in &plans {
         let (_plan, graph) = context::load_graph(p)?;
-        keep.extend(referenced_keys(&graph, &store, &fp));
+        let fp = context::fingerprint(&graph);
+        keep.extend(referenced_keys(&graph, &store, &cache, &fp));
     }
     let rep = store.gc(&keep, apply).map_err(context::fail(FAILED))?;
     if cli.json {
@@ -453,9 +493,10 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
 fn referenced_keys(
     graph: &StepGraph,
     store: &cairn_store::Store,
+    cache: &Path,
     fp: &cairn_graph::Fingerprint,
 ) -> Vec<String> {
-    let mut out: Vec<String> = cairn_engine::statuses(graph, store, fp, &[], false)
+    let mut out: Vec<String> = cairn_engine::statuses(graph, store, cache, fp, &[], false)
         .into_iter()
         .filter_map(|s| s.key)
         .collect();

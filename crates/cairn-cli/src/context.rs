@@ -93,15 +93,31 @@ pub fn matching_selectors(
     Ok(sels)
 }
 
-pub fn fingerprint() -> Fingerprint {
+/// This machine's fingerprint for `graph`'s measurements: the host's facts, and as the
+/// runtime the Docker Engine's version when a measurement runs in a container.
+pub fn fingerprint(graph: &StepGraph) -> Fingerprint {
     let h = cairn_exec::machine::probe();
+    let in_docker = graph
+        .steps
+        .iter()
+        .any(|s| s.measure && cairn_engine::status::needs_docker(s));
+    let runtime = if in_docker {
+        match cairn_engine::image_step::docker() {
+            Ok(d) => d
+                .engine_version()
+                .unwrap_or_else(|e| format!("Docker Engine (version unknown: {e})")),
+            Err(_) => "Docker Engine (unreachable)".into(),
+        }
+    } else {
+        "host".into()
+    };
     Fingerprint {
         cpu_model: h.cpu_model,
         cores: h.cores,
         threads: h.threads,
         memory_bytes: h.memory_bytes,
         kernel: h.kernel,
-        runtime: "host".into(),
+        runtime,
     }
 }
 
@@ -116,4 +132,27 @@ pub fn cache_dir(explicit: Option<&Path>) -> PathBuf {
         return PathBuf::from(h).join(".cache").join("cairn");
     }
     std::env::temp_dir().join("cairn-cache")
+}
+
+/// Before a run that uses the Docker Engine: remove the containers and networks that killed
+/// runs left (their process is gone), and say so. Live runs are not touched.
+pub fn clean_stale_containers(graph: &StepGraph) {
+    if !graph.steps.iter().any(cairn_engine::status::needs_docker) {
+        return;
+    }
+    // without an engine the steps that need it fail with the message on how to start one
+    let Ok(d) = cairn_engine::image_step::docker() else {
+        return;
+    };
+    match cairn_exec::docker::clean_stale(d) {
+        Ok(r) if !r.is_empty() => eprintln!(
+            "removed what an earlier, killed run left: {} container(s) {:?}, {} network(s) {:?}",
+            r.containers.len(),
+            r.containers,
+            r.networks.len(),
+            r.networks
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: could not clean up after earlier runs: {e}"),
+    }
 }

@@ -6,7 +6,9 @@ mod args;
 mod bench;
 mod commands;
 mod context;
+mod preflight;
 mod report;
+mod results;
 
 use clap::Parser;
 
@@ -20,5 +22,20 @@ pub const INTERRUPTED: i32 = 130;
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     commands::dispatch(cli)
+}
+
+/// Library diagnostics (image builds, server starts) go to stderr through `tracing`:
+/// warnings by default, progress notes with `-v`, everything `RUST_LOG` asks for.
+fn init_logging(verbose: u8) {
+    let default = if verbose > 0 { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
 }

@@ -30,6 +30,11 @@ fn ms(d: std::time::Duration) -> String {
     }
 }
 
+/// `: <headline>` when the step has one (a trial's figures), else nothing.
+fn with_headline(h: Option<&str>) -> String {
+    h.map_or_else(String::new, |h| format!(": {h}"))
+}
+
 fn summary_line(s: &cairn_engine::RunSummary) -> String {
     format!(
         "{} steps: {} ran, {} cached, {} failed, {} skipped in {:.0} ms{}",
@@ -54,15 +59,28 @@ impl Reporter for LogLines {
         let t = self.started.elapsed().as_secs_f64();
         match e {
             Event::RunStarted { total } => eprintln!("[{t:7.2}s] checking {total} steps"),
+            Event::StepCached {
+                step,
+                headline: Some(h),
+                ..
+            } => eprintln!("[{t:7.2}s] cached  {}: {h}", step.address),
             Event::StepCached { step, .. } if self.verbose > 0 => {
                 eprintln!("[{t:7.2}s] cached  {}", step.address)
             }
             Event::StepStarted { step, key } if self.verbose > 0 => {
                 eprintln!("[{t:7.2}s] start   {} ({})", step.address, &key[..12])
             }
-            Event::StepFinished { step, elapsed, .. } => {
-                eprintln!("[{t:7.2}s] done    {} ({})", step.address, ms(*elapsed))
-            }
+            Event::StepFinished {
+                step,
+                elapsed,
+                headline,
+                ..
+            } => eprintln!(
+                "[{t:7.2}s] done    {} ({}){}",
+                step.address,
+                ms(*elapsed),
+                with_headline(*headline)
+            ),
             Event::StepFailed { step, error, .. } => {
                 eprintln!("[{t:7.2}s] FAILED  {}: {error}", step.address)
             }
@@ -82,8 +100,12 @@ impl Reporter for JsonLines {
     fn event(&mut self, e: &Event<'_>) {
         let v = match e {
             Event::RunStarted { total } => json!({"event": "run_started", "total": total}),
-            Event::StepCached { step, key } => {
-                json!({"event": "step_cached", "step": step.address, "kind": step.kind.as_str(), "key": key})
+            Event::StepCached {
+                step,
+                key,
+                headline,
+            } => {
+                json!({"event": "step_cached", "step": step.address, "kind": step.kind.as_str(), "key": key, "headline": headline})
             }
             Event::StepStarted { step, key } => {
                 json!({"event": "step_started", "step": step.address, "kind": step.kind.as_str(), "key": key})
@@ -93,10 +115,12 @@ impl Reporter for JsonLines {
                 key,
                 elapsed,
                 command,
+                headline,
             } => json!({
                 "event": "step_finished", "step": step.address, "kind": step.kind.as_str(),
                 "key": key, "elapsed_ms": elapsed.as_secs_f64() * 1e3,
                 "command_ms": command.map(|c| c.as_secs_f64() * 1e3),
+                "headline": headline,
             }),
             Event::StepFailed { step, key, error } => json!({
                 "event": "step_failed", "step": step.address, "kind": step.kind.as_str(),
@@ -136,16 +160,27 @@ impl Reporter for Progress {
     fn event(&mut self, e: &Event<'_>) {
         match e {
             Event::RunStarted { total } => self.bar.set_length(*total as u64),
-            Event::StepCached { step, .. } => {
-                if self.verbose > 0 {
+            Event::StepCached { step, headline, .. } => {
+                if let Some(h) = headline {
+                    self.bar.println(format!("cached  {}: {h}", step.address));
+                } else if self.verbose > 0 {
                     self.bar.println(format!("cached  {}", step.address));
                 }
                 self.bar.inc(1)
             }
             Event::StepStarted { step, .. } => self.bar.set_message(step.address.clone()),
-            Event::StepFinished { step, elapsed, .. } => {
-                self.bar
-                    .println(format!("done    {} ({})", step.address, ms(*elapsed)));
+            Event::StepFinished {
+                step,
+                elapsed,
+                headline,
+                ..
+            } => {
+                self.bar.println(format!(
+                    "done    {} ({}){}",
+                    step.address,
+                    ms(*elapsed),
+                    with_headline(*headline)
+                ));
                 self.bar.inc(1)
             }
             Event::StepFailed { step, error, .. } => {

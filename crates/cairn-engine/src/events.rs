@@ -14,6 +14,8 @@ pub enum Event<'a> {
     StepCached {
         step: &'a Step,
         key: &'a str,
+        /// The recorded headline (a trial's figures), if the step has one.
+        headline: Option<&'a str>,
     },
     StepStarted {
         step: &'a Step,
@@ -25,6 +27,8 @@ pub enum Event<'a> {
         elapsed: Duration,
         /// Time the step's own command took (its child process), if it ran one.
         command: Option<Duration>,
+        /// One line for a person (a trial's figures), if the step has one.
+        headline: Option<&'a str>,
     },
     StepFailed {
         step: &'a Step,

@@ -1,5 +1,6 @@
-//! Performs one stale step and records it: hands a command step to the process
-//! executor, then writes its record (blobs first, record last) and remembers its key.
+//! Performs one stale step and records it: hands it to its executor (a command to the
+//! process executor; images, datasets and trials to their modules), then writes its record
+//! (blobs first, record last) and remembers its key.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,6 +15,8 @@ use cairn_store::{BlobRef, Record, Store};
 pub struct Done {
     pub output_digest: String,
     pub outputs: BTreeMap<String, BlobRef>,
+    /// One line for a person (a trial's figures, a dataset's size), if the step has one.
+    pub headline: Option<String>,
 }
 
 impl Done {
@@ -21,14 +24,29 @@ impl Done {
         Done {
             output_digest: r.output_digest.clone(),
             outputs: r.outputs.clone(),
+            headline: headline(r),
         }
     }
+}
+
+/// The `headline` a record's `extra` carries, if any.
+pub fn headline(r: &Record) -> Option<String> {
+    r.extra
+        .get("headline")
+        .and_then(serde_json::Value::as_str)
+        .map(String::from)
 }
 
 pub struct StepContext<'a> {
     pub study: &'a str,
     pub store: &'a Store,
     pub work_root: &'a Path,
+    /// The machine-local cache directory (dataset snapshots, debootstrap downloads).
+    pub cache_root: &'a Path,
+    /// This process's run id: containers and networks it starts carry it as a label.
+    pub run_id: &'a str,
+    /// The Debian mirror for base images, if given (`--mirror`); else the environment or apt.
+    pub mirror: Option<&'a str>,
     pub fingerprint: &'a Fingerprint,
 }
 
@@ -112,6 +130,16 @@ pub fn perform(
             extra.extend(built.extra);
             (built.outputs, BTreeMap::new(), None)
         }
+        StepKind::Dataset => {
+            let built = crate::dataset_step::perform(ctx, step, key_hash, inputs)?;
+            extra.extend(built.extra);
+            (built.outputs, BTreeMap::new(), None)
+        }
+        StepKind::Trial => {
+            let built = crate::trial_step::perform(ctx, step, inputs)?;
+            extra.extend(built.extra);
+            (built.outputs, BTreeMap::new(), None)
+        }
         other => {
             return Err(StepError::Failed(format!(
                 "`{}` steps are not executable yet: the executor for them (containers, workloads, analyses) is still to be built",
@@ -160,6 +188,7 @@ pub fn perform(
         Done {
             output_digest,
             outputs,
+            headline: headline(&record),
         },
         command_time,
     ))

@@ -8,9 +8,9 @@
 //! only), `built` (false if an image with this key already existed in the engine), timings
 //! and — when an earlier build of the same address had other packages — `package_changes`.
 //!
-//! `env` layers: the variables are exported to later `run` layers and recorded in the
-//! manifest's `env` (for servers to apply); the step commits an unchanged image of its own
-//! (cairn-exec has no API to change an image's config `Env` yet).
+//! `env` layers: the variables go into the committed image's config `Env` (so servers and
+//! later layers see them), are exported to later `run` layers, and are recorded in the
+//! manifest's `env`.
 //!
 //! The Docker Engine is connected lazily, once per process, on the first image step (or
 //! cache check of one); without it every image step fails with [`docker`]'s message.
@@ -144,7 +144,7 @@ pub fn perform(
                     "debootstrap variant `{variant}` is not supported: the Docker executor builds `minbase` roots"
                 )));
             }
-            let mirror = resolve_mirror(None).map_err(failed)?;
+            let mirror = resolve_mirror(ctx.mirror).map_err(failed)?;
             let packages: Vec<String> = def["packages"]
                 .as_array()
                 .map(|a| {
@@ -154,9 +154,7 @@ pub fn perform(
                 })
                 .unwrap_or_default();
             let cache_dir = ctx
-                .work_root
-                .parent()
-                .unwrap_or(ctx.work_root)
+                .cache_root
                 .join("debootstrap")
                 .join(format!("{suite}-{arch}"));
             let spec = BaseSpec {
@@ -198,10 +196,12 @@ pub fn perform(
             let img = if let Some(cmd) = layer["run"]["command"].as_str() {
                 d.run_layer(&parent.reference, &step.name, key, cmd, &env_items(&env))
             } else if let Some(vars) = layer["env"]["vars"].as_object() {
+                let mut own = BTreeMap::new();
                 for (k, v) in vars {
-                    env.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
+                    own.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
                 }
-                d.run_layer(&parent.reference, &step.name, key, "true", &[])
+                env.extend(own.clone());
+                d.env_layer(&parent.reference, &step.name, key, &env_items(&own))
             } else if let Some(file) = layer["file"].as_object() {
                 let (dir, f) = layer_file(step, file)?;
                 d.file_layer(&parent.reference, &step.name, key, &dir, &[f])

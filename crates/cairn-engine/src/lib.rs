@@ -2,12 +2,15 @@
 //! (builds in parallel, measurements alone in their own lane) and emits typed events.
 
 pub mod cache;
+pub mod dataset_step;
 pub mod events;
 pub mod execute;
 pub mod image_step;
 pub mod order;
 pub mod run;
+pub mod server_run;
 pub mod status;
+pub mod trial_step;
 
 pub use events::{Event, Reporter};
 pub use run::{run, RunOptions, RunSummary};

@@ -26,6 +26,10 @@ pub struct RunOptions {
     /// Re-run these even if cached.
     pub fresh: Vec<Selector>,
     pub work_root: PathBuf,
+    /// The machine-local cache directory (dataset snapshots, debootstrap downloads).
+    pub cache_root: PathBuf,
+    /// The Debian mirror for base images (`--mirror`); `None` = `$CAIRN_DEBIAN_MIRROR` or apt's.
+    pub mirror: Option<String>,
     pub seed: Option<u64>,
 }
 
@@ -134,6 +138,9 @@ pub fn run(
         study: &graph.study,
         store,
         work_root: &opts.work_root,
+        cache_root: &opts.cache_root,
+        run_id: cairn_exec::docker::this_run_id(),
+        mirror: opts.mirror.as_deref(),
         fingerprint,
     };
     let (tx, rx) = mpsc::channel::<Finished>();
@@ -175,7 +182,7 @@ pub fn run(
                             let hit = if fresh {
                                 None
                             } else {
-                                match usable_record(store, &key) {
+                                match usable_record(store, &opts.cache_root, &key) {
                                     Lookup::Hit(r) => Some(Done::from_record(&r)),
                                     _ => None,
                                 }
@@ -191,6 +198,7 @@ pub fn run(
                             reporter.event(&Event::StepCached {
                                 step: &graph.steps[id],
                                 key: &keys[id],
+                                headline: d.headline.as_deref(),
                             });
                             summary.cached += 1;
                             state[id] = State::Done;
@@ -259,12 +267,14 @@ pub fn run(
                     summary.ran += 1;
                     summary.command_ms += command.map_or(0.0, |c| c.as_secs_f64() * 1e3);
                     state[fin.id] = State::Done;
-                    done[fin.id] = Some(Arc::new(d));
+                    let d = Arc::new(d);
+                    done[fin.id] = Some(d.clone());
                     reporter.event(&Event::StepFinished {
                         step,
                         key: &fin.key,
                         elapsed: fin.elapsed,
                         command,
+                        headline: d.headline.as_deref(),
                     });
                     release(graph, fin.id, &selected, &mut missing, &mut ready);
                 }

@@ -70,6 +70,10 @@ pub enum Reason {
     ImageMissing {
         why: String,
     },
+    /// A dataset step's record exists but its snapshot is not in this machine's cache.
+    SnapshotMissing {
+        why: String,
+    },
     /// Image steps cannot run: no Docker Engine is reachable.
     DockerUnavailable {
         error: String,
@@ -96,6 +100,7 @@ pub struct StepStatus {
 pub fn statuses(
     graph: &StepGraph,
     store: &Store,
+    cache_root: &std::path::Path,
     fingerprint: &Fingerprint,
     fresh: &[Selector],
     with_key_json: bool,
@@ -129,12 +134,15 @@ pub fn statuses(
                 }
             }
         }
-        let docker = match step.kind {
-            StepKind::Image => crate::image_step::docker().err(),
-            _ => None,
+        let docker = if needs_docker(step) {
+            crate::image_step::docker().err()
+        } else {
+            None
         };
-        let executable =
-            matches!(step.kind, StepKind::Command | StepKind::Image) && docker.is_none();
+        let executable = matches!(
+            step.kind,
+            StepKind::Command | StepKind::Image | StepKind::Dataset | StepKind::Trial
+        ) && docker.is_none();
         if let Some(error) = docker {
             reasons.insert(
                 0,
@@ -177,7 +185,7 @@ pub fn statuses(
             let key_json = key.to_json();
             if executable {
                 let is_fresh = cairn_graph::select::any_matches(fresh, step);
-                match usable_record(store, &hash) {
+                match usable_record(store, cache_root, &hash) {
                     Lookup::Hit(r) if !is_fresh => {
                         st.status = Status::Cached;
                         digests[id] = Some(r.output_digest.clone());
@@ -189,6 +197,9 @@ pub fn statuses(
                     Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
                     Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
                     Lookup::ImageMissing(why) => st.reasons.push(Reason::ImageMissing { why }),
+                    Lookup::SnapshotMissing(why) => {
+                        st.reasons.push(Reason::SnapshotMissing { why })
+                    }
                     Lookup::Miss => st.reasons.extend(why_new_key(
                         store,
                         graph,
@@ -207,6 +218,18 @@ pub fn statuses(
         out[id] = Some(st);
     }
     out.into_iter().map(|s| s.expect("every step")).collect()
+}
+
+/// Whether a step runs in the Docker Engine: images always; datasets and trials unless
+/// their server runs with `executor "process"`.
+pub fn needs_docker(step: &cairn_graph::Step) -> bool {
+    match step.kind {
+        StepKind::Image => true,
+        StepKind::Dataset | StepKind::Trial => {
+            step.definition["server"]["executor"].as_str() != Some("process")
+        }
+        _ => false,
+    }
 }
 
 /// Compare the key this step has now with the key its last recorded run had.

@@ -64,6 +64,9 @@ pub struct HostServerSpec {
     /// Also listen on 127.0.0.1 at this port (socket only when `None`).
     pub tcp_port: Option<u16>,
     pub ready_timeout: Duration,
+    /// A datadir archive made by [`HostServer::stop_archiving`] (entries `data/…`), unpacked
+    /// into an empty datadir before the server starts: a dataset snapshot.
+    pub datadir_archive: Option<PathBuf>,
 }
 
 impl HostServerSpec {
@@ -74,6 +77,7 @@ impl HostServerSpec {
             env: Vec::new(),
             tcp_port: None,
             ready_timeout: Duration::from_secs(60),
+            datadir_archive: None,
         }
     }
 }
@@ -146,11 +150,21 @@ pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
     std::fs::write(&cnf, my_cnf(&spec, &datadir, &socket, &log))
         .map_err(io(format!("writing {}", cnf.display())))?;
 
-    let empty = std::fs::read_dir(&datadir)
-        .map_err(io("reading the datadir"))?
-        .next()
-        .is_none();
-    if empty {
+    let is_empty = |d: &Path| -> Result<bool> {
+        Ok(std::fs::read_dir(d)
+            .map_err(io("reading the datadir"))?
+            .next()
+            .is_none())
+    };
+    if let (Some(archive), true) = (&spec.datadir_archive, is_empty(&datadir)?) {
+        let f = std::fs::File::open(archive)
+            .map_err(io(format!("opening the snapshot {}", archive.display())))?;
+        let mut a = tar::Archive::new(std::io::BufReader::new(f));
+        a.set_preserve_permissions(true);
+        a.unpack(&base)
+            .map_err(io(format!("unpacking the snapshot {}", archive.display())))?;
+    }
+    if is_empty(&datadir)? {
         let mut cmd = Command::new(&install_db);
         cmd.arg(format!("--defaults-file={}", cnf.display()))
             .arg("--auth-root-authentication-method=normal")
@@ -302,6 +316,49 @@ impl HostServer {
         };
         cancel::unregister(self.pid as i32);
         Ok(status)
+    }
+}
+
+impl HostServer {
+    /// Stop cleanly (a non-zero exit is an error: the datadir would not be a clean snapshot)
+    /// and write the datadir to `dest` as a tar archive with entries `data/…`. Returns its size.
+    pub fn stop_archiving(self, grace: Duration, dest: &Path) -> Result<u64> {
+        let datadir = self.datadir.clone();
+        let log = self.log.clone();
+        let status = self.stop(grace)?;
+        if !status.success() {
+            return Err(HostServerError::Exited {
+                status,
+                log: read_log(&log),
+            });
+        }
+        let f = std::fs::File::create(dest).map_err(io(format!("creating {}", dest.display())))?;
+        let mut b = tar::Builder::new(std::io::BufWriter::new(f));
+        b.follow_symlinks(false);
+        b.append_dir_all("data", &datadir)
+            .map_err(io(format!("archiving {}", datadir.display())))?;
+        let w = b
+            .into_inner()
+            .map_err(io(format!("finishing {}", dest.display())))?;
+        let f = w.into_inner().map_err(|e| HostServerError::Io {
+            context: format!("writing {}", dest.display()),
+            source: e.into_error(),
+        })?;
+        f.sync_all()
+            .map_err(io(format!("syncing {}", dest.display())))?;
+        Ok(f.metadata().map(|m| m.len()).unwrap_or(0))
+    }
+
+    /// The last lines of the server's error log.
+    pub fn log_tail(&self) -> String {
+        read_log(&self.log)
+    }
+
+    /// Whether the server process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }
 }
 

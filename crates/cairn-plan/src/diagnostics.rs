@@ -107,6 +107,33 @@ impl Diagnostic for Problem {
     }
 }
 
+/// A problem found after the plan was read — e.g. a driver rejecting a parameter — pointing
+/// at `loc` in `plan`'s text with `label` (code `cairn::plan::<code>`).
+pub fn problem_at(
+    plan: &crate::model::Plan,
+    loc: Loc,
+    code: &'static str,
+    message: impl Into<String>,
+    label: impl Into<String>,
+    help: Option<String>,
+) -> Problem {
+    let source = &plan.sources[loc.source.0];
+    Problem {
+        code: code_str(code),
+        message: message.into(),
+        src: Some(NamedSource::new(
+            source.path.display().to_string(),
+            source.text.clone(),
+        )),
+        labels: vec![LabeledSpan::new_primary_with_span(
+            Some(label.into()),
+            loc.span,
+        )],
+        help,
+        loc: Some(loc),
+    }
+}
+
 /// A problem being built: labels are still [`Loc`]s, resolved against the sources on [`Reporter::push`].
 pub(crate) struct P {
     code: &'static str,

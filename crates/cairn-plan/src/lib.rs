@@ -10,7 +10,7 @@ mod validate;
 pub mod values;
 
 pub use cache::load_cached;
-pub use diagnostics::{render, PlanError, Problem};
+pub use diagnostics::{problem_at, render, PlanError, Problem};
 pub use fmt::format_text;
 pub use imports::{load, parse_str};
 pub use model::*;

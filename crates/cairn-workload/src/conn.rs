@@ -19,6 +19,9 @@ pub struct Target {
     pub password: Option<String>,
     /// sysbench's `--mysql-db`, default `sbtest`.
     pub database: String,
+    /// Connect over TLS and verify the server's certificate against this CA (PEM).
+    #[serde(default)]
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 impl Target {
@@ -31,6 +34,15 @@ impl Target {
             user: user.into(),
             password: None,
             database: "sbtest".into(),
+            tls_ca: None,
+        }
+    }
+
+    /// The unix socket at `path` as `user` without a password, database `sbtest`.
+    pub fn socket(path: &str, user: &str) -> Self {
+        Target {
+            socket: Some(path.into()),
+            ..Target::tcp("localhost", 3306, user)
         }
     }
 
@@ -57,6 +69,11 @@ impl Target {
             .tcp_connect_timeout(Some(connect));
         if with_db {
             b = b.db_name(Some(self.database.clone()));
+        }
+        if let Some(ca) = &self.tls_ca {
+            b = b.ssl_opts(Some(
+                mysql::SslOpts::default().with_root_cert_path(Some(ca.clone())),
+            ));
         }
         Opts::from(b)
     }
@@ -96,10 +113,11 @@ impl Target {
 
     /// `host:port` or the socket path, for messages.
     pub fn describe(&self) -> String {
+        let tls = if self.tls_ca.is_some() { " (TLS)" } else { "" };
         match &self.socket {
-            Some(s) => format!("{}@{s}", self.user),
+            Some(s) => format!("{}@{s}{tls}", self.user),
             None => format!(
-                "{}@{}:{}/{}",
+                "{}@{}:{}/{}{tls}",
                 self.user, self.host, self.port, self.database
             ),
         }

@@ -36,6 +36,14 @@ pub enum Error {
     },
     #[error("invalid parameters: {0}")]
     Invalid(String),
+    /// One named parameter (of a workload, its driver node, or a dataset) is wrong; `what` is
+    /// `workload`, `driver` or `dataset`, so a caller can point at it in the plan.
+    #[error("{message}")]
+    Param {
+        what: &'static str,
+        name: String,
+        message: String,
+    },
     /// A client thread gave up; the run fails with the cause.
     #[error("thread {thread}: {cause}")]
     Worker { thread: u32, cause: Box<Error> },

@@ -289,10 +289,19 @@ impl<'a> Params<'a> {
     }
 
     fn bad(&self, name: &str, want: &str, v: &Value) -> Error {
-        Error::Invalid(format!(
-            "{} parameter `{name}` must be {want}, not {v}",
-            self.what
-        ))
+        self.error(
+            name,
+            format!("{} parameter `{name}` must be {want}, not {v}", self.what),
+        )
+    }
+
+    /// An error about parameter `name` (the plan can point at it).
+    pub fn error(&self, name: &str, message: String) -> Error {
+        Error::Param {
+            what: self.what,
+            name: name.to_string(),
+            message,
+        }
     }
 
     pub fn opt_u64(&mut self, name: &str) -> Result<Option<u64>, Error> {
@@ -367,10 +376,7 @@ impl<'a> Params<'a> {
     pub fn finish(self) -> Result<(), Error> {
         match self.props.keys().find(|k| !self.used.contains(&k.as_str())) {
             None => Ok(()),
-            Some(k) => Err(Error::Invalid(format!(
-                "unknown {} parameter `{k}` here",
-                self.what
-            ))),
+            Some(k) => Err(self.error(k, format!("unknown {} parameter `{k}` here", self.what))),
         }
     }
 }

@@ -52,6 +52,30 @@ pub fn allocator_library(docker: &Docker, image: &str, allocator: &str) -> Resul
     }
 }
 
+/// The library to preload for `allocator` on this host (the process executor's servers), from
+/// the host's `ldconfig -p`; `None` for `system`. Fails naming the Debian package to install.
+pub fn host_allocator_library(allocator: &str) -> Result<Option<String>> {
+    if allocator == "system" {
+        return Ok(None);
+    }
+    let (names, package) = allocator_candidates(allocator)?;
+    let out = std::process::Command::new("/sbin/ldconfig")
+        .arg("-p")
+        .output()
+        .map_err(DockerError::io("run /sbin/ldconfig -p"))?;
+    pick_library(&String::from_utf8_lossy(&out.stdout), names).map_or_else(
+        || {
+            Err(DockerError::MissingAllocator {
+                allocator: allocator.to_string(),
+                image: "this host".to_string(),
+                library: names.join(" or "),
+                package: package.to_string(),
+            })
+        },
+        |p| Ok(Some(p)),
+    )
+}
+
 /// From `ldconfig -p` output, the path of the first of `names` (by preference) listed.
 pub fn pick_library(ldconfig: &str, names: &[&str]) -> Option<String> {
     // lines look like: "\tlibjemalloc.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libjemalloc.so.2"

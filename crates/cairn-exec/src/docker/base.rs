@@ -123,7 +123,7 @@ impl Docker {
         let reference = image_ref(&spec.name, &spec.key);
         let t0 = Instant::now();
         if let Some(id) = self.image_with_key(&reference, &spec.key)? {
-            eprintln!(
+            tracing::info!(
                 "cairn: base image {reference} exists, reused ({:.2?})",
                 t0.elapsed()
             );
@@ -154,7 +154,7 @@ impl Docker {
         let import_time = t_imp.elapsed();
         let t_rm = Instant::now();
         drop(tmp);
-        eprintln!(
+        tracing::info!(
             "cairn: base image {reference} ({} {}, {} packages) built: debootstrap {:.1?} + tar/import {:.1?} ({:.0} MiB) + removing the tree {:.1?} = {:.1?}",
             spec.suite,
             spec.arch,

@@ -184,3 +184,103 @@ fn display_name(names: Option<&[String]>, id: &str) -> String {
         .trim_start_matches('/')
         .to_string()
 }
+
+/// This process's run id, `run-<pid>-<start ticks>`: containers and networks of a run carry it
+/// as their [`LABEL_RUN`], so a later process can tell whether the run that made them is gone.
+pub fn this_run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let pid = std::process::id();
+        format!("run-{pid}-{}", process_start_ticks(pid).unwrap_or(0))
+    })
+}
+
+/// When process `pid` started (clock ticks since boot, field 22 of `/proc/<pid>/stat`):
+/// with the pid, it names a process even after the pid is reused.
+fn process_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the command name (field 2) may hold spaces and parentheses: count from the last ')'
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether `run_id` is a cairn run id ([`this_run_id`]'s form) whose process has ended.
+/// Anything else (a live run, a test's own run ids) is not stale.
+pub fn is_stale_run(run_id: &str) -> bool {
+    let Some(rest) = run_id.strip_prefix("run-") else {
+        return false;
+    };
+    let Some((pid, ticks)) = rest.split_once('-') else {
+        return false;
+    };
+    let (Ok(pid), Ok(ticks)) = (pid.parse::<u32>(), ticks.parse::<u64>()) else {
+        return false;
+    };
+    process_start_ticks(pid) != Some(ticks)
+}
+
+/// Whether a throwaway `cairn-build-<pid>-…` container belongs to a process that has ended.
+fn is_stale_build_container(name: &str) -> bool {
+    let Some(rest) = name.trim_start_matches('/').strip_prefix("cairn-build-") else {
+        return false;
+    };
+    match rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
+        Some(pid) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        None => false,
+    }
+}
+
+/// What killed runs left: containers and networks of runs whose process has ended
+/// ([`is_stale_run`]) and build containers of ended processes. Live runs, including other
+/// cairn processes working now, are left alone. `cairn run` calls this before it starts.
+pub fn clean_stale(docker: &Docker) -> Result<CleanupReport> {
+    let mut report = clean_runs(docker, is_stale_run, false)?;
+    let api = docker.api();
+    docker.block_on(async {
+        let mut filters = HashMap::new();
+        filters.insert("name", vec!["cairn-build-"]);
+        let list = api
+            .list_containers(Some(
+                ListContainersOptionsBuilder::new()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(DockerError::api("list containers"))?;
+        for c in list {
+            let name = display_name(c.names.as_deref(), "");
+            if let (Some(id), true) = (c.id.as_ref(), is_stale_build_container(&name)) {
+                remove_container_quiet(api, id).await?;
+                report.containers.push(name);
+            }
+        }
+        Ok::<_, DockerError>(())
+    })?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_name_live_or_ended_processes() {
+        let me = this_run_id();
+        assert!(me.starts_with(&format!("run-{}-", std::process::id())));
+        assert!(!is_stale_run(me), "this process is alive");
+        // pid 1 is alive, but did not start at tick 1 (boot) + never at u64::MAX
+        assert!(is_stale_run(&format!("run-1-{}", u64::MAX)));
+        // a pid that cannot exist
+        assert!(is_stale_run("run-4294967295-5"));
+        // not cairn's form: never touched
+        assert!(!is_stale_run("t-123-test"));
+        assert!(!is_stale_run("run-x-y"));
+        assert!(is_stale_build_container("/cairn-build-4294967295-ab-0"));
+        assert!(!is_stale_build_container(&format!(
+            "cairn-build-{}-ab-0",
+            std::process::id()
+        )));
+        assert!(!is_stale_build_container("cairn-run-x"));
+    }
+}

@@ -93,7 +93,7 @@ impl Docker {
             removed?;
             Ok::<_, DockerError>(id)
         })?;
-        eprintln!("cairn: layer {reference} built in {:.1?}", t0.elapsed());
+        tracing::info!("cairn: layer {reference} built in {:.1?}", t0.elapsed());
         Ok(LayerImage {
             id,
             reference,
@@ -162,6 +162,58 @@ impl Docker {
     }
 }
 
+impl Docker {
+    /// Commit an image from `parent` whose config `Env` also holds `vars` (`KEY=VALUE`; a
+    /// variable the parent sets is replaced), as `cairn/<name>:<tag from key>`. Containers
+    /// made from it (servers, later layers) see the variables.
+    pub fn env_layer(
+        &self,
+        parent: &str,
+        name: &str,
+        key: &str,
+        vars: &[String],
+    ) -> Result<LayerImage> {
+        with_exports(vars, "")?; // the same checks of names as for run layers
+        let reference = image_ref(name, key);
+        if let Some(id) = self.image_with_key(&reference, key)? {
+            return Ok(LayerImage {
+                id,
+                reference,
+                built: false,
+            });
+        }
+        let api = &self.inner.api;
+        let id = self.block_on(async {
+            // never started: only its config is committed
+            let cmd = vec!["/bin/true".to_string()];
+            let cid = create_build_container(api, parent, cmd, Vec::new(), false).await?;
+            let r = commit_with_env(api, &cid, parent, &reference, key, vars).await;
+            let removed = remove_container_quiet(api, &cid).await;
+            let id = r?;
+            removed?;
+            Ok::<_, DockerError>(id)
+        })?;
+        Ok(LayerImage {
+            id,
+            reference,
+            built: true,
+        })
+    }
+}
+
+/// `base` (`KEY=VALUE` items) with `vars` set: a variable already there is replaced in place.
+pub(crate) fn merge_env(base: &[String], vars: &[String]) -> Vec<String> {
+    let key = |kv: &str| kv.split_once('=').map_or(kv, |(k, _)| k).to_string();
+    let mut out: Vec<String> = base.to_vec();
+    for v in vars {
+        match out.iter().position(|b| key(b) == key(v)) {
+            Some(i) => out[i] = v.clone(),
+            None => out.push(v.clone()),
+        }
+    }
+    out
+}
+
 /// `script` preceded by `export KEY='value'` lines for `env` (`KEY=VALUE` items).
 pub(crate) fn with_exports(env: &[String], script: &str) -> Result<String> {
     let mut s = String::new();
@@ -215,6 +267,18 @@ async fn commit(
     reference: &str,
     key: &str,
 ) -> Result<String> {
+    commit_with_env(api, cid, parent, reference, key, &[]).await
+}
+
+/// As [`commit`], with `vars` set in the image's `Env` on top of the parent's.
+async fn commit_with_env(
+    api: &bollard::Docker,
+    cid: &str,
+    parent: &str,
+    reference: &str,
+    key: &str,
+    vars: &[String],
+) -> Result<String> {
     let parent_img = api
         .inspect_image(parent)
         .await
@@ -228,12 +292,13 @@ async fn commit(
         cmd: Some(pconf.cmd.unwrap_or_else(|| vec!["/bin/bash".into()])),
         entrypoint: pconf.entrypoint,
         // Set explicitly: the engine would otherwise merge in the layer container's env.
-        env: Some(
-            pconf
+        env: Some(merge_env(
+            &pconf
                 .env
                 .filter(|e| !e.is_empty())
                 .unwrap_or_else(|| vec![DEFAULT_PATH.to_string()]),
-        ),
+            vars,
+        )),
         labels: Some(labels),
         ..Default::default()
     };
@@ -262,6 +327,13 @@ mod tests {
         assert_eq!(s, "export A='it'\\''s'\nexport B_2='x=y'\necho $A");
         assert!(with_exports(&["1X=a".into()], "").is_err());
         assert!(with_exports(&["NOEQ".into()], "").is_err());
+    }
+
+    #[test]
+    fn env_merging_replaces_in_place() {
+        let base = vec!["PATH=/bin".to_string(), "A=1".to_string()];
+        let m = merge_env(&base, &["A=2".into(), "B=x=y".into()]);
+        assert_eq!(m, ["PATH=/bin", "A=2", "B=x=y"]);
     }
 
     #[test]

@@ -38,7 +38,7 @@ use futures_util::StreamExt;
 pub use allocator::allocator_library;
 pub use base::{BaseImage, BaseSpec};
 pub use checks::{AllocatorCheck, VariantChecks};
-pub use cleanup::{clean_all, clean_runs};
+pub use cleanup::{clean_all, clean_runs, clean_stale, is_stale_run, this_run_id};
 pub use layer::{LayerFile, LayerImage};
 pub use manifest::{ImageManifest, InstalledPackage};
 pub use mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
@@ -239,6 +239,20 @@ impl Docker {
     pub fn api_version(&self) -> String {
         let v = self.inner.api.client_version();
         format!("{}.{}", v.major_version, v.minor_version)
+    }
+
+    /// The engine's own version and OS/architecture, e.g. `Docker Engine 28.2.2 (linux/amd64)`
+    /// (part of the machine fingerprint of measurements).
+    pub fn engine_version(&self) -> Result<String> {
+        let v = self
+            .block_on(self.inner.api.version())
+            .map_err(DockerError::api("version"))?;
+        Ok(format!(
+            "Docker Engine {} ({}/{})",
+            v.version.unwrap_or_default(),
+            v.os.unwrap_or_default(),
+            v.arch.unwrap_or_default()
+        ))
     }
 
     /// The bollard client (for callers that need an API this module does not wrap).

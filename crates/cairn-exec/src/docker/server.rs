@@ -45,6 +45,8 @@ pub const CONTAINER_SOCKET_DIR: &str = "/run/cairn";
 pub const SOCKET_NAME: &str = "mysqld.sock";
 /// The datadir inside the container.
 pub const CONTAINER_DATADIR: &str = "/var/lib/cairn/data";
+/// The directory holding the datadir: archives of it unpack here.
+const DATADIR_PARENT: &str = "/var/lib/cairn";
 /// The server's configuration file inside the container.
 pub const CONTAINER_MY_CNF: &str = "/etc/cairn/my.cnf";
 /// The TCP port inside the container.
@@ -106,6 +108,9 @@ pub struct ServerSpec {
     pub socket_dir: PathBuf,
     /// Host directory for the datadir; `None` = inside the container (removed with it).
     pub data_dir: Option<PathBuf>,
+    /// A datadir archive made by [`Docker::stop_server_archiving`] (a tar whose entries are
+    /// `data/…`), unpacked into the container before the server starts: a dataset snapshot.
+    pub datadir_archive: Option<PathBuf>,
     /// Extra environment, `KEY=VALUE` (e.g. `LD_PRELOAD=…`).
     pub env: Vec<String>,
     /// How long to wait for the server to answer.
@@ -139,6 +144,7 @@ impl ServerSpec {
             my_cnf,
             socket_dir,
             data_dir: None,
+            datadir_archive: None,
             env: Vec::new(),
             ready_timeout: Duration::from_secs(60),
             stop_timeout: Duration::from_secs(30),
@@ -246,7 +252,8 @@ fn start_script(tls: bool) -> String {
         "set -e\n\
          {wait_tls}\
          mkdir -p {sock} {data}\n\
-         chown mysql:mysql {sock} {data}\n\
+         chown mysql:mysql {sock}\n\
+         chown -R mysql:mysql {data}\n\
          if [ ! -d {data}/mysql ]; then\n\
            echo 'cairn: initialising the datadir with mariadb-install-db'\n\
            if ! mariadb-install-db --defaults-file={cnf} --user=mysql --skip-test-db >/tmp/cairn-install-db.log 2>&1; then\n\
@@ -368,98 +375,150 @@ impl Docker {
         let name = container_name(&spec.run_id, &spec.step_id);
         let api = &self.inner.api;
 
-        let id = self.block_on(async {
-            // A container of the same name from an earlier, killed attempt of this run.
-            if let Ok(old) = api.inspect_container(&name, None).await {
-                let same_run = old
-                    .config
-                    .as_ref()
-                    .and_then(|c| c.labels.as_ref())
-                    .and_then(|l| l.get(LABEL_RUN))
-                    .is_some_and(|r| *r == spec.run_id);
-                if same_run {
-                    remove_container_quiet(api, &name).await?;
+        let created =
+            self.block_on(async {
+                // A container of the same name from an earlier, killed attempt of this run.
+                if let Ok(old) = api.inspect_container(&name, None).await {
+                    let same_run = old
+                        .config
+                        .as_ref()
+                        .and_then(|c| c.labels.as_ref())
+                        .and_then(|l| l.get(LABEL_RUN))
+                        .is_some_and(|r| *r == spec.run_id);
+                    if same_run {
+                        remove_container_quiet(api, &name).await?;
+                    }
                 }
-            }
-            let mut binds = vec![format!("{}:{CONTAINER_SOCKET_DIR}", socket_dir.display())];
-            if let Some(d) = &data_dir {
-                binds.push(format!("{}:{CONTAINER_DATADIR}", d.display()));
-            }
-            let mut endpoints = HashMap::new();
-            endpoints.insert(
-                network.clone(),
-                EndpointSettings {
-                    aliases: Some(vec![sanitize_name(&spec.step_id)]),
+                let mut binds = vec![format!("{}:{CONTAINER_SOCKET_DIR}", socket_dir.display())];
+                if let Some(d) = &data_dir {
+                    binds.push(format!("{}:{CONTAINER_DATADIR}", d.display()));
+                }
+                let mut endpoints = HashMap::new();
+                endpoints.insert(
+                    network.clone(),
+                    EndpointSettings {
+                        aliases: Some(vec![sanitize_name(&spec.step_id)]),
+                        ..Default::default()
+                    },
+                );
+                let body = ContainerCreateBody {
+                    image: Some(spec.image.clone()),
+                    cmd: Some(vec![
+                        "/bin/sh".into(),
+                        "-c".into(),
+                        start_script(spec.connect == Connect::Tls),
+                    ]),
+                    entrypoint: Some(vec![]),
+                    env: Some(spec.env.clone()),
+                    user: Some("root".into()),
+                    hostname: Some(sanitize_name(&spec.step_id)),
+                    labels: Some(labels([
+                        (LABEL_RUN, spec.run_id.as_str()),
+                        (LABEL_STEP, spec.step_id.as_str()),
+                    ])),
+                    stop_signal: Some("SIGTERM".into()),
+                    host_config: Some(HostConfig {
+                        network_mode: Some(network.clone()),
+                        binds: Some(binds),
+                        init: Some(false),
+                        cpuset_cpus: spec.cpuset.clone(),
+                        memory: spec.memory.map(|m| m.min(i64::MAX as u64) as i64),
+                        memory_swap: spec.memory.map(|m| m.min(i64::MAX as u64) as i64),
+                        ..Default::default()
+                    }),
+                    networking_config: Some(NetworkingConfig {
+                        endpoints_config: Some(endpoints),
+                    }),
                     ..Default::default()
-                },
-            );
-            let body = ContainerCreateBody {
-                image: Some(spec.image.clone()),
-                cmd: Some(vec![
-                    "/bin/sh".into(),
-                    "-c".into(),
-                    start_script(spec.connect == Connect::Tls),
-                ]),
-                entrypoint: Some(vec![]),
-                env: Some(spec.env.clone()),
-                user: Some("root".into()),
-                hostname: Some(sanitize_name(&spec.step_id)),
-                labels: Some(labels([
-                    (LABEL_RUN, spec.run_id.as_str()),
-                    (LABEL_STEP, spec.step_id.as_str()),
-                ])),
-                stop_signal: Some("SIGTERM".into()),
-                host_config: Some(HostConfig {
-                    network_mode: Some(network.clone()),
-                    binds: Some(binds),
-                    init: Some(false),
-                    cpuset_cpus: spec.cpuset.clone(),
-                    memory: spec.memory.map(|m| m.min(i64::MAX as u64) as i64),
-                    memory_swap: spec.memory.map(|m| m.min(i64::MAX as u64) as i64),
-                    ..Default::default()
-                }),
-                networking_config: Some(NetworkingConfig {
-                    endpoints_config: Some(endpoints),
-                }),
-                ..Default::default()
-            };
-            let opts = CreateContainerOptionsBuilder::new().name(&name).build();
-            let created =
-                api.create_container(Some(opts), body)
-                    .await
-                    .map_err(DockerError::api(format!(
-                        "create server container {name} from {}",
-                        spec.image
-                    )))?;
-            let mut my_cnf = spec.my_cnf.clone();
-            if spec.connect == Connect::Tls {
-                my_cnf.push_str(&tls::my_cnf_section());
-            }
-            let cnf = [LayerFile {
-                path: "cairn/my.cnf".into(),
-                contents: my_cnf.into_bytes(),
-                mode: 0o644,
-            }];
-            let upload = async {
-                let opts = UploadToContainerOptionsBuilder::new().path("/etc").build();
-                api.upload_to_container(
-                    &created.id,
-                    Some(opts),
-                    bollard::body_full(tar_files(&cnf)?.into()),
-                )
-                .await
-                .map_err(DockerError::api(format!("upload my.cnf into {name}")))?;
-                api.start_container(&created.id, None)
-                    .await
-                    .map_err(DockerError::api(format!("start server container {name}")))
-            }
-            .await;
-            if let Err(e) = upload {
-                let _ = remove_container_quiet(api, &created.id).await;
+                };
+                let opts = CreateContainerOptionsBuilder::new().name(&name).build();
+                let created =
+                    api.create_container(Some(opts), body)
+                        .await
+                        .map_err(DockerError::api(format!(
+                            "create server container {name} from {}",
+                            spec.image
+                        )))?;
+                let mut my_cnf = spec.my_cnf.clone();
+                if spec.connect == Connect::Tls {
+                    my_cnf.push_str(&tls::my_cnf_section());
+                }
+                let cnf = [LayerFile {
+                    path: "cairn/my.cnf".into(),
+                    contents: my_cnf.into_bytes(),
+                    mode: 0o644,
+                }];
+                let upload =
+                    async {
+                        let opts = UploadToContainerOptionsBuilder::new().path("/etc").build();
+                        api.upload_to_container(
+                            &created.id,
+                            Some(opts),
+                            bollard::body_full(tar_files(&cnf)?.into()),
+                        )
+                        .await
+                        .map_err(DockerError::api(format!("upload my.cnf into {name}")))?;
+                        if let Some(archive) = &spec.datadir_archive {
+                            let bytes = tokio::fs::read(archive).await.map_err(DockerError::io(
+                                format!("read the datadir snapshot {}", archive.display()),
+                            ))?;
+                            // the parent directory must exist for the upload: make it by a first,
+                            // tiny upload of just that directory
+                            let (parent, leaf) =
+                                DATADIR_PARENT.rsplit_once('/').expect("an absolute path");
+                            let mut dir = tar::Builder::new(Vec::new());
+                            let mut h = tar::Header::new_gnu();
+                            h.set_entry_type(tar::EntryType::Directory);
+                            h.set_mode(0o755);
+                            h.set_size(0);
+                            dir.append_data(&mut h, format!("{leaf}/"), std::io::empty())
+                                .map_err(DockerError::io("tar a directory"))?;
+                            let dir = dir
+                                .into_inner()
+                                .map_err(DockerError::io("tar a directory"))?;
+                            let opts = UploadToContainerOptionsBuilder::new().path(parent).build();
+                            api.upload_to_container(
+                                &created.id,
+                                Some(opts),
+                                bollard::body_full(dir.into()),
+                            )
+                            .await
+                            .map_err(DockerError::api(format!(
+                                "create {DATADIR_PARENT} in {name}"
+                            )))?;
+                            let opts = UploadToContainerOptionsBuilder::new()
+                                .path(DATADIR_PARENT)
+                                .build();
+                            api.upload_to_container(
+                                &created.id,
+                                Some(opts),
+                                bollard::body_full(bytes.into()),
+                            )
+                            .await
+                            .map_err(DockerError::api(format!(
+                                "restore the datadir snapshot {} into {name}",
+                                archive.display()
+                            )))?;
+                        }
+                        api.start_container(&created.id, None)
+                            .await
+                            .map_err(DockerError::api(format!("start server container {name}")))
+                    }
+                    .await;
+                if let Err(e) = upload {
+                    let _ = remove_container_quiet(api, &created.id).await;
+                    return Err(e);
+                }
+                Ok(created.id)
+            });
+        let id = match created {
+            Ok(id) => id,
+            Err(e) => {
+                // nothing of this start may stay behind, the run's network included
+                let _ = self.remove_network_if_unused(&network);
                 return Err(e);
             }
-            Ok(created.id)
-        })?;
+        };
         let started = Instant::now();
         let tls_ca = if spec.connect == Connect::Tls {
             match self.install_tls(&id, &name, &network, spec, &socket_dir) {
@@ -482,7 +541,7 @@ impl Docker {
         {
             Ok(mut server) => {
                 server.ready_after = started.elapsed();
-                eprintln!(
+                tracing::info!(
                     "cairn: server {name} ({}) answers on {} after {:.2?} (start call total {:.2?})",
                     server.greeting_version,
                     server.tcp_addr(),
@@ -680,9 +739,12 @@ impl Docker {
                         } else {
                             ""
                         };
+                        // '%' for TCP clients; 'localhost' for socket clients (it also wins
+                        // over an anonymous ''@'localhost', should the datadir have one)
                         self.sql(
                             &server,
-                            &format!("CREATE USER IF NOT EXISTS '{u}'@'%'{require}; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'"),
+                            &format!("CREATE USER IF NOT EXISTS '{u}'@'%'{require}; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'; \
+                                      CREATE USER IF NOT EXISTS '{u}'@'localhost'; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'localhost'"),
                         )?;
                         server.tcp_user = Some(u);
                     }
@@ -707,6 +769,25 @@ impl Docker {
         ];
         let out = self.exec(&server.container_id, &cmd, None)?;
         Ok(out.check(&cmd, &server.container_name)?.stdout)
+    }
+
+    /// Whether the server's container is still running (a crashed server's is not).
+    pub fn server_running(&self, server: &Server) -> Result<bool> {
+        self.block_on(async {
+            match self
+                .inner
+                .api
+                .inspect_container(&server.container_id, None)
+                .await
+            {
+                Ok(info) => Ok(info.state.and_then(|s| s.running).unwrap_or(false)),
+                Err(e) if is_not_found(&e) => Ok(false),
+                Err(e) => Err(DockerError::api(format!(
+                    "inspect {}",
+                    server.container_name
+                ))(e)),
+            }
+        })
     }
 
     /// The last `tail` lines of a server's log (`None` = all).
@@ -747,6 +828,79 @@ impl Docker {
         })?;
         self.remove_network_if_unused(&server.network)?;
         Ok(code)
+    }
+
+    /// Stop a server cleanly (SIGTERM; the server flushes and closes its files), write its
+    /// datadir as a tar archive to `dest` (entries `data/…`, ownership kept), then remove the
+    /// container and, if unused, the network. A server that does not exit with 0 within
+    /// `grace` is an error (its datadir would not be a clean snapshot). Returns the archive size.
+    pub fn stop_server_archiving(
+        &self,
+        server: &Server,
+        grace: Duration,
+        dest: &std::path::Path,
+    ) -> Result<u64> {
+        let api = &self.inner.api;
+        let r = self.block_on(async {
+            let opts = StopContainerOptionsBuilder::new()
+                .t(grace.as_secs().min(i32::MAX as u64) as i32)
+                .build();
+            match api.stop_container(&server.container_id, Some(opts)).await {
+                Ok(()) => {}
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 304, ..
+                }) => {}
+                Err(e) => {
+                    return Err(DockerError::api(format!("stop {}", server.container_name))(
+                        e,
+                    ))
+                }
+            }
+            let code = api
+                .inspect_container(&server.container_id, None)
+                .await
+                .ok()
+                .and_then(|i| i.state)
+                .and_then(|s| s.exit_code)
+                .unwrap_or(-1);
+            if code != 0 {
+                let log = container_logs(api, &server.container_id, Some(30))
+                    .await
+                    .map(|o| o.tail(30))
+                    .unwrap_or_default();
+                return Err(DockerError::Invalid(format!(
+                    "server {} did not shut down cleanly (exit code {code}); its log ends with:\n{log}",
+                    server.container_name
+                )));
+            }
+            let mut file = tokio::fs::File::create(dest)
+                .await
+                .map_err(DockerError::io(format!("create {}", dest.display())))?;
+            let opts = bollard::query_parameters::DownloadFromContainerOptionsBuilder::new()
+                .path(CONTAINER_DATADIR)
+                .build();
+            let mut stream = api.download_from_container(&server.container_id, Some(opts));
+            let mut size = 0u64;
+            while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
+                let chunk = chunk.map_err(DockerError::api(format!(
+                    "archive the datadir of {}",
+                    server.container_name
+                )))?;
+                size += chunk.len() as u64;
+                tokio::io::AsyncWriteExt::write_all(&mut file, &chunk)
+                    .await
+                    .map_err(DockerError::io(format!("write {}", dest.display())))?;
+            }
+            file.sync_all()
+                .await
+                .map_err(DockerError::io(format!("sync {}", dest.display())))?;
+            Ok(size)
+        });
+        self.block_on(async {
+            let _ = remove_container_quiet(api, &server.container_id).await;
+        });
+        self.remove_network_if_unused(&server.network)?;
+        r
     }
 
     /// The run's network `cairn-<run>`, created (bridge, labelled) if missing.
