@@ -93,11 +93,25 @@ impl Rng {
     /// `sb_rand_str`: every `#` becomes a uniform digit, every `@` a uniform lowercase letter.
     pub fn fill_template(&mut self, template: &[u8], out: &mut Vec<u8>) {
         for &ch in template {
-            out.push(match ch {
-                b'#' => self.uniform(b'0' as u32, b'9' as u32) as u8,
-                b'@' => self.uniform(b'a' as u32, b'z' as u32) as u8,
-                other => other,
-            });
+            out.push(self.template_char(ch));
+        }
+    }
+
+    /// [`Rng::fill_template`] into `out`, which must be as long as `template` (e.g. a
+    /// buffer on the stack).
+    pub fn fill_template_into(&mut self, template: &[u8], out: &mut [u8]) {
+        assert_eq!(template.len(), out.len(), "template and buffer lengths");
+        for (o, &ch) in out.iter_mut().zip(template) {
+            *o = self.template_char(ch);
+        }
+    }
+
+    #[inline]
+    fn template_char(&mut self, ch: u8) -> u8 {
+        match ch {
+            b'#' => self.uniform(b'0' as u32, b'9' as u32) as u8,
+            b'@' => self.uniform(b'a' as u32, b'z' as u32) as u8,
+            other => other,
         }
     }
 }
@@ -179,7 +193,7 @@ impl Distribution {
     pub fn validate(&self) -> Result<(), String> {
         match *self {
             Distribution::Uniform => Ok(()),
-            Distribution::Gaussian { iter } if iter == 0 => {
+            Distribution::Gaussian { iter: 0 } => {
                 Err("gaussian iterations must be at least 1".into())
             }
             Distribution::Gaussian { .. } => Ok(()),
@@ -505,5 +519,8 @@ mod tests {
         assert!(out[0].is_ascii_digit() && out[1].is_ascii_digit());
         assert_eq!(out[2], b'-');
         assert!(out[3].is_ascii_lowercase() && out[4].is_ascii_lowercase());
+        let mut fixed = [0u8; 5];
+        Rng::seeded(9).fill_template_into(b"##-@@", &mut fixed);
+        assert_eq!(&fixed[..], &out[..], "both ways draw the same");
     }
 }
