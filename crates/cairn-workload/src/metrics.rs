@@ -3,7 +3,10 @@
 //! Each client thread records into its own [`Recorder`] (no sharing while running); the
 //! recorders are merged into [`Metrics`] at the end. An event belongs to the phase and the
 //! interval in which it *started*, so the events in the measured totals are exactly the
-//! ones admitted after the warmup (and an `events` limit counts exactly those).
+//! ones admitted after the warmup (and an `events` limit counts exactly those). With a
+//! fixed arrival rate an event "starts" at its *intended* time on the schedule, and its
+//! latency runs from there: time spent waiting for a free thread counts (no coordinated
+//! omission); that wait is also kept on its own ([`PhaseMetrics::queue`]).
 
 use std::time::{Duration, Instant};
 
@@ -44,17 +47,22 @@ pub struct ErrorCounts {
     pub lock_wait_timeout: u64,
     /// The connection broke (I/O error, server gone, connection killed).
     pub lost_connection: u64,
+    /// ER_CHECKREAD (1020), "record has changed since last read": a write conflict that
+    /// MariaDB ≥ 11.6 reports under `innodb_snapshot_isolation` (sysbench ignores it too).
+    #[serde(default)]
+    pub record_changed: u64,
 }
 
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
-        self.deadlock + self.lock_wait_timeout + self.lost_connection
+        self.deadlock + self.lock_wait_timeout + self.lost_connection + self.record_changed
     }
 
     fn add(&mut self, o: &ErrorCounts) {
         self.deadlock += o.deadlock;
         self.lock_wait_timeout += o.lock_wait_timeout;
         self.lost_connection += o.lost_connection;
+        self.record_changed += o.record_changed;
     }
 }
 
@@ -64,6 +72,7 @@ pub enum ErrorKind {
     Deadlock,
     LockWaitTimeout,
     LostConnection,
+    RecordChanged,
 }
 
 /// Totals of one phase.
@@ -73,19 +82,29 @@ pub struct Totals {
     pub events: u64,
     /// Queries sent successfully, also those of attempts that failed later.
     pub queries: QueryCounts,
+    /// The statements that failed with a survivable error, by type (the server counts them
+    /// in its `Com_*` counters too; `queries` does not).
+    #[serde(default)]
+    pub failed: QueryCounts,
     pub errors: ErrorCounts,
     /// Event attempts repeated after an error.
     pub retries: u64,
     pub reconnects: u64,
+    /// With a fixed rate: arrivals due before the end of the measured window that no thread
+    /// started before the time ran out (the threads could not keep up).
+    #[serde(default)]
+    pub unstarted: u64,
 }
 
 impl Totals {
     fn add(&mut self, o: &Totals) {
         self.events += o.events;
         self.queries.add(&o.queries);
+        self.failed.add(&o.failed);
         self.errors.add(&o.errors);
         self.retries += o.retries;
         self.reconnects += o.reconnects;
+        self.unstarted += o.unstarted;
     }
 }
 
@@ -100,6 +119,10 @@ pub struct Interval {
     pub queries: u64,
     pub errors: u64,
     pub reconnects: u64,
+    /// With a fixed rate: the most arrivals that were due but not yet started, as seen when
+    /// a thread took an event in this interval (sysbench's `queue`).
+    #[serde(default)]
+    pub backlog: u64,
 }
 
 /// Event latency percentiles, in milliseconds.
@@ -146,6 +169,10 @@ pub struct PhaseMetrics {
     pub histogram_us: Vec<[u64; 2]>,
     /// CPU time of the client threads during the phase.
     pub client_cpu: CpuTime,
+    /// With a fixed rate: how late events started after their intended time (waiting for a
+    /// free thread); part of `latency`. Empty without a rate.
+    #[serde(default)]
+    pub queue: LatencySummary,
 }
 
 /// Everything a run measured. `measured` excludes the warmup, which is kept in `warmup`.
@@ -154,6 +181,9 @@ pub struct Metrics {
     pub test: String,
     pub threads: u32,
     pub report_interval_s: f64,
+    /// Target arrival rate, events per second over all threads; 0 = as fast as possible.
+    #[serde(default)]
+    pub rate: u32,
     /// Per-interval series over the whole run, warmup included (flagged).
     pub series: Vec<Interval>,
     pub warmup: PhaseMetrics,
@@ -174,13 +204,20 @@ impl Metrics {
 struct Phase {
     totals: Totals,
     hist: Histogram<u64>,
+    /// Schedule lag of rate-limited events.
+    queue: Histogram<u64>,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds")
 }
 
 impl Phase {
     fn new() -> Self {
         Phase {
             totals: Totals::default(),
-            hist: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds"),
+            hist: histogram(),
+            queue: histogram(),
         }
     }
 }
@@ -241,18 +278,37 @@ impl Recorder {
         self.last_done = Some(self.last_done.map_or(done, |l| l.max(done)));
     }
 
-    /// Queries of a failed attempt (sent before the error).
-    pub(crate) fn failed_attempt(&mut self, at: Instant, queries: &QueryCounts, kind: ErrorKind) {
+    /// A failed attempt: the queries it sent before the error, and the statement that
+    /// failed (by type; none if the connection broke between statements).
+    pub(crate) fn failed_attempt(
+        &mut self,
+        at: Instant,
+        queries: &QueryCounts,
+        failed: &QueryCounts,
+        kind: ErrorKind,
+    ) {
         let (iv, totals) = self.slot(at);
         iv.queries += queries.total();
         iv.errors += 1;
         totals.queries.add(queries);
+        totals.failed.add(failed);
         totals.retries += 1;
         match kind {
             ErrorKind::Deadlock => totals.errors.deadlock += 1,
             ErrorKind::LockWaitTimeout => totals.errors.lock_wait_timeout += 1,
             ErrorKind::LostConnection => totals.errors.lost_connection += 1,
+            ErrorKind::RecordChanged => totals.errors.record_changed += 1,
         }
+    }
+
+    /// A rate-limited event intended for `intended` began at `began`, with `backlog`
+    /// arrivals due and not yet started when it was taken.
+    pub(crate) fn queued(&mut self, intended: Instant, began: Instant, backlog: u64) {
+        let lag_us = began.saturating_duration_since(intended).as_micros() as u64;
+        let phase = usize::from(!self.is_warmup(intended));
+        self.phases[phase].queue.saturating_record(lag_us.max(1));
+        let (iv, _) = self.slot(intended);
+        iv.backlog = iv.backlog.max(backlog);
     }
 
     pub(crate) fn reconnected(&mut self, at: Instant) {
@@ -296,10 +352,12 @@ pub(crate) fn merge(
             s.queries += iv.queries;
             s.errors += iv.errors;
             s.reconnects += iv.reconnects;
+            s.backlog = s.backlog.max(iv.backlog);
         }
         for (p, rp) in phases.iter_mut().zip(r.phases.iter()) {
             p.totals.add(&rp.totals);
             p.hist.add(&rp.hist).expect("same bounds");
+            p.queue.add(&rp.queue).expect("same bounds");
         }
         for (c, rc) in cpu.iter_mut().zip(r.cpu.iter()) {
             c.add(rc);
@@ -321,6 +379,7 @@ pub(crate) fn merge(
             .map(|v| [v.value_iterated_to(), v.count_at_value()])
             .collect(),
         client_cpu: cpu,
+        queue: LatencySummary::of(&p.queue),
     };
     let warmup_s = warmup_end.saturating_duration_since(start).as_secs_f64();
     let measured_s = end.saturating_duration_since(warmup_end).as_secs_f64();
@@ -336,6 +395,7 @@ pub(crate) fn merge(
         test: test.into(),
         threads,
         report_interval_s: interval.as_secs_f64(),
+        rate: 0,
         series,
         warmup: phase_metrics(&phases[0], warmup_s, cpu[0]),
         tps: per_s(measured.totals.events),
@@ -364,7 +424,15 @@ mod tests {
         a.event(start + ms(100), start + ms(102), &q);
         a.event(start + ms(1500), start + ms(1510), &q);
         b.event(start + ms(2500), start + ms(2501), &q);
-        b.failed_attempt(start + ms(2600), &q, ErrorKind::Deadlock);
+        let one_write = QueryCounts {
+            write: 1,
+            ..QueryCounts::default()
+        };
+        b.failed_attempt(start + ms(2600), &q, &one_write, ErrorKind::Deadlock);
+        b.failed_attempt(start + ms(2700), &q, &one_write, ErrorKind::RecordChanged);
+        // a rate-limited event intended at 2.8 s that began 5 ms late, 3 others due
+        b.queued(start + ms(2800), start + ms(2805), 3);
+        a.queued(start + ms(2900), start + ms(2900), 1);
         let m = merge(
             "t",
             2,
@@ -380,11 +448,17 @@ mod tests {
             m.series.iter().map(|s| s.events).collect::<Vec<_>>(),
             [1, 1, 1]
         );
-        assert_eq!(m.series[2].errors, 1);
+        assert_eq!(m.series[2].errors, 2);
+        assert_eq!(m.series[2].backlog, 3);
         assert_eq!(m.warmup.totals.events, 1);
         assert_eq!(m.measured.totals.events, 2);
-        assert_eq!(m.measured.totals.queries.read, 14 * 3);
+        assert_eq!(m.measured.totals.queries.read, 14 * 4);
+        assert_eq!(m.measured.totals.failed.write, 2);
         assert_eq!(m.measured.totals.errors.deadlock, 1);
+        assert_eq!(m.measured.totals.errors.total(), 2);
+        assert_eq!(m.measured.queue.count, 2);
+        assert!((m.measured.queue.max_ms - 5.0).abs() < 0.01);
+        assert_eq!(m.warmup.queue.count, 0);
         assert_eq!(m.measured.latency.count, 2);
         assert!((m.measured.latency.max_ms - 10.0).abs() < 0.1);
         assert!((m.tps - 1.0).abs() < 1e-9);

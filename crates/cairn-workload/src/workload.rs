@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
 use crate::metrics::Metrics;
 use crate::oltp::{run_oltp_until, OltpSpec, OltpTest, StopCheck};
-use crate::rand::{Distribution, SpecialParams};
+use crate::rand::{Distribution, SpecialParams, PARETO_H, ZIPFIAN_EXP};
 use crate::{Error, Target};
 
 /// `key=value` properties or parameters, as resolved by the plan.
@@ -160,14 +160,11 @@ impl Workload {
         let mut p = Params::new("workload", &def.params);
         let w = match def.driver.as_str() {
             "sysbench" => {
-                let test = match def.test.as_str() {
-                    "oltp_point_select" => OltpTest::PointSelect,
-                    "oltp_read_only" => OltpTest::ReadOnly,
-                    other => {
-                        return Err(Error::Invalid(format!(
-                            "sysbench test `{other}` is not supported: use oltp_point_select or oltp_read_only"
-                        )))
-                    }
+                let Some(test) = OltpTest::from_name(&def.test) else {
+                    return Err(Error::Invalid(format!(
+                        "sysbench test `{}` is not supported: use oltp_point_select, oltp_read_only, oltp_read_write or oltp_write_only",
+                        def.test
+                    )));
                 };
                 let Some(Dataset::Sysbench(ds)) = dataset else {
                     return Err(Error::Invalid(format!(
@@ -191,7 +188,19 @@ impl Workload {
                 }
                 s.warmup = p.duration("warmup", 0.0)?;
                 s.report_interval = p.duration("report-interval", 1.0)?;
-                s.range_size = p.u32("range-size", 100)?;
+                s.range_size = p.u32("range-size", s.range_size)?;
+                s.range_selects = p.bool("range-selects", s.range_selects)?;
+                s.point_selects = p.u32("point-selects", s.point_selects)?;
+                s.simple_ranges = p.u32("simple-ranges", s.simple_ranges)?;
+                s.sum_ranges = p.u32("sum-ranges", s.sum_ranges)?;
+                s.order_ranges = p.u32("order-ranges", s.order_ranges)?;
+                s.distinct_ranges = p.u32("distinct-ranges", s.distinct_ranges)?;
+                s.index_updates = p.u32("index-updates", s.index_updates)?;
+                s.non_index_updates = p.u32("non-index-updates", s.non_index_updates)?;
+                s.delete_inserts = p.u32("delete-inserts", s.delete_inserts)?;
+                s.skip_trx = p.bool("skip-trx", s.skip_trx)?;
+                s.max_retries = p.u32("max-retries", s.max_retries)?;
+                s.rate = p.u32("rate", 0)?;
                 if let Some(d) = p.distribution("distribution")? {
                     s.rand = d;
                 }
@@ -222,7 +231,8 @@ impl Workload {
     }
 }
 
-/// The figures of an OLTP run: `tps`, `qps`, latency percentiles, errors, client CPU.
+/// The figures of an OLTP run: `tps`, `qps`, latency percentiles, queries by type, errors,
+/// client CPU; with a rate, the target and the queueing (`queue_p99_ms`, `unstarted`).
 pub fn oltp_outcome(m: &Metrics) -> Outcome {
     let t = &m.measured.totals;
     let l = &m.measured.latency;
@@ -233,6 +243,19 @@ pub fn oltp_outcome(m: &Metrics) -> Outcome {
     f.insert("qps".into(), m.qps);
     f.insert("events".into(), t.events as f64);
     f.insert("queries".into(), queries as f64);
+    f.insert("reads".into(), t.queries.read as f64);
+    f.insert("writes".into(), t.queries.write as f64);
+    f.insert("other_queries".into(), t.queries.other as f64);
+    f.insert("deadlocks".into(), t.errors.deadlock as f64);
+    f.insert("retries".into(), t.retries as f64);
+    if m.rate > 0 {
+        f.insert("rate".into(), m.rate as f64);
+        f.insert("queue_p99_ms".into(), m.measured.queue.p99_ms);
+        f.insert("queue_max_ms".into(), m.measured.queue.max_ms);
+        f.insert("unstarted".into(), t.unstarted as f64);
+        let backlog = m.series.iter().filter(|s| !s.warmup).map(|s| s.backlog);
+        f.insert("backlog_max".into(), backlog.max().unwrap_or(0) as f64);
+    }
     f.insert("seconds".into(), m.measured.seconds);
     f.insert("mean_ms".into(), l.mean_ms);
     f.insert("p50_ms".into(), l.p50_ms);
@@ -249,9 +272,14 @@ pub fn oltp_outcome(m: &Metrics) -> Outcome {
             cpu * 1e6 / queries as f64,
         );
     }
+    let rate = if m.rate > 0 {
+        format!(" at rate {}/s ({} unstarted)", m.rate, t.unstarted)
+    } else {
+        String::new()
+    };
     Outcome {
         headline: format!(
-            "{:.1} tps, {:.1} qps, p95 {:.2} ms, {} errors",
+            "{:.1} tps, {:.1} qps, p95 {:.2} ms, {} errors{rate}",
             m.tps,
             m.qps,
             l.p95_ms,
@@ -359,17 +387,60 @@ impl<'a> Params<'a> {
         Ok(std::time::Duration::from_secs_f64(s))
     }
 
-    /// A sysbench `--rand-type` name, with sysbench's default parameters.
+    /// A number (whole or not).
+    pub fn f64(&mut self, name: &str, default: f64) -> Result<f64, Error> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => v.as_f64().ok_or_else(|| self.bad(name, "a number", v)),
+        }
+    }
+
+    /// A sysbench `--rand-type` name, with sysbench's default parameters; `pareto` takes
+    /// `pareto-h` (sysbench's `--rand-pareto-h`, default 0.2), `zipfian` takes `zipfian-exp`
+    /// (`--rand-zipfian-exp`, default 0.8), which are errors beside another distribution.
     pub fn distribution(&mut self, name: &str) -> Result<Option<Distribution>, Error> {
+        const H: &str = "pareto-h";
+        const EXP: &str = "zipfian-exp";
         let Some(v) = self.get(name) else {
+            for p in [H, EXP] {
+                if self.has(p) {
+                    return Err(self.misplaced(p, name, "its default"));
+                }
+            }
             return Ok(None);
         };
-        match v.as_str() {
-            Some("uniform") => Ok(Some(Distribution::Uniform)),
-            Some("gaussian") => Ok(Some(Distribution::Gaussian { iter: 12 })),
-            Some("special") => Ok(Some(Distribution::Special(SpecialParams::default()))),
-            _ => Err(self.bad(name, "uniform, gaussian or special", v)),
+        let d = match v.as_str() {
+            Some("uniform") => Distribution::Uniform,
+            Some("gaussian") => Distribution::Gaussian { iter: 12 },
+            Some("special") => Distribution::Special(SpecialParams::default()),
+            Some("pareto") => Distribution::Pareto {
+                h: self.f64(H, PARETO_H)?,
+            },
+            Some("zipfian") => Distribution::Zipfian {
+                exp: self.f64(EXP, ZIPFIAN_EXP)?,
+            },
+            _ => return Err(self.bad(name, "uniform, gaussian, special, pareto or zipfian", v)),
+        };
+        for (p, applies) in [(H, "pareto"), (EXP, "zipfian")] {
+            if self.has(p) && v.as_str() != Some(applies) {
+                return Err(self.misplaced(p, name, v.as_str().unwrap_or_default()));
+            }
         }
+        d.validate()
+            .map_err(|m| Error::Invalid(format!("{} parameter `{name}`: {m}", self.what)))?;
+        Ok(Some(d))
+    }
+
+    fn misplaced(&self, param: &str, name: &str, what: &str) -> Error {
+        let applies = if param.starts_with("pareto") {
+            "pareto"
+        } else {
+            "zipfian"
+        };
+        Error::Invalid(format!(
+            "{} parameter `{param}` applies only to `{name}=\"{applies}\"`, not to {what}",
+            self.what
+        ))
     }
 
     /// Fails on the first parameter nobody asked for.
@@ -419,6 +490,134 @@ mod tests {
         assert_eq!(o.time, Some(std::time::Duration::from_secs(5)));
         assert_eq!(o.warmup, std::time::Duration::from_millis(1500));
         assert_eq!(o.seed, 7);
+    }
+
+    fn sysbench_ds() -> Dataset {
+        Dataset::from_def(&DatasetDef {
+            generator: "sysbench".into(),
+            props: props(json!({"tables": 2, "rows": 500})),
+        })
+        .unwrap()
+    }
+
+    fn oltp(test: &str, params: Value) -> Result<OltpSpec, Error> {
+        let def = WorkloadDef {
+            driver: "sysbench".into(),
+            test: test.into(),
+            driver_props: Props::new(),
+            params: props(params),
+        };
+        Workload::from_def(&def, Some(&sysbench_ds()), 3).map(|w| {
+            let Workload::Oltp(o) = w;
+            o
+        })
+    }
+
+    #[test]
+    fn read_write_write_only_rate_and_mix_parameters() {
+        let o = oltp("oltp_read_write", json!({"threads": 4, "rate": 250})).unwrap();
+        assert_eq!((o.test, o.rate, o.threads), (OltpTest::ReadWrite, 250, 4));
+        assert_eq!(
+            (o.index_updates, o.non_index_updates, o.delete_inserts),
+            (1, 1, 1)
+        );
+        let o = oltp(
+            "oltp_write_only",
+            json!({"index-updates": 2, "non-index-updates": 0, "delete-inserts": 3,
+                   "skip-trx": true, "max-retries": 50, "range-selects": false}),
+        )
+        .unwrap();
+        assert_eq!(o.test, OltpTest::WriteOnly);
+        assert_eq!(o.rate, 0, "unlimited by default");
+        assert_eq!(
+            (o.index_updates, o.non_index_updates, o.delete_inserts),
+            (2, 0, 3)
+        );
+        assert!(o.skip_trx && !o.range_selects);
+        assert_eq!(o.max_retries, 50);
+        let e = oltp("oltp_insert", json!({})).unwrap_err();
+        assert!(e.to_string().contains("oltp_write_only"), "{e}");
+        let e = oltp("oltp_read_write", json!({"rate": -1})).unwrap_err();
+        assert!(e.to_string().contains("`rate` must be"), "{e}");
+        let e = oltp("oltp_read_write", json!({"rate": 10, "rates": 1})).unwrap_err();
+        assert!(e.to_string().contains("`rates`"), "{e}");
+    }
+
+    #[test]
+    fn pareto_and_zipfian_distributions() {
+        let o = oltp("oltp_read_write", json!({"distribution": "pareto"})).unwrap();
+        assert_eq!(o.rand, Distribution::Pareto { h: 0.2 });
+        let o = oltp(
+            "oltp_read_only",
+            json!({"distribution": "pareto", "pareto-h": 0.1}),
+        )
+        .unwrap();
+        assert_eq!(o.rand, Distribution::Pareto { h: 0.1 });
+        let o = oltp("oltp_point_select", json!({"distribution": "zipfian"})).unwrap();
+        assert_eq!(o.rand, Distribution::Zipfian { exp: 0.8 });
+        let o = oltp(
+            "oltp_point_select",
+            json!({"distribution": "zipfian", "zipfian-exp": 1}),
+        )
+        .unwrap();
+        assert_eq!(o.rand, Distribution::Zipfian { exp: 1.0 });
+        let e = oltp(
+            "oltp_point_select",
+            json!({"distribution": "uniform", "zipfian-exp": 1}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("applies only to"), "{e}");
+        let e = oltp("oltp_point_select", json!({"pareto-h": 0.3})).unwrap_err();
+        assert!(e.to_string().contains("`pareto-h` applies only"), "{e}");
+        let e = oltp(
+            "oltp_point_select",
+            json!({"distribution": "pareto", "pareto-h": 1.0}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("between 0 and 1"), "{e}");
+        let e = oltp("oltp_point_select", json!({"distribution": "zipf"})).unwrap_err();
+        assert!(e.to_string().contains("pareto or zipfian"), "{e}");
+        // datasets draw k the same way
+        let ds = Dataset::from_def(&DatasetDef {
+            generator: "sysbench".into(),
+            props: props(json!({"distribution": "zipfian", "zipfian-exp": 0.5})),
+        })
+        .unwrap();
+        let Dataset::Sysbench(s) = ds;
+        assert_eq!(s.k_distribution, Distribution::Zipfian { exp: 0.5 });
+    }
+
+    #[test]
+    fn outcome_figures_keep_their_names_and_add_rate_ones() {
+        let mut m = Metrics::default();
+        let names = |m: &Metrics| oltp_outcome(m).figures.into_keys().collect::<Vec<_>>();
+        let plain = names(&m);
+        for k in [
+            "tps",
+            "qps",
+            "events",
+            "queries",
+            "seconds",
+            "mean_ms",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "p999_ms",
+            "max_ms",
+            "errors",
+            "reconnects",
+            "client_cpu_s",
+            "writes",
+        ] {
+            assert!(plain.iter().any(|n| n == k), "{k} missing from {plain:?}");
+        }
+        assert!(!plain.iter().any(|n| n == "rate"));
+        m.rate = 100;
+        m.measured.totals.unstarted = 4;
+        let o = oltp_outcome(&m);
+        assert_eq!(o.figures["rate"], 100.0);
+        assert_eq!(o.figures["unstarted"], 4.0);
+        assert!(o.headline.contains("rate 100/s"), "{}", o.headline);
     }
 
     #[test]

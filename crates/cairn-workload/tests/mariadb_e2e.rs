@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use cairn_exec::docker::Connect;
 use cairn_testkit::{start_mariadb, TestServer};
-use cairn_workload::{load_sysbench, run_oltp, OltpSpec, OltpTest, SysbenchDataset, Target};
+use cairn_workload::metrics::{Metrics, QueryCounts, Totals};
+use cairn_workload::{
+    load_sysbench, run_oltp, Distribution, OltpSpec, OltpTest, SysbenchDataset, Target,
+};
 use mysql::prelude::Queryable;
 
 /// A server from the shared test image, with a TCP target as user `cairn`.
@@ -262,4 +265,270 @@ fn a_server_that_dies_fails_the_run() {
     eprintln!("failed after {:.2?}: {err}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     assert!(err.contains("could not reconnect"), "{err}");
+}
+
+/// Warmup and measured totals together (the server's counters see both).
+fn both(m: &Metrics) -> Totals {
+    let (w, t) = (&m.warmup.totals, &m.measured.totals);
+    let add = |a: &QueryCounts, b: &QueryCounts| QueryCounts {
+        read: a.read + b.read,
+        write: a.write + b.write,
+        other: a.other + b.other,
+    };
+    let mut all = *t;
+    all.events += w.events;
+    all.queries = add(&w.queries, &t.queries);
+    all.failed = add(&w.failed, &t.failed);
+    all.retries += w.retries;
+    all.reconnects += w.reconnects;
+    all.errors.deadlock += w.errors.deadlock;
+    all.errors.lock_wait_timeout += w.errors.lock_wait_timeout;
+    all.errors.lost_connection += w.errors.lost_connection;
+    all.errors.record_changed += w.errors.record_changed;
+    all
+}
+
+/// The server's `Com_*` deltas agree with what the run says it sent, failed attempts and
+/// their ROLLBACKs included; without failures, also with sysbench's per-event mix.
+fn check_counters(
+    spec: &OltpSpec,
+    m: &Metrics,
+    before: &HashMap<String, u64>,
+    after: &HashMap<String, u64>,
+) {
+    let d = |k: &str| delta(before, after, k);
+    let all = both(m);
+    let (q, f) = (&all.queries, &all.failed);
+    assert_eq!(all.errors.lost_connection, 0);
+    // a statement that failed on a deadlock was executed and counted by the server
+    assert_eq!(d("Com_select"), q.read + f.read, "{all:?}");
+    assert_eq!(
+        d("Com_update") + d("Com_delete") + d("Com_insert"),
+        q.write + f.write,
+        "{all:?}"
+    );
+    assert_eq!(
+        d("Com_begin") + d("Com_commit") + d("Com_rollback"),
+        q.other + f.other
+    );
+    if spec.in_trx() {
+        assert_eq!(d("Com_commit"), all.events);
+        // every failed attempt was rolled back, then the event began again
+        assert_eq!(d("Com_rollback"), all.retries);
+        assert_eq!(d("Com_begin"), all.events + all.retries);
+    }
+    if all.retries == 0 {
+        let per = spec.queries_per_event();
+        let n = all.events;
+        assert_eq!(d("Com_select"), per.read * n);
+        assert_eq!(
+            d("Com_update"),
+            (spec.index_updates + spec.non_index_updates) as u64 * n
+        );
+        assert_eq!(d("Com_delete"), spec.delete_inserts as u64 * n);
+        assert_eq!(d("Com_insert"), spec.delete_inserts as u64 * n);
+        assert_eq!(q.write, per.write * n);
+        assert_eq!(q.other, per.other * n);
+    }
+}
+
+/// `sbtestN` still holds exactly ids `1..=rows`: every DELETE was followed by the INSERT of
+/// the same id in the same transaction, or rolled back with it.
+fn assert_rows_intact(c: &mut mysql::Conn, n: u32, rows: u32) {
+    assert_eq!(
+        one(
+            c,
+            &format!("SELECT CONCAT(COUNT(*), ',', MIN(id), ',', MAX(id)) FROM sbtest{n}")
+        ),
+        format!("{rows},1,{rows}")
+    );
+}
+
+#[test]
+fn read_write_and_write_only_mix_matches_server_counters() {
+    let (_guard, target) = start("rw");
+    let mut ds = SysbenchDataset::new(2, 1000);
+    ds.parallel = 2;
+    load_sysbench(&target, &ds).unwrap();
+    let mut c = admin(&target);
+
+    let mut spec = OltpSpec::new(OltpTest::ReadWrite, 2, 1000, 2, Duration::from_secs(2));
+    spec.warmup = Duration::from_secs(1);
+    let before = status(&mut c);
+    let m = run_oltp(&target, &spec).unwrap();
+    let after = status(&mut c);
+    let all = both(&m);
+    eprintln!(
+        "oltp_read_write 2 threads: tps {:.1} qps {:.1} latency {:?} totals {all:?}",
+        m.tps, m.qps, m.measured.latency
+    );
+    assert!(m.warmup.totals.events > 0 && m.measured.totals.events > 0);
+    check_counters(&spec, &m, &before, &after);
+    // 2 threads × 2 tables × (5 reads + 4 writes)
+    assert_eq!(delta(&before, &after, "Com_stmt_prepare"), 36);
+    assert_eq!(
+        delta(&before, &after, "Com_stmt_execute"),
+        all.queries.read + all.queries.write + all.failed.read + all.failed.write
+    );
+    let errors_in_series: u64 = m.series.iter().map(|s| s.errors).sum();
+    assert_eq!(errors_in_series, all.errors.total());
+    for n in 1..=2 {
+        assert_rows_intact(&mut c, n, 1000);
+    }
+    // `c` was rewritten by the non-index updates and the inserts: not the loaded values any
+    // more for some rows, still 119 characters of digit groups
+    assert_eq!(
+        one(
+            &mut c,
+            "SELECT COUNT(*) FROM sbtest1 WHERE c NOT REGEXP '^([0-9]{11}-){9}[0-9]{11}$' OR pad NOT REGEXP '^([0-9]{11}-){4}[0-9]{11}$'"
+        ),
+        "0"
+    );
+
+    // write-only: no reads at all, only the write statements prepared
+    spec.test = OltpTest::WriteOnly;
+    spec.warmup = Duration::ZERO;
+    spec.time = None;
+    spec.events = Some(300);
+    let before = status(&mut c);
+    let m = run_oltp(&target, &spec).unwrap();
+    let after = status(&mut c);
+    eprintln!("oltp_write_only 300 events: {:?}", both(&m));
+    assert_eq!(m.measured.totals.events, 300);
+    assert_eq!(m.measured.totals.queries.read, 0);
+    check_counters(&spec, &m, &before, &after);
+    assert_eq!(delta(&before, &after, "Com_select"), 0);
+    assert_eq!(delta(&before, &after, "Com_stmt_prepare"), 2 * 2 * 4);
+
+    // text protocol, no transactions (sysbench's --skip-trx --db-ps-mode=disable)
+    spec.test = OltpTest::ReadWrite;
+    spec.prepared = false;
+    spec.skip_trx = true;
+    spec.threads = 1;
+    spec.events = Some(100);
+    let before = status(&mut c);
+    let m = run_oltp(&target, &spec).unwrap();
+    let after = status(&mut c);
+    assert_eq!(m.measured.totals.events, 100);
+    check_counters(&spec, &m, &before, &after);
+    assert_eq!(delta(&before, &after, "Com_stmt_execute"), 0);
+    assert_eq!(delta(&before, &after, "Com_begin"), 0);
+    assert_eq!(delta(&before, &after, "Com_update"), 200);
+    for n in 1..=2 {
+        assert_rows_intact(&mut c, n, 1000);
+    }
+}
+
+#[test]
+fn write_tests_survive_deadlocks() {
+    let (_guard, target) = start("deadlock");
+    let rows = 50;
+    load_sysbench(&target, &SysbenchDataset::new(1, rows)).unwrap();
+    let mut c = admin(&target);
+
+    // 4 threads writing a few hot rows of one small table: deadlocks are routine
+    let mut spec = OltpSpec::new(OltpTest::WriteOnly, 1, rows, 4, Duration::from_secs(3));
+    spec.rand = Distribution::zipfian();
+    spec.delete_inserts = 2;
+    spec.max_retries = 1000;
+    let before = status(&mut c);
+    let m = run_oltp(&target, &spec).unwrap();
+    let after = status(&mut c);
+    let t = &m.measured.totals;
+    eprintln!(
+        "oltp_write_only 4 threads on {rows} rows (zipfian): tps {:.1} errors {:?} retries {} failed {:?} latency {:?}",
+        m.tps, t.errors, t.retries, t.failed, m.measured.latency
+    );
+    assert!(t.events > 0);
+    assert!(t.errors.deadlock > 0, "{:?}", t.errors);
+    assert_eq!(t.retries, t.errors.total());
+    assert_eq!(t.failed.write, t.errors.total(), "the writes deadlock");
+    check_counters(&spec, &m, &before, &after);
+    let per_interval: u64 = m.series.iter().map(|s| s.errors).sum();
+    assert_eq!(per_interval, t.errors.total());
+    assert_rows_intact(&mut c, 1, rows);
+
+    // read_write on the same hot rows: also survives, with the same accounting
+    spec.test = OltpTest::ReadWrite;
+    spec.time = Some(Duration::from_secs(2));
+    let before = status(&mut c);
+    let m = run_oltp(&target, &spec).unwrap();
+    let after = status(&mut c);
+    eprintln!(
+        "oltp_read_write 4 threads on {rows} rows: tps {:.1} errors {:?}",
+        m.tps, m.measured.totals.errors
+    );
+    check_counters(&spec, &m, &before, &after);
+    assert_rows_intact(&mut c, 1, rows);
+
+    // a retry budget is a budget: with none, the first deadlock fails the run
+    spec.test = OltpTest::WriteOnly;
+    spec.max_retries = 0;
+    spec.time = Some(Duration::from_secs(30));
+    let err = run_oltp(&target, &spec).unwrap_err().to_string();
+    eprintln!("max_retries 0: {err}");
+    assert!(err.contains("gave up after 1 attempts"), "{err}");
+}
+
+#[test]
+fn rate_latency_includes_an_injected_stall() {
+    let (_guard, target) = start("rate");
+    load_sysbench(&target, &SysbenchDataset::new(1, 1000)).unwrap();
+
+    let rate = 100;
+    let time = Duration::from_secs(4);
+    let mut spec = OltpSpec::new(OltpTest::ReadWrite, 1, 1000, 4, time);
+    spec.rate = rate;
+    spec.seed = 5;
+    let stall = Duration::from_millis(1500);
+    let (m, held) = std::thread::scope(|s| {
+        let run = s.spawn(|| run_oltp(&target, &spec));
+        std::thread::sleep(Duration::from_secs(1));
+        // another connection blocks every read and write of the table for a while
+        let mut locker = admin(&target);
+        locker.query_drop("LOCK TABLES sbtest1 WRITE").unwrap();
+        let locked = Instant::now();
+        std::thread::sleep(stall);
+        let held = locked.elapsed();
+        locker.query_drop("UNLOCK TABLES").unwrap();
+        (run.join().unwrap().unwrap(), held)
+    });
+    let t = &m.measured.totals;
+    let l = &m.measured.latency;
+    let backlog = m.series.iter().map(|s| s.backlog).max().unwrap();
+    eprintln!(
+        "oltp_read_write rate {rate}/s with a {held:?} stall: events {} unstarted {} tps {:.1} latency {l:?} queue {:?} backlog max {backlog} series {:?}",
+        t.events,
+        t.unstarted,
+        m.tps,
+        m.measured.queue,
+        m.series.iter().map(|s| (s.events, s.backlog)).collect::<Vec<_>>()
+    );
+    assert_eq!(m.rate, rate);
+    // events arrive on the schedule whatever the server does: about rate × time of them
+    // were due (a Poisson count: 400 ± 20), and all were started or counted as unstarted
+    let due = (t.events + t.unstarted) as f64;
+    let want = rate as f64 * time.as_secs_f64();
+    assert!(
+        (due - want).abs() < 4.0 * want.sqrt(),
+        "{due} due, want {want}"
+    );
+    // the events that arrived during the stall waited for it, and their latency says so:
+    // the first one arrived at most a few gaps (10 ms each on average) after the lock
+    let held_ms = held.as_secs_f64() * 1000.0;
+    assert!(
+        l.max_ms >= held_ms - 100.0,
+        "max {} < stall {held_ms}",
+        l.max_ms
+    );
+    // about 150 of the 400 events arrived during the stall, so the tail is the stall
+    assert!(l.p99_ms >= 1000.0, "p99 {}", l.p99_ms);
+    assert!(l.p95_ms >= 500.0, "p95 {}", l.p95_ms);
+    // waiting for a thread is part of it, and is reported on its own too
+    assert!(m.measured.queue.count == t.events);
+    assert!(m.measured.queue.max_ms >= 500.0, "{:?}", m.measured.queue);
+    // blocked threads took nothing while arrivals piled up
+    assert!(backlog >= 50, "backlog {backlog}");
+    let in_series: u64 = m.series.iter().map(|s| s.events).sum();
+    assert_eq!(in_series, t.events);
 }

@@ -1,8 +1,9 @@
-//! Which errors a run survives (deadlock, lock wait timeout, a lost connection) and which end it.
+//! Which errors a run survives (deadlock, lock wait timeout, a changed record, a lost connection) and which end it.
 //!
 //! sysbench 1.0 ignores 1213, 1020 and 1205 by default (`--mysql-ignore-errors`) and restarts
 //! the event, reconnecting after 2013/2055 ("lost connection"); here the same errors are
-//! counted and the event retried, at most `max_retries` times in a row.
+//! counted and the event retried, at most `max_retries` times in a row. Anything else — a
+//! duplicate key (1062) included, as in sysbench — ends the run.
 
 use mysql::{DriverError, Error};
 
@@ -12,6 +13,9 @@ use crate::metrics::ErrorKind;
 pub const ER_LOCK_DEADLOCK: u16 = 1213;
 /// ER_LOCK_WAIT_TIMEOUT
 pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// ER_CHECKREAD ("Record has changed since last read"): MariaDB's write conflict under
+/// `innodb_snapshot_isolation` (on by default from 11.6).
+pub const ER_CHECKREAD: u16 = 1020;
 /// ER_SERVER_SHUTDOWN ("Server shutdown in progress")
 pub const ER_SERVER_SHUTDOWN: u16 = 1053;
 /// ER_CONNECTION_KILLED (MariaDB)
@@ -25,6 +29,7 @@ pub fn classify(e: &Error) -> Option<ErrorKind> {
         Error::MySqlError(m) => match m.code {
             ER_LOCK_DEADLOCK => Some(ErrorKind::Deadlock),
             ER_LOCK_WAIT_TIMEOUT => Some(ErrorKind::LockWaitTimeout),
+            ER_CHECKREAD => Some(ErrorKind::RecordChanged),
             ER_SERVER_SHUTDOWN | ER_CONNECTION_KILLED => Some(ErrorKind::LostConnection),
             c if CR_CODES.contains(&c) => Some(ErrorKind::LostConnection),
             _ => None,
@@ -57,6 +62,12 @@ mod tests {
     fn kinds() {
         assert_eq!(classify(&server(1213)), Some(ErrorKind::Deadlock));
         assert_eq!(classify(&server(1205)), Some(ErrorKind::LockWaitTimeout));
+        assert_eq!(classify(&server(1020)), Some(ErrorKind::RecordChanged));
+        assert_eq!(
+            classify(&server(1062)),
+            None,
+            "a duplicate key ends the run"
+        );
         assert_eq!(classify(&server(1927)), Some(ErrorKind::LostConnection));
         assert_eq!(classify(&server(1146)), None, "no such table ends the run");
         let io = Error::IoError(std::io::Error::new(

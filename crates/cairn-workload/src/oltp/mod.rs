@@ -1,23 +1,38 @@
-//! sysbench-compatible OLTP tests (`oltp_point_select`, `oltp_read_only`) driven natively: parameters, the threads, the run's clock.
+//! sysbench-compatible OLTP tests (`oltp_point_select`, `oltp_read_only`, `oltp_read_write`, `oltp_write_only`) driven natively: parameters, the threads, the run's clock and its arrival rate.
 //!
-//! Semantics follow sysbench 1.0's `oltp_common.lua`:
+//! Semantics follow sysbench 1.0.20's `oltp_common.lua` and test scripts:
 //! - `oltp_point_select`: one `SELECT c FROM sbtestN WHERE id=?` per event, no transaction;
-//! - `oltp_read_only`: per event `BEGIN`; `point_selects` (10) point selects; then
-//!   `simple_ranges`, `sum_ranges`, `order_ranges`, `distinct_ranges` (1 each) range
-//!   queries over `[id, id + range_size - 1]` (range size 100); `COMMIT`. As in sysbench,
-//!   the table is drawn uniformly once per *group* of queries (the point selects share one
-//!   table, each range kind draws its own), the ids from [`OltpSpec::rand`].
-//! - prepared statements by default (BEGIN/COMMIT as text: sysbench's server-side
-//!   preparation of them falls back to emulation too).
+//! - `oltp_read_only`: per event `BEGIN`; `point_selects` (10) point selects; then, if
+//!   `range_selects`, `simple_ranges`, `sum_ranges`, `order_ranges`, `distinct_ranges`
+//!   (1 each) range queries over `[id, id + range_size - 1]` (range size 100); `COMMIT`;
+//! - `oltp_read_write`: the same reads, then `index_updates` (1)
+//!   `UPDATE sbtestN SET k=k+1 WHERE id=?`, `non_index_updates` (1)
+//!   `UPDATE sbtestN SET c=? WHERE id=?` (a fresh 119-character `c`), `delete_inserts` (1)
+//!   `DELETE FROM sbtestN WHERE id=?` followed by
+//!   `INSERT INTO sbtestN (id, k, c, pad) VALUES (?, ?, ?, ?)` with the same id, a new `k`
+//!   drawn like an id, a new `c` and `pad`; `COMMIT`;
+//! - `oltp_write_only`: the same without the reads.
+//!
+//! As in sysbench, the table is drawn uniformly once per *group* of queries (the point
+//! selects share one table, each range kind, the index updates, the non-index updates and
+//! the delete/inserts draw their own), ids (and the inserted `k`) from [`OltpSpec::rand`],
+//! in sysbench's order of draws. Statements are prepared by default, only those the test
+//! runs (BEGIN/COMMIT as text: sysbench's server-side preparation of them falls back to
+//! emulation too). Deadlocks, lock wait timeouts and changed records roll the transaction
+//! back and restart the event, at most `max_retries` times in a row ([`classify`]).
 //!
 //! A run is `warmup` followed by the measured window (`time` and/or `events`); the warmup's
-//! figures are kept apart ([`Metrics::warmup`](crate::Metrics)).
+//! figures are kept apart ([`Metrics::warmup`](crate::Metrics)). With a `rate`, events
+//! arrive on a Poisson schedule and their latency counts from the intended start (see
+//! [`rate`]).
 
 mod errors;
+pub mod rate;
 mod statements;
 mod worker;
+mod writes;
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -25,8 +40,9 @@ use serde::{Deserialize, Serialize};
 
 pub use errors::classify;
 pub use statements::Query;
+pub use writes::WriteQuery;
 
-use crate::metrics::{merge, Metrics};
+use crate::metrics::{merge, Metrics, QueryCounts};
 use crate::rand::Distribution;
 use crate::{Error, Target};
 
@@ -36,15 +52,41 @@ use crate::{Error, Target};
 pub enum OltpTest {
     PointSelect,
     ReadOnly,
+    ReadWrite,
+    WriteOnly,
 }
 
 impl OltpTest {
+    pub const ALL: [OltpTest; 4] = [
+        OltpTest::PointSelect,
+        OltpTest::ReadOnly,
+        OltpTest::ReadWrite,
+        OltpTest::WriteOnly,
+    ];
+
     /// sysbench's script name.
     pub fn name(self) -> &'static str {
         match self {
             OltpTest::PointSelect => "oltp_point_select",
             OltpTest::ReadOnly => "oltp_read_only",
+            OltpTest::ReadWrite => "oltp_read_write",
+            OltpTest::WriteOnly => "oltp_write_only",
         }
+    }
+
+    /// The test of sysbench's script name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        OltpTest::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Runs the transaction's read part (point selects and ranges).
+    pub fn reads(self) -> bool {
+        matches!(self, OltpTest::ReadOnly | OltpTest::ReadWrite)
+    }
+
+    /// Runs the write part (updates, delete/inserts).
+    pub fn writes(self) -> bool {
+        matches!(self, OltpTest::ReadWrite | OltpTest::WriteOnly)
     }
 }
 
@@ -71,6 +113,8 @@ pub struct OltpSpec {
     pub rand: Distribution,
     /// `--range-size`
     pub range_size: u32,
+    /// `--range_selects`: run the four kinds of range queries at all.
+    pub range_selects: bool,
     /// `--point-selects` (oltp_point_select always sends 1)
     pub point_selects: u32,
     /// `--simple-ranges`
@@ -81,12 +125,21 @@ pub struct OltpSpec {
     pub order_ranges: u32,
     /// `--distinct-ranges`
     pub distinct_ranges: u32,
+    /// `--index-updates`
+    pub index_updates: u32,
+    /// `--non-index-updates`
+    pub non_index_updates: u32,
+    /// `--delete-inserts`: DELETE + INSERT pairs.
+    pub delete_inserts: u32,
     /// `--skip-trx`: no BEGIN/COMMIT.
     pub skip_trx: bool,
     /// Server-side prepared statements (sysbench's `--db-ps-mode=auto`); `false` = text queries.
     pub prepared: bool,
     /// Attempts of one event after an error, before the run fails.
     pub max_retries: u32,
+    /// `--rate`: events per second over all threads, arriving as a Poisson process;
+    /// latency counts from each event's intended start. `0` = as fast as possible.
+    pub rate: u32,
     /// Seed of the threads' generators (thread `i` uses stream `i`).
     pub seed: u64,
 }
@@ -105,14 +158,19 @@ impl OltpSpec {
             report_interval: Duration::from_secs(1),
             rand: Distribution::Uniform,
             range_size: 100,
+            range_selects: true,
             point_selects: 10,
             simple_ranges: 1,
             sum_ranges: 1,
             order_ranges: 1,
             distinct_ranges: 1,
+            index_updates: 1,
+            non_index_updates: 1,
+            delete_inserts: 1,
             skip_trx: false,
             prepared: true,
             max_retries: 10,
+            rate: 0,
             seed: 0,
         }
     }
@@ -128,23 +186,40 @@ impl OltpSpec {
         if self.report_interval.is_zero() {
             return bad("report_interval must be positive");
         }
-        Ok(())
+        self.rand.validate().map_err(Error::Invalid)
     }
 
-    /// Queries per event of each type: `(reads, other)`, what a server's `Com_select` and
-    /// `Com_begin` + `Com_commit` should grow by per event.
-    pub fn queries_per_event(&self) -> (u64, u64) {
-        match self.test {
-            OltpTest::PointSelect => (1, 0),
-            OltpTest::ReadOnly => {
-                let reads = self.point_selects
-                    + self.simple_ranges
+    /// Whether events run in a transaction (BEGIN … COMMIT).
+    pub fn in_trx(&self) -> bool {
+        self.test != OltpTest::PointSelect && !self.skip_trx
+    }
+
+    /// Queries per completed event, by type: what a server's `Com_select`, `Com_update` +
+    /// `Com_delete` + `Com_insert`, and `Com_begin` + `Com_commit` grow by per event (when
+    /// no attempt failed).
+    pub fn queries_per_event(&self) -> QueryCounts {
+        let mut q = QueryCounts::default();
+        if self.test == OltpTest::PointSelect {
+            q.read = 1;
+            return q;
+        }
+        if self.test.reads() {
+            q.read = self.point_selects as u64;
+            if self.range_selects {
+                q.read += (self.simple_ranges
                     + self.sum_ranges
                     + self.order_ranges
-                    + self.distinct_ranges;
-                (reads as u64, if self.skip_trx { 0 } else { 2 })
+                    + self.distinct_ranges) as u64;
             }
         }
+        if self.test.writes() {
+            q.write = (self.index_updates + self.non_index_updates) as u64
+                + 2 * self.delete_inserts as u64;
+        }
+        if self.in_trx() {
+            q.other = 2;
+        }
+        q
     }
 }
 
@@ -164,6 +239,8 @@ pub(crate) struct Shared<'a> {
     /// Measured events admitted so far (for `events`).
     pub admitted: AtomicU64,
     pub failure: Mutex<Option<Error>>,
+    /// The arrivals of a rate-limited run.
+    pub schedule: Option<rate::Schedule>,
 }
 
 /// Runs `spec` against `target` (whose `sbtest` tables must be loaded) and returns what it
@@ -188,6 +265,7 @@ pub fn run_oltp_until(
         stop: AtomicBool::new(false),
         admitted: AtomicU64::new(0),
         failure: Mutex::new(None),
+        schedule: (spec.rate > 0).then(|| rate::Schedule::new(spec.rate, spec.seed)),
     };
     let recorders = std::thread::scope(|s| {
         let handles: Vec<_> = (0..spec.threads)
@@ -218,7 +296,7 @@ pub fn run_oltp_until(
         .max()
         .unwrap_or(warmup_end)
         .max(warmup_end);
-    Ok(merge(
+    let mut m = merge(
         spec.test.name(),
         spec.threads,
         spec.report_interval,
@@ -226,5 +304,50 @@ pub fn run_oltp_until(
         warmup_end,
         end,
         recorders,
-    ))
+    );
+    m.rate = spec.rate;
+    if let (Some(s), Some(time)) = (&shared.schedule, spec.time) {
+        // an exhausted event budget, not the clock, ended the run: nothing was left behind
+        let budget_spent = spec
+            .events
+            .is_some_and(|n| shared.admitted.load(Ordering::Relaxed) >= n);
+        if !budget_spent {
+            m.measured.totals.unstarted = s.untaken_before(spec.warmup + time);
+        }
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_per_event_follow_sysbench() {
+        let q = |test| OltpSpec::new(test, 1, 10, 1, Duration::from_secs(1)).queries_per_event();
+        let counts = |read, write, other| QueryCounts { read, write, other };
+        assert_eq!(q(OltpTest::PointSelect), counts(1, 0, 0));
+        assert_eq!(q(OltpTest::ReadOnly), counts(14, 0, 2));
+        // 2 updates + 1 delete + 1 insert
+        assert_eq!(q(OltpTest::ReadWrite), counts(14, 4, 2));
+        assert_eq!(q(OltpTest::WriteOnly), counts(0, 4, 2));
+        let mut s = OltpSpec::new(OltpTest::ReadWrite, 1, 10, 1, Duration::from_secs(1));
+        s.range_selects = false;
+        s.skip_trx = true;
+        s.delete_inserts = 2;
+        assert_eq!(s.queries_per_event(), counts(10, 6, 0));
+        for t in OltpTest::ALL {
+            assert_eq!(OltpTest::from_name(t.name()), Some(t));
+        }
+        assert_eq!(OltpTest::from_name("oltp_insert"), None);
+    }
+
+    #[test]
+    fn invalid_distributions_are_rejected_before_connecting() {
+        let mut s = OltpSpec::new(OltpTest::ReadWrite, 1, 10, 1, Duration::from_secs(1));
+        s.rand = crate::Distribution::Pareto { h: 1.5 };
+        let target = Target::tcp("127.0.0.1", 1, "nobody");
+        let e = run_oltp(&target, &s).unwrap_err();
+        assert!(e.to_string().contains("pareto h"), "{e}");
+    }
 }
