@@ -16,6 +16,7 @@
 //! Row `i` is drawn from its own stream of the seed, so any row (and the dictionary) can be
 //! regenerated without the others and the data do not depend on the load's parallelism.
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -269,13 +270,14 @@ pub fn load_smack(target: &Target, spec: &SmackDataset) -> Result<SmackLoad, Err
         statements += s;
         bytes += b;
     }
-    let words = spec.dictionary().len() as u64;
+    let step = spec.dictionary_step();
+    let words = (spec.rows / step).min(spec.words.unwrap_or(u32::MAX));
     Ok(SmackLoad {
         rows: spec.rows as u64,
         insert_statements: statements,
         insert_bytes: bytes,
-        words,
-        dictionary_step: spec.dictionary_step(),
+        words: words as u64,
+        dictionary_step: step,
         elapsed_s: start.elapsed().as_secs_f64(),
     })
 }
@@ -304,10 +306,8 @@ fn load_range(
         let r = spec.row(i);
         row.clear();
         // letters and digits only: nothing to escape
-        row.push_str(&format!(
-            "('{}','{}',{},{})",
-            r.username, r.pass, r.uid, r.gid
-        ));
+        write!(row, "('{}','{}',{},{})", r.username, r.pass, r.uid, r.gid)
+            .expect("writing to a String");
         if !buf.is_empty() && buf.len() + 1 + row.len() > spec.insert_bytes {
             if failed.load(Ordering::SeqCst) {
                 return Ok((statements, bytes));
