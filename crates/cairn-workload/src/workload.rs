@@ -15,6 +15,9 @@ use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
 use crate::metrics::Metrics;
 use crate::oltp::{run_oltp_until, OltpSpec, OltpTest, StopCheck};
 use crate::rand::{Distribution, SpecialParams, PARETO_H, ZIPFIAN_EXP};
+use crate::smack::{
+    load_smack, run_select_index_until, smack_outcome, DictionaryOrder, SmackDataset, SmackSpec,
+};
 use crate::{Error, Target};
 
 /// `key=value` properties or parameters, as resolved by the plan.
@@ -84,6 +87,7 @@ pub struct RunContext<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dataset {
     Sysbench(SysbenchDataset),
+    Smack(SmackDataset),
 }
 
 /// What loading a dataset did.
@@ -111,6 +115,18 @@ impl Dataset {
                 }
                 Dataset::Sysbench(s)
             }
+            "smack" => {
+                let mut s = SmackDataset::new(p.u32("rows", crate::smack::dataset::DEFAULT_ROWS)?);
+                s.words = p.opt_u64("words")?.map(|w| w.min(u32::MAX as u64) as u32);
+                s.file_size_equiv = p.u64("file-size-equiv", s.file_size_equiv)?;
+                if p.has("engine") {
+                    s.engine = Some(p.string("engine", "")?);
+                }
+                s.seed = p.u64("seed", 0)?;
+                s.parallel = p.u32("parallel", 4)?;
+                s.validate()?;
+                Dataset::Smack(s)
+            }
             other => {
                 return Err(Error::Invalid(format!(
                     "datasets of generator `{other}` are not supported yet"
@@ -125,6 +141,7 @@ impl Dataset {
     pub fn database(&self) -> &str {
         match self {
             Dataset::Sysbench(_) => "sbtest",
+            Dataset::Smack(_) => "smack",
         }
     }
 
@@ -139,6 +156,14 @@ impl Dataset {
                     detail: serde_json::to_value(&r).expect("serialises"),
                 })
             }
+            Dataset::Smack(s) => {
+                let r = load_smack(target, s)?;
+                Ok(LoadReport {
+                    seconds: r.elapsed_s,
+                    rows: r.rows,
+                    detail: serde_json::to_value(&r).expect("serialises"),
+                })
+            }
         }
     }
 }
@@ -147,6 +172,7 @@ impl Dataset {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Workload {
     Oltp(OltpSpec),
+    Smack(SmackSpec),
 }
 
 impl Workload {
@@ -210,6 +236,37 @@ impl Workload {
                 d.finish()?;
                 Workload::Oltp(s)
             }
+            "smack" => {
+                if def.test != "select_index" {
+                    return Err(Error::Invalid(format!(
+                        "smack test `{}` is not supported: use select_index",
+                        def.test
+                    )));
+                }
+                let Some(Dataset::Smack(ds)) = dataset else {
+                    return Err(Error::Invalid(
+                        "smack `select_index` needs a smack dataset (`dataset \"…\" { smack rows=… }`)"
+                            .into(),
+                    ));
+                };
+                let mut s =
+                    SmackSpec::new(ds.clone(), p.u32("clients", 10)?, p.u64("rounds", 1000)?);
+                s.report_interval = p.duration("report-interval", 1.0)?;
+                s.seed = seed;
+                let mut d = Params::new("driver", &def.driver_props);
+                s.queries_per_round = d.u32("queries-per-round", 2)?;
+                s.dictionary = match d.string("dictionary", "rand")?.as_str() {
+                    "rand" => DictionaryOrder::Rand,
+                    "seq" => DictionaryOrder::Seq,
+                    other => {
+                        return Err(Error::Invalid(format!(
+                            "driver parameter `dictionary` must be rand or seq, not {other:?}"
+                        )))
+                    }
+                };
+                d.finish()?;
+                Workload::Smack(s)
+            }
             other => {
                 return Err(Error::Invalid(format!(
                     "workloads of driver `{other}` are not supported yet"
@@ -226,6 +283,10 @@ impl Workload {
             Workload::Oltp(spec) => {
                 let m = run_oltp_until(cx.target, spec, cx.stop)?;
                 Ok(oltp_outcome(&m))
+            }
+            Workload::Smack(spec) => {
+                let r = run_select_index_until(cx.target, spec, cx.stop)?;
+                Ok(smack_outcome(&r))
             }
         }
     }
@@ -468,7 +529,9 @@ mod tests {
             props: props(json!({"tables": 4, "rows": 1000, "engine": "MyISAM"})),
         })
         .unwrap();
-        let Dataset::Sysbench(s) = &ds;
+        let Dataset::Sysbench(s) = &ds else {
+            panic!("{ds:?}")
+        };
         assert_eq!(
             (s.tables, s.table_size, s.engine.as_str()),
             (4, 1000, "MyISAM")
@@ -484,7 +547,9 @@ mod tests {
             7,
         )
         .unwrap();
-        let Workload::Oltp(o) = w;
+        let Workload::Oltp(o) = w else {
+            panic!("{w:?}")
+        };
         assert_eq!(o.test, OltpTest::ReadOnly);
         assert_eq!((o.tables, o.table_size, o.threads), (4, 1000, 8));
         assert_eq!(o.time, Some(std::time::Duration::from_secs(5)));
@@ -508,7 +573,9 @@ mod tests {
             params: props(params),
         };
         Workload::from_def(&def, Some(&sysbench_ds()), 3).map(|w| {
-            let Workload::Oltp(o) = w;
+            let Workload::Oltp(o) = w else {
+                panic!("an OLTP workload")
+            };
             o
         })
     }
@@ -583,7 +650,9 @@ mod tests {
             props: props(json!({"distribution": "zipfian", "zipfian-exp": 0.5})),
         })
         .unwrap();
-        let Dataset::Sysbench(s) = ds;
+        let Dataset::Sysbench(s) = ds else {
+            panic!("a sysbench dataset")
+        };
         assert_eq!(s.k_distribution, Distribution::Zipfian { exp: 0.5 });
     }
 
