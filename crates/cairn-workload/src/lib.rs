@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod oltp;
 pub mod rand;
 pub mod server;
+pub mod sqlbench;
 pub mod workload;
 
 pub use conn::Target;
@@ -17,6 +18,7 @@ pub use dataset::sysbench::{load_sysbench, SysbenchDataset, SysbenchLoad};
 pub use metrics::{LatencySummary, Metrics, Totals};
 pub use oltp::{run_oltp, OltpSpec, OltpTest};
 pub use rand::Distribution;
+pub use sqlbench::{run_sqlbench, Scale, SqlBenchReport, SqlBenchSpec, SqlBenchTest};
 pub use workload::{Dataset, DatasetDef, LoadReport, Outcome, RunContext, Workload, WorkloadDef};
 
 /// Errors of the workload drivers.
