@@ -460,3 +460,31 @@ fn a_server_that_dies_fails_the_run() {
     );
     assert!(msg.starts_with("select "), "names the test: {msg}");
 }
+
+/// A measurement, not a check: `SQLBENCH_SCALE` (default `small-test`) and `SQLBENCH_TEST`
+/// (default `all`) against a fresh server; prints sql-bench's RUN- summary.
+/// `cargo test -p cairn-workload --test sqlbench_e2e -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement (minutes at small-test); run it by hand"]
+fn measure() {
+    let scale = std::env::var("SQLBENCH_SCALE").unwrap_or_else(|_| "small-test".into());
+    let test = std::env::var("SQLBENCH_TEST").unwrap_or_else(|_| "all".into());
+    let scale = match scale.parse::<u64>() {
+        Ok(n) => serde_json::json!(n),
+        Err(_) => serde_json::json!(scale),
+    };
+    let (_guard, target) = start("measure");
+    let mut spec = SqlBenchSpec::new(
+        SqlBenchTest::parse(&test).expect("a sql-bench test"),
+        Scale::parse(&scale).unwrap(),
+    );
+    spec.engine = std::env::var("SQLBENCH_ENGINE").ok();
+    let r = cairn_workload::run_sqlbench(&target, &spec).unwrap();
+    println!("{}\n{}", r.headline(), r.run_summary());
+    assert_eq!(
+        r.wrong_results,
+        0,
+        "{:?}",
+        r.tests.iter().map(|t| &t.messages).collect::<Vec<_>>()
+    );
+}
