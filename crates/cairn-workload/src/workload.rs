@@ -15,7 +15,7 @@ use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
 use crate::metrics::Metrics;
 use crate::oltp::{run_oltp_until, OltpSpec, OltpTest, StopCheck};
 use crate::rand::{Distribution, SpecialParams};
-use crate::sqlbench::{run_sqlbench_until, Scale, SqlBenchSpec, SqlBenchTest};
+use crate::sqlbench::{run_sqlbench_until, SqlBenchSpec};
 use crate::{Error, Target};
 
 /// `key=value` properties or parameters, as resolved by the plan.
@@ -203,7 +203,7 @@ impl Workload {
                 d.finish()?;
                 Workload::Oltp(s)
             }
-            "sqlbench" => Workload::SqlBench(sqlbench_spec(def, &mut p)?),
+            "sqlbench" => Workload::SqlBench(SqlBenchSpec::from_def(def, &mut p)?),
             other => {
                 return Err(Error::Invalid(format!(
                     "workloads of driver `{other}` are not supported yet"
@@ -224,56 +224,6 @@ impl Workload {
             Workload::SqlBench(spec) => Ok(run_sqlbench_until(cx.target, spec, cx.stop)?.outcome()),
         }
     }
-}
-
-/// A `sqlbench` workload: test `all` or one of sql-bench's (`insert`, `alter-table`, …);
-/// parameters `scale` (`"small"`, `"small-test"`, `"full"` — the default, sql-bench's counts —
-/// or a divisor), `engine`, `fast-insert`, `tcpip`, `seed`, `statement-timeout`. sql-bench's
-/// data do not change between passes, so the pass seed is not used.
-fn sqlbench_spec(def: &WorkloadDef, p: &mut Params<'_>) -> Result<SqlBenchSpec, Error> {
-    let Some(tests) = SqlBenchTest::parse(&def.test) else {
-        let names: Vec<&str> = SqlBenchTest::ALL.iter().map(|t| t.name()).collect();
-        return Err(Error::Invalid(format!(
-            "sqlbench test `{}` is not supported: use all, {}",
-            def.test,
-            names.join(", ")
-        )));
-    };
-    let scale = match def.params.get("scale") {
-        None => Scale::Full,
-        Some(v) => {
-            // marks the parameter used, whichever its type
-            if v.is_string() {
-                p.string("scale", "")?;
-            } else {
-                p.opt_u64("scale").ok();
-            }
-            Scale::parse(v).map_err(|e| {
-                Error::Invalid(format!(
-                    "workload parameter `scale` must be \"small\", \"small-test\", \"full\" or a divisor ≥ 1: {e}"
-                ))
-            })?
-        }
-    };
-    let mut s = SqlBenchSpec::new(tests, scale);
-    if p.has("engine") {
-        let e = p.string("engine", "")?;
-        crate::conn::check_identifier(&e)?;
-        s.engine = Some(e);
-    }
-    s.fast_insert = p.bool("fast-insert", false)?;
-    if p.has("tcpip") {
-        s.tcpip = Some(p.bool("tcpip", false)?);
-    }
-    s.seed = p.u64("seed", 0)?;
-    s.statement_timeout = p.duration("statement-timeout", 600.0)?;
-    if s.statement_timeout.is_zero() {
-        return Err(Error::Invalid(
-            "workload parameter `statement-timeout` must be above 0".into(),
-        ));
-    }
-    Params::new("driver", &def.driver_props).finish()?;
-    Ok(s)
 }
 
 /// The figures of an OLTP run: `tps`, `qps`, latency percentiles, errors, client CPU.

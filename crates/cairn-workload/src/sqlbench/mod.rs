@@ -80,6 +80,7 @@ pub use report::{snake, GroupReport, SqlBenchReport, TestReport};
 pub use session::com_counter;
 
 use crate::oltp::StopCheck;
+use crate::workload::{Params, WorkloadDef};
 use crate::{Error, Target};
 
 /// One sql-bench test (`test-<name>`).
@@ -223,6 +224,57 @@ impl SqlBenchSpec {
             seed: 0,
             statement_timeout: Duration::from_secs(600),
         }
+    }
+
+    /// A plan's `sqlbench` workload: test `all` or one of sql-bench's (`insert`,
+    /// `alter-table`, …); parameters `scale` (`"small"`, `"small-test"`, `"full"` — the
+    /// default, sql-bench's counts — or a divisor), `engine`, `fast-insert`, `tcpip`, `seed`,
+    /// `statement-timeout` (seconds). sql-bench's data do not change between passes, so the
+    /// pass seed is not used.
+    pub fn from_def(def: &WorkloadDef, p: &mut Params<'_>) -> Result<Self, Error> {
+        let Some(tests) = SqlBenchTest::parse(&def.test) else {
+            let names: Vec<&str> = SqlBenchTest::ALL.iter().map(|t| t.name()).collect();
+            return Err(Error::Invalid(format!(
+                "sqlbench test `{}` is not supported: use all, {}",
+                def.test,
+                names.join(", ")
+            )));
+        };
+        let scale = match def.params.get("scale") {
+            None => Scale::Full,
+            Some(v) => {
+                // marks the parameter used, whichever its type
+                if v.is_string() {
+                    p.string("scale", "")?;
+                } else {
+                    p.opt_u64("scale").ok();
+                }
+                Scale::parse(v).map_err(|e| {
+                    Error::Invalid(format!(
+                        "workload parameter `scale` must be \"small\", \"small-test\", \"full\" or a divisor ≥ 1: {e}"
+                    ))
+                })?
+            }
+        };
+        let mut s = SqlBenchSpec::new(tests, scale);
+        if p.has("engine") {
+            let e = p.string("engine", "")?;
+            crate::conn::check_identifier(&e)?;
+            s.engine = Some(e);
+        }
+        s.fast_insert = p.bool("fast-insert", false)?;
+        if p.has("tcpip") {
+            s.tcpip = Some(p.bool("tcpip", false)?);
+        }
+        s.seed = p.u64("seed", 0)?;
+        s.statement_timeout = p.duration("statement-timeout", 600.0)?;
+        if s.statement_timeout.is_zero() {
+            return Err(Error::Invalid(
+                "workload parameter `statement-timeout` must be above 0".into(),
+            ));
+        }
+        Params::new("driver", &def.driver_props).finish()?;
+        Ok(s)
     }
 
     fn validate(&self) -> Result<(), Error> {
