@@ -465,7 +465,7 @@ fn a_server_that_dies_fails_the_run() {
 /// (default `all`) against a fresh server; prints sql-bench's RUN- summary.
 /// `cargo test -p cairn-workload --test sqlbench_e2e -- --ignored --nocapture`
 #[test]
-#[ignore = "a measurement (minutes at small-test); run it by hand"]
+#[ignore = "a measurement (about a minute at small-test); run it by hand"]
 fn measure() {
     let scale = std::env::var("SQLBENCH_SCALE").unwrap_or_else(|_| "small-test".into());
     let test = std::env::var("SQLBENCH_TEST").unwrap_or_else(|_| "all".into());
