@@ -44,9 +44,9 @@
 //!
 //! - Times are fractional wall-clock seconds (sql-bench's `--hires`) and client CPU of the
 //!   running thread; nothing is "estimated" (no `--time-limit` extrapolation).
-//! - Each group's count is the statements it sent (connections for connect's groups);
-//!   sql-bench's parenthesised numbers sometimes count otherwise (`select_range_prefix`
-//!   counts each query twice).
+//! - Each group's count is the statements it sent (connections for connect's groups, pairs
+//!   for create's `create+drop` groups); sql-bench's parenthesised numbers sometimes count
+//!   otherwise (`select_range_prefix` counts each query twice).
 //! - `delete_all_many_keys` times its own statement; sql-bench's clock for it starts before
 //!   `delete_big_many_keys`. alter-table's `insert` line is summed like the others (sql-bench's
 //!   lacks the colon its summary needs).
