@@ -11,6 +11,7 @@ pub mod oltp;
 pub mod rand;
 pub mod server;
 pub mod smack;
+pub mod sqlbench;
 pub mod workload;
 
 pub use conn::Target;
@@ -19,6 +20,7 @@ pub use metrics::{LatencySummary, Metrics, Totals};
 pub use oltp::{run_oltp, OltpSpec, OltpTest};
 pub use rand::Distribution;
 pub use smack::{load_smack, run_select_index, SmackDataset, SmackRun, SmackSpec};
+pub use sqlbench::{run_sqlbench, Scale, SqlBenchReport, SqlBenchSpec, SqlBenchTest};
 pub use workload::{Dataset, DatasetDef, LoadReport, Outcome, RunContext, Workload, WorkloadDef};
 
 /// Errors of the workload drivers.

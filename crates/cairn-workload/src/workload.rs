@@ -18,6 +18,7 @@ use crate::rand::{Distribution, SpecialParams, PARETO_H, ZIPFIAN_EXP};
 use crate::smack::{
     load_smack, run_select_index_until, smack_outcome, DictionaryOrder, SmackDataset, SmackSpec,
 };
+use crate::sqlbench::{run_sqlbench_until, SqlBenchSpec};
 use crate::{Error, Target};
 
 /// `key=value` properties or parameters, as resolved by the plan.
@@ -173,6 +174,7 @@ impl Dataset {
 pub enum Workload {
     Oltp(OltpSpec),
     Smack(SmackSpec),
+    SqlBench(SqlBenchSpec),
 }
 
 impl Workload {
@@ -267,6 +269,7 @@ impl Workload {
                 d.finish()?;
                 Workload::Smack(s)
             }
+            "sqlbench" => Workload::SqlBench(SqlBenchSpec::from_def(def, &mut p)?),
             other => {
                 return Err(Error::Invalid(format!(
                     "workloads of driver `{other}` are not supported yet"
@@ -288,6 +291,7 @@ impl Workload {
                 let r = run_select_index_until(cx.target, spec, cx.stop)?;
                 Ok(smack_outcome(&r))
             }
+            Workload::SqlBench(spec) => Ok(run_sqlbench_until(cx.target, spec, cx.stop)?.outcome()),
         }
     }
 }
