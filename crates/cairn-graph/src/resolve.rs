@@ -271,11 +271,25 @@ pub const DEFAULT_VARIANT: &str = "minbase";
 /// its path; the path travels in `step.command.files` (the executor reads it from there).
 /// The Debian mirror is machine-local configuration and is in no key.
 ///
+/// Images declared in the root plan file are always built; an image from an imported file
+/// only when a server uses it.
+///
 /// Steps with identical (definition, inputs) are one step: an image that `extends` another
 /// shares the parent's base and leading layers (named after the image that declared them
 /// first). Dependents use the chain's last step ([`Builder::image_last`]).
 fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
+    // A recipe file can offer many images (amd64 and i386, several suites): an imported
+    // image is built only if a server uses it; the plan's own images always are.
+    let used: std::collections::HashSet<&str> = plan
+        .servers
+        .iter()
+        .filter_map(|s| s.image.as_deref().map(String::as_str))
+        .collect();
     for img in &plan.images {
+        let in_root = img.name.loc.source == cairn_plan::SourceId(0);
+        if !in_root && !used.contains(img.name.as_str()) {
+            continue;
+        }
         let dir = plan.sources[img.name.loc.source.0].dir.clone();
         let deb = img.debian.as_ref();
         let field = |f: Option<&Option<String>>, default: &str| {

@@ -154,10 +154,18 @@ image "child" {
 }
 image "twin" { extends "parent" }
 "#;
-    let (_d, g) = small(
-        "",
-        &format!("{recipe}\nimage \"small\" {{ packages \"procps\" }}"),
+    // servers use every image (an imported image is built only when used)
+    let plan = format!(
+        "{PLAN}\nserver \"p\" {{ image \"parent\" }}\nserver \"c\" {{ image \"child\" }}\nserver \"tw\" {{ image \"twin\" }}\n"
     );
+    let (_d, g) = load(&[
+        ("plan.kdl", &plan),
+        (
+            "images.kdl",
+            &format!("{recipe}\nimage \"small\" {{ packages \"procps\" }}"),
+        ),
+        ("conf/x.cnf", ""),
+    ]);
     // parent: base + 1; child: shares both, adds its 2nd layer; twin: all shared;
     // small: same base as parent (same packages, no layers) → shared
     assert_eq!(
@@ -179,6 +187,24 @@ image "twin" { extends "parent" }
     let trial = g.steps.iter().find(|s| s.kind == StepKind::Trial).unwrap();
     let img = trial.inputs.iter().find(|i| i.mount == "image").unwrap();
     assert_eq!(g.steps[img.from].address, "image/parent");
+}
+
+#[test]
+fn imported_images_are_built_only_when_a_server_uses_them() {
+    let recipe = format!("{RECIPE}\nimage \"unused\" {{ packages \"less\" }}");
+    let (_d, g) = small("[mysqld]\n", &recipe);
+    assert_eq!(
+        images(&g),
+        ["image/small", "image/small/1", "image/small/2"],
+        "`unused` is offered by the recipe file but no server uses it"
+    );
+    // declared in the plan itself, an image is built even without a server
+    let (_d, g) = load(&[(
+        "plan.kdl",
+        r#"study "x"
+image "own" { packages "less" }"#,
+    )]);
+    assert_eq!(images(&g), ["image/own"]);
 }
 
 #[test]
