@@ -36,20 +36,52 @@ enum ParamKind {
     /// duration string → seconds as `Value::Float`; `true` = must be > 0
     Duration(bool),
     Choice(&'static [&'static str]),
+    /// a number >= 0 (integer or decimal), as `Value::Float`
+    Number,
+    /// `#true` / `#false`
+    Flag,
+    /// a string or an integer >= 1 (e.g. sql-bench's `scale "small"` or `scale 10`)
+    NameOrCount,
+    /// any string
+    Text,
 }
 
+/// Every workload parameter a driver understands, with how its values are checked here;
+/// the driver checks the rest (which parameter belongs to which driver, ranges) before a run.
 const PARAMS: &[(&str, ParamKind)] = &[
+    // every driver
     ("threads", ParamKind::Positive),
     ("duration", ParamKind::Duration(true)),
     ("warmup", ParamKind::Duration(false)),
     ("events", ParamKind::Count),
-    ("rate", ParamKind::Count),
     ("report-interval", ParamKind::Duration(true)),
+    // sysbench OLTP
+    ("rate", ParamKind::Count),
     ("range-size", ParamKind::Positive),
     ("distribution", ParamKind::Choice(DISTRIBUTIONS)),
+    ("pareto-h", ParamKind::Number),
+    ("zipfian-exp", ParamKind::Number),
+    ("point-selects", ParamKind::Count),
+    ("simple-ranges", ParamKind::Count),
+    ("sum-ranges", ParamKind::Count),
+    ("order-ranges", ParamKind::Count),
+    ("distinct-ranges", ParamKind::Count),
+    ("index-updates", ParamKind::Count),
+    ("non-index-updates", ParamKind::Count),
+    ("delete-inserts", ParamKind::Count),
+    ("range-selects", ParamKind::Flag),
+    ("skip-trx", ParamKind::Flag),
+    ("max-retries", ParamKind::Count),
+    // super-smack
     ("clients", ParamKind::Positive),
     ("rounds", ParamKind::Positive),
-    ("scale", ParamKind::Positive),
+    // sql-bench
+    ("scale", ParamKind::NameOrCount),
+    ("engine", ParamKind::Text),
+    ("fast-insert", ParamKind::Flag),
+    ("tcpip", ParamKind::Flag),
+    ("seed", ParamKind::Count),
+    ("statement-timeout", ParamKind::Duration(true)),
     ("tables", ParamKind::Positive),
 ];
 
@@ -751,6 +783,36 @@ impl FileParser<'_> {
                     Some(d) => Some(Value::Float(d.as_secs_f64())),
                     None => None,
                 },
+                ParamKind::Number => match &e.value() {
+                    kdl::KdlValue::Integer(i) if *i >= 0 => Some(Value::Float(*i as f64)),
+                    kdl::KdlValue::Float(f) if *f >= 0.0 && f.is_finite() => Some(Value::Float(*f)),
+                    _ => {
+                        self.bad_value(
+                            e,
+                            format!("`{}` must be a number ≥ 0", param.name.value),
+                            None,
+                        );
+                        None
+                    }
+                },
+                ParamKind::Flag => match &e.value() {
+                    kdl::KdlValue::Bool(b) => Some(Value::Bool(*b)),
+                    _ => {
+                        self.bad_value(
+                            e,
+                            format!("`{}` must be #true or #false", param.name.value),
+                            None,
+                        );
+                        None
+                    }
+                },
+                ParamKind::NameOrCount => match &e.value() {
+                    kdl::KdlValue::Integer(_) => self
+                        .int_of(&param.name.value, e, 1, i64::MAX as i128)
+                        .map(|i| Value::Int(i.value as i64)),
+                    _ => self.string_of(e).map(|s| Value::String(s.value)),
+                },
+                ParamKind::Text => self.string_of(e).map(|s| Value::String(s.value)),
                 ParamKind::Choice(allowed) => match self.string_of(e) {
                     Some(s) if allowed.contains(&s.as_str()) => Some(Value::String(s.value)),
                     Some(s) => {
