@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: build cairn and run a small real study end to end,
-# twice — the second run is served from the cache.
+# The main job on a fresh machine: build cairn and run a small real study end to end —
+# plans/quickstart.kdl: MariaDB with the system allocator vs jemalloc under sysbench
+# oltp_read_only, in Docker containers built from a debootstrap root (a few minutes the
+# first time). Then the same run again, served from the cache, and the results table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release --locked
 cairn=target/release/cairn
-$cairn check plans/compress.kdl
-$cairn run plans/compress.kdl
+$cairn check plans/quickstart.kdl
+$cairn run plans/quickstart.kdl
 echo "--- second run: everything is cached"
-$cairn run plans/compress.kdl
-echo "--- summary"
-$cairn cat plans/compress.kdl summary
+$cairn run plans/quickstart.kdl
+echo "--- results"
+$cairn results plans/quickstart.kdl

@@ -46,6 +46,8 @@ pub fn unique_marker(tag: &str) -> String {
 #[derive(Debug)]
 pub struct Ran {
     pub code: Option<i32>,
+    /// The process id it had (to find what it labelled with its run id).
+    pub pid: Option<u32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -54,6 +56,7 @@ impl Ran {
     fn from_output(o: Output) -> Ran {
         Ran {
             code: o.status.code(),
+            pid: None,
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         }
@@ -313,6 +316,7 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// Wait for a child, killing it and panicking if it outlives `guard`.
 pub fn wait_with_guard(mut child: Child, guard: Duration, what: &str) -> Ran {
+    let pid = Some(child.id());
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let out_t = thread::spawn(move || read_all(stdout));
@@ -321,6 +325,7 @@ pub fn wait_with_guard(mut child: Child, guard: Duration, what: &str) -> Ran {
         .unwrap_or_else(|| panic!("{what} did not finish within {guard:?} (hang guard)"));
     Ran {
         code: status.code(),
+        pid,
         stdout: out_t.join().expect("stdout reader"),
         stderr: err_t.join().expect("stderr reader"),
     }
@@ -443,6 +448,7 @@ impl Live {
             .unwrap_or_default();
         Ran {
             code: status.code(),
+            pid: Some(self.child.id()),
             stdout: self.seen.join("\n"),
             stderr,
         }

@@ -457,32 +457,19 @@ fn cleanup_stale_removes_a_killed_runs_leftovers() {
 
 #[test]
 fn i386_server_is_32_bit() {
-    let base = build(&BaseSpec {
-        name: "e2e-mariadb-bookworm-i386".into(),
-        key: "e2e-bookworm-i386-mariadb-v2".into(),
-        suite: "bookworm".into(),
-        arch: "i386".into(),
-        packages: vec!["mariadb-server".into()],
-        mirror: None,
-        cache_dir: None,
-    });
+    // the shared recipe's 32-bit build (`images/mariadb.kdl`), as plans build it
+    let base = build(&cairn_testkit::base_spec(
+        &cairn_testkit::recipe_file(),
+        "mariadb-bookworm-i386",
+    ));
     let d = docker();
     let m = d.manifest(&base.id).unwrap();
     assert_eq!(m.dpkg_architecture, "i386");
-    // this image has neither tcmalloc nor jemalloc: the error names the package to add
-    for (alloc, package) in [
-        ("jemalloc", "libjemalloc2"),
-        ("tcmalloc", "libtcmalloc-minimal4"),
-    ] {
-        let err = allocator_library(d, &base.id, alloc).expect_err("not installed");
-        assert!(
-            matches!(err, DockerError::MissingAllocator { .. }),
-            "{err:?}"
-        );
-        let msg = err.to_string();
-        eprintln!("{msg}");
-        assert!(msg.contains(&format!("`{package}`")), "{msg}");
-    }
+    // the allocators resolve to the 32-bit libraries of the image
+    let tcmalloc = allocator_library(d, &base.id, "tcmalloc")
+        .unwrap()
+        .expect("tcmalloc in the image");
+    assert!(tcmalloc.contains("i386-linux-gnu"), "{tcmalloc}");
     // Docker 20.10 (API 1.41) imports with the host's architecture whatever the platform
     // parameter says; the label and dpkg tell the truth.
     eprintln!("i386 image: engine architecture {:?}", m.image_architecture);
@@ -503,11 +490,16 @@ fn i386_server_is_32_bit() {
         render_my_cnf(&small_server_options()),
         sock.path().into(),
     );
+    let mut spec = spec;
+    spec.env = vec![format!("LD_PRELOAD={tcmalloc}")];
     let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
-    let checks = d.variant_checks(&server, &[]).unwrap();
+    let checks = d
+        .variant_checks(&server, &[maps_fragment(&tcmalloc)])
+        .unwrap();
     eprintln!("i386 checks: {}", serde_json::to_string(&checks).unwrap());
     assert_eq!(checks.word_size, 32);
     assert_eq!(checks.compile_machine, "i686");
+    assert!(checks.is_mapped(maps_fragment(&tcmalloc)), "{checks:?}");
     d.stop_server(&server, spec.stop_timeout).unwrap();
 }
 
@@ -688,6 +680,24 @@ fn allocators_resolve_and_are_mapped() {
     let d = docker();
     assert_eq!(allocator_library(d, &base.id, "system").unwrap(), None);
     assert!(allocator_library(d, &base.id, "mimalloc").is_err());
+    // an image without the library: the error names the package to add
+    let key = format!("e2e-nojemalloc-{}", std::process::id());
+    let layer = d
+        .run_layer(
+            &base.id,
+            "e2e-nojemalloc",
+            &key,
+            "dpkg --purge libjemalloc2 >/dev/null",
+            &[],
+        )
+        .unwrap();
+    let _layer_guard = ImageGuard(vec![layer.reference.clone()]);
+    let err = allocator_library(d, &layer.reference, "jemalloc").expect_err("purged");
+    assert!(
+        matches!(err, DockerError::MissingAllocator { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("`libjemalloc2`"), "{err}");
     let run = RunGuard::new("alloc");
     for (alloc, name) in [("tcmalloc", "tcmalloc"), ("jemalloc", "jemalloc")] {
         let t = Instant::now();

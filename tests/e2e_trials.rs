@@ -1,0 +1,434 @@
+//! End-to-end: datasets and trials through the real `cairn` binary, real Docker and real MariaDB — servers from plan `server` nodes (TCP, socket, TLS; system, tcmalloc and jemalloc; amd64 and i386; the process executor), the variant recorded and checked, the second run served from the cache, `cairn results`, a server's own error for a bad option, driver parameters checked before a run, and a SIGKILLed run's containers removed by the next run.
+//!
+//! Plans import the shipped `images/mariadb.kdl`, whose amd64 image is the one every test
+//! suite shares (`cairn_testkit`); it is built once per machine (a minute) and then reused.
+//! Workloads are tiny (a second each): these tests check behaviour, never speed.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{set, wait_with_guard, Events, Live, Ran, Sandbox};
+use serde_json::Value;
+
+/// A hang guard for invocations that start servers (never a timing).
+const GUARD: Duration = Duration::from_secs(600);
+
+fn images() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("images/mariadb.kdl")
+        .display()
+        .to_string()
+}
+
+/// The shared image exists before any test's cairn needs it (one build, not one per test).
+fn image_ready() {
+    cairn_testkit::mariadb_image();
+}
+
+fn cairn(sb: &Sandbox, global: &[&str], args: &[&str]) -> Ran {
+    let mut c = sb.command(global, args);
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    wait_with_guard(c.spawn().expect("spawn"), GUARD, &format!("{args:?}"))
+}
+
+fn run_json(sb: &Sandbox, plan: &str, extra: &[&str]) -> (Ran, Events) {
+    let mut args = vec!["run", plan];
+    args.extend_from_slice(extra);
+    let r = cairn(sb, &["--json"], &args);
+    let ev = r.events();
+    (r, ev)
+}
+
+/// The only record of `address`.
+fn record(sb: &Sandbox, address: &str) -> Value {
+    let mut recs = sb.records_of(address);
+    assert_eq!(recs.len(), 1, "one record of {address}");
+    recs.pop().unwrap().1
+}
+
+/// Container names labelled with a run id of process `pid` (`run-<pid>-…`).
+fn containers_of(pid: u32) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=cairn.run",
+            "--format",
+            "{{.Label \"cairn.run\"}} {{.Names}}",
+        ])
+        .output()
+        .expect("docker CLI");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&format!("run-{pid}-")))
+        .map(|l| l.split_whitespace().nth(1).unwrap_or_default().to_string())
+        .collect()
+}
+
+fn networks_of(pid: u32) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "network",
+            "ls",
+            "--filter",
+            "label=cairn.run",
+            "--format",
+            "{{.Name}}",
+        ])
+        .output()
+        .expect("docker CLI");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&format!("cairn-run-{pid}-")))
+        .map(String::from)
+        .collect()
+}
+
+const SERVERS: &str = r#"
+server "system" {
+    image "mariadb-bookworm"
+    option innodb_buffer_pool_size="64M" max_connections=50 skip-name-resolve=#true
+    connect "tcp"
+}
+server "tcmalloc" { extends "system"; allocator "tcmalloc"; connect "socket" }
+server "jemalloc" { extends "system"; allocator "jemalloc"; connect "tls" }
+dataset "sb" { sysbench tables=1 rows=500 }
+workload "ps" {
+    sysbench "oltp_point_select"
+    threads 2
+    duration "1s"
+}
+"#;
+
+#[test]
+fn trials_verify_their_variant_and_are_cached() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            "study \"e2e-trials\"\nimport \"{}\"\n{SERVERS}\ntrials \"t\" {{ servers \"system\" \"tcmalloc\" \"jemalloc\"; dataset \"sb\"; workload \"ps\" }}\n",
+            images()
+        ),
+    );
+    let (r, ev) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(0);
+    let trials = set(["trial/t/system", "trial/t/tcmalloc", "trial/t/jemalloc"]);
+    let finished = ev.finished();
+    for t in &trials {
+        assert!(finished.contains(t), "{t} ran: {finished:?}\n{}", r.stderr);
+    }
+    // every trial printed its headline as it finished
+    for e in ev.of("step_finished") {
+        if e["kind"] == "trial" {
+            assert!(e["headline"].as_str().unwrap().contains(" tps"), "{e}");
+        }
+    }
+
+    for (address, allocator, lib) in [
+        ("trial/t/system", "system", None),
+        ("trial/t/tcmalloc", "tcmalloc", Some("libtcmalloc")),
+        ("trial/t/jemalloc", "jemalloc", Some("libjemalloc")),
+    ] {
+        let rec = record(&sb, address);
+        let v = &rec["extra"]["variant"];
+        assert_eq!(v["allocator"], allocator, "{address}: {v}");
+        assert_eq!(v["checks"]["word_size"], 64, "{v}");
+        assert_eq!(v["checks"]["compile_machine"], "x86_64", "{v}");
+        assert!(v["checks"]["version"].as_str().unwrap().contains("MariaDB"));
+        let mapped: Vec<&str> = v["checks"]["allocators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["mapped"] == true)
+            .map(|a| a["library"].as_str().unwrap())
+            .collect();
+        match lib {
+            None => assert!(mapped.is_empty(), "{address}: nothing preloaded: {v}"),
+            Some(l) => assert_eq!(mapped, [l], "{address}: {v}"),
+        }
+        // the server says so too
+        let malloc = v["checks"]["malloc_library"].as_str().unwrap();
+        assert!(
+            malloc.contains(if allocator == "system" {
+                "system"
+            } else {
+                allocator
+            }),
+            "{malloc}"
+        );
+        let figures = &rec["extra"]["figures"];
+        assert!(figures["tps"].as_f64().unwrap() > 0.0, "{figures}");
+        assert_eq!(figures["errors"], 0.0);
+        assert!(rec["fingerprint"]["runtime"]
+            .as_str()
+            .unwrap()
+            .starts_with("Docker Engine"));
+        for out in [
+            "figures.json",
+            "metrics.json",
+            "server.json",
+            "variables.json",
+            "server.log",
+        ] {
+            assert!(rec["outputs"][out].is_object(), "{address} has {out}");
+        }
+    }
+    // the TLS trial ran over TLS: the server counted TLS handshakes during the workload
+    let server_json = cairn(
+        &sb,
+        &[],
+        &["cat", "plan.kdl", "trial/t/jemalloc", "server.json"],
+    );
+    server_json.expect_code(0);
+    let sj: Value = serde_json::from_str(&server_json.stdout).unwrap();
+    assert!(
+        sj["status_deltas"]["Ssl_accepts"].as_f64().unwrap_or(0.0) >= 2.0,
+        "{}",
+        sj["status_deltas"]
+    );
+    assert!(sj["status_deltas"]["Com_select"].as_f64().unwrap() > 0.0);
+
+    // nothing of the run is left in the engine
+    let pid = r.pid.expect("pid");
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
+
+    // second run: everything from the cache, headlines shown again
+    let (r2, ev2) = run_json(&sb, "plan.kdl", &[]);
+    r2.expect_code(0);
+    assert!(ev2.finished().is_empty(), "{:?}", ev2.finished());
+    for t in &trials {
+        assert!(ev2.cached().contains(t));
+    }
+    let cached_trial = ev2
+        .of("step_cached")
+        .into_iter()
+        .find(|e| e["step"] == "trial/t/system")
+        .unwrap()
+        .clone();
+    assert!(cached_trial["headline"].as_str().unwrap().contains("tps"));
+
+    // `cairn results`: a table, CSV and JSON of the same trials
+    let table = cairn(&sb, &[], &["results", "plan.kdl"]);
+    table.expect_code(0);
+    assert!(table.stdout.contains("tps") && table.stdout.contains("jemalloc"));
+    assert!(
+        table.stdout.contains("3 of 3 trials measured"),
+        "{}",
+        table.stdout
+    );
+    let csv = cairn(&sb, &[], &["results", "plan.kdl", "--csv"]);
+    csv.expect_code(0);
+    let mut lines = csv.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(
+        header.contains(&"tps") && header.contains(&"threads"),
+        "{header:?}"
+    );
+    assert_eq!(lines.count(), 3);
+    let json = cairn(&sb, &["--json"], &["results", "plan.kdl"]);
+    let rows = json.json_lines();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r["state"] == "cached"));
+    assert!(rows.iter().any(|r| r["allocator"] == "tcmalloc"));
+}
+
+#[test]
+fn an_invalid_option_fails_with_the_servers_own_error() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-badopt"
+import "{}"
+server "bad" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" no_such_option=1 }}
+dataset "sb" {{ sysbench tables=1 rows=100 }}
+workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
+trials "t" {{ servers "bad"; dataset "sb"; workload "ps" }}
+"#,
+            images()
+        ),
+    );
+    let (r, ev) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(1);
+    assert_eq!(ev.failed(), set(["dataset/sb@bad"]));
+    let err = ev.of("step_failed")[0]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("unknown variable 'no_such_option=1'"),
+        "the server's own words: {err}"
+    );
+    let pid = r.pid.expect("pid");
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+}
+
+#[test]
+fn bad_driver_parameters_are_bad_input_before_anything_runs() {
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-badparam"
+import "{}"
+server "s" {{ image "mariadb-bookworm" }}
+dataset "sb" {{ sysbench tables=1 rows=100 tabels=3 }}
+workload "ps" {{
+    sysbench "oltp_point_select"
+    clients 4
+}}
+trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
+"#,
+            images()
+        ),
+    );
+    for cmd in [["check", "plan.kdl"], ["run", "plan.kdl"]] {
+        let r = cairn(&sb, &[], &cmd);
+        r.expect_code(2);
+        assert!(
+            r.stderr.contains("unknown dataset parameter `tabels`"),
+            "{}",
+            r.stderr
+        );
+        // it points at the parameter in the plan text
+        assert!(r.stderr.contains("tabels=3"), "{}", r.stderr);
+    }
+    // with the dataset fixed, the workload's parameter is named
+    sb.write(
+        "plan.kdl",
+        &std::fs::read_to_string(sb.path().join("plan.kdl"))
+            .unwrap()
+            .replace(" tabels=3", ""),
+    );
+    let r = cairn(&sb, &[], &["check", "plan.kdl"]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("unknown workload parameter `clients`") && r.stderr.contains("clients 4"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sb.record_count(), 0, "nothing ran");
+}
+
+#[test]
+fn after_a_sigkill_mid_trial_the_next_run_removes_the_leftovers() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-kill"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+dataset "sb" {{ sysbench tables=1 rows=100 }}
+workload "long" {{ sysbench "oltp_point_select"; duration "5m" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "long" }}
+"#,
+            images()
+        ),
+    );
+    let mut live = Live::spawn(sb.command(&["--json"], &["run", "plan.kdl"]));
+    live.wait_for(1, GUARD, |v| {
+        v["event"] == "step_started" && v["step"] == "trial/t/s"
+    });
+    let pid = live.pid() as u32;
+    // the server of the trial is up (it answers before the workload starts)
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while containers_of(pid).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no server container");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    live.signal(libc::SIGKILL);
+    let r = live.finish(GUARD);
+    assert_eq!(r.code, None, "killed by a signal");
+    let left = containers_of(pid);
+    assert!(!left.is_empty(), "a SIGKILL leaves the server behind");
+
+    // the next run (only the cached dataset here) removes them first
+    let r2 = cairn(&sb, &[], &["run", "plan.kdl", "--only", "dataset/*"]);
+    r2.expect_code(0);
+    assert!(
+        r2.stderr
+            .contains("removed what an earlier, killed run left"),
+        "{}",
+        r2.stderr
+    );
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
+    // and the killed trial was not recorded
+    assert!(sb.records_of("trial/t/s").is_empty());
+}
+
+#[test]
+fn the_process_executor_runs_a_host_mariadbd() {
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        r#"study "e2e-process"
+server "host" {
+    executor "process"
+    option innodb_buffer_pool_size="64M" innodb_log_file_size="16M"
+    connect "socket"
+}
+dataset "sb" { sysbench tables=1 rows=300 }
+workload "ps" { sysbench "oltp_point_select"; threads 2; duration "1s" }
+trials "t" { servers "host"; dataset "sb"; workload "ps"; passes 2 }
+"#,
+    );
+    let (r, ev) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(0);
+    assert_eq!(
+        ev.finished(),
+        set(["dataset/sb@host", "trial/t/host#1", "trial/t/host#2"]),
+        "{}",
+        r.stderr
+    );
+    let rec = record(&sb, "trial/t/host#2");
+    let v = &rec["extra"]["variant"];
+    assert_eq!(v["executor"], "process", "{v}");
+    assert_eq!(v["checks"]["process_name"], "mariadbd", "{v}");
+    assert_eq!(v["checks"]["word_size"], 64);
+    assert_eq!(rec["fingerprint"]["runtime"], "host");
+    assert!(rec["extra"]["figures"]["tps"].as_f64().unwrap() > 0.0);
+    let (_, ev) = run_json(&sb, "plan.kdl", &[]);
+    assert!(ev.finished().is_empty());
+}
+
+#[test]
+fn an_i386_build_records_word_size_32_beside_amd64s_64() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-wordsize"
+import "{}"
+server "amd64" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "i386" {{ extends "amd64"; image "mariadb-bookworm-i386" }}
+dataset "sb" {{ sysbench tables=1 rows=200 }}
+workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
+trials "t" {{ servers "amd64" "i386"; dataset "sb"; workload "ps" }}
+"#,
+            images()
+        ),
+    );
+    let (r, _) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(0);
+    for (address, bits, machine) in [
+        ("trial/t/amd64", 64, "x86_64"),
+        ("trial/t/i386", 32, "i686"),
+    ] {
+        let v = record(&sb, address)["extra"]["variant"].clone();
+        assert_eq!(v["checks"]["word_size"], bits, "{address}: {v}");
+        assert_eq!(v["checks"]["compile_machine"], machine, "{address}: {v}");
+    }
+}
