@@ -432,3 +432,126 @@ trials "t" {{ servers "amd64" "i386"; dataset "sb"; workload "ps" }}
         assert_eq!(v["checks"]["compile_machine"], machine, "{address}: {v}");
     }
 }
+
+/// A plan whose one trial runs `duration` of point selects on server `s`.
+fn long_trial_plan(study: &str, duration: &str) -> String {
+    format!(
+        r#"study "{study}"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+dataset "sb" {{ sysbench tables=1 rows=100 }}
+workload "long" {{ sysbench "oltp_point_select"; duration "{duration}" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "long" }}
+"#,
+        images()
+    )
+}
+
+/// Start `cairn run` and wait until the trial's server container exists; returns it.
+fn start_trial(sb: &Sandbox) -> (Live, u32) {
+    let mut live = Live::spawn(sb.command(&["--json"], &["run", "plan.kdl"]));
+    live.wait_for(1, GUARD, |v| {
+        v["event"] == "step_started" && v["step"] == "trial/t/s"
+    });
+    let pid = live.pid() as u32;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while containers_of(pid).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no server container");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // let the workload start
+    std::thread::sleep(Duration::from_secs(3));
+    (live, pid)
+}
+
+#[test]
+fn a_server_that_crashes_mid_trial_fails_it_with_its_log() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &long_trial_plan("e2e-crash", "5m"));
+    let (live, pid) = start_trial(&sb);
+    let name = containers_of(pid).pop().unwrap();
+    // the server process dies (SIGKILL inside the container), as in a crash
+    let out = Command::new("docker")
+        .args(["kill", "--signal", "KILL", &name])
+        .output()
+        .expect("docker CLI");
+    assert!(out.status.success(), "{out:?}");
+    let r = live.finish(GUARD);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let ev = r.events();
+    assert_eq!(ev.failed(), set(["trial/t/s"]));
+    let err = ev.of("step_failed")[0]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("the server died during the workload"), "{err}");
+    assert!(err.contains("last lines of the server log"), "{err}");
+    assert!(err.contains("mariadbd"), "the log tail: {err}");
+    assert!(containers_of(pid).is_empty(), "removed anyway");
+    assert!(networks_of(pid).is_empty());
+    assert!(
+        sb.records_of("trial/t/s").is_empty(),
+        "a failed trial is not recorded"
+    );
+}
+
+#[test]
+fn ctrl_c_mid_trial_stops_and_removes_the_server() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &long_trial_plan("e2e-sigint", "5m"));
+    let (live, pid) = start_trial(&sb);
+    live.signal(libc::SIGINT);
+    let r = live.finish(GUARD);
+    assert_eq!(r.code, Some(130), "{}", r.stderr);
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
+    assert!(sb.records_of("trial/t/s").is_empty());
+}
+
+#[test]
+fn smack_and_sqlbench_trials_run_from_a_plan() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-drivers"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+dataset "auth" {{ smack rows=2000 }}
+workload "select-index" {{
+    smack "select_index"
+    clients 3
+    rounds 100
+}}
+workload "suite" {{
+    sqlbench "all"
+    scale "small"
+}}
+trials "smack" {{ servers "s"; dataset "auth"; workload "select-index" }}
+trials "sqlbench" {{ servers "s"; workload "suite" }}
+"#,
+            images()
+        ),
+    );
+    let (r, ev) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(0);
+    assert!(ev.finished().contains("trial/smack/s"), "{}", r.stderr);
+    let smack = record(&sb, "trial/smack/s");
+    let f = &smack["extra"]["figures"];
+    assert_eq!(
+        f["queries"], 600.0,
+        "3 clients × 100 rounds × 2 queries: {f}"
+    );
+    assert!(f["qps"].as_f64().unwrap() > 0.0);
+    let sql = record(&sb, "trial/sqlbench/s");
+    let f = &sql["extra"]["figures"];
+    for t in ["insert_s", "select_s", "wisconsin_s", "total_s"] {
+        assert!(f[t].as_f64().is_some_and(|s| s > 0.0), "{t}: {f}");
+    }
+    let table = cairn(&sb, &[], &["results", "plan.kdl"]);
+    table.expect_code(0);
+    assert!(table.stdout.contains("total_s"), "{}", table.stdout);
+}

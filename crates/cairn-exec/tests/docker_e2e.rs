@@ -358,8 +358,9 @@ fn layers_and_manifest() {
 
     let key1 = format!("e2e-layer-run-{}", std::process::id());
     let key2 = format!("e2e-layer-files-{}", std::process::id());
+    let key3 = format!("e2e-layer-env-{}", std::process::id());
     let _images = ImageGuard(
-        [&key1, &key2, &format!("{key1}-fail")]
+        [&key1, &key2, &format!("{key1}-fail"), &key3]
             .iter()
             .map(|k| cairn_exec::docker::image_ref("e2e-layer", k))
             .collect(),
@@ -379,6 +380,42 @@ fn layers_and_manifest() {
         .unwrap();
     assert!(!again.built, "same key: reused");
     assert_eq!(again.id, l1.id);
+
+    // an env layer sets the image's Env: every container made from it sees the variables
+    let le = d
+        .env_layer(
+            &l1.reference,
+            "e2e-layer",
+            &key3,
+            &["MALLOC_ARENA_MAX=2".into(), "GREETING=hi there".into()],
+        )
+        .unwrap();
+    assert!(le.built);
+    let env = d
+        .run_once(
+            &le.reference,
+            &[
+                "/bin/sh",
+                "-c",
+                "echo \"$MALLOC_ARENA_MAX|$GREETING|$PATH\"",
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        env.stdout.trim(),
+        "2|hi there|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "{env:?}"
+    );
+    let bad = d.env_layer(
+        &l1.reference,
+        "e2e-layer",
+        "e2e-bad-env",
+        &["1BAD=x".into()],
+    );
+    assert!(
+        bad.is_err(),
+        "a bad variable name is refused before anything is built"
+    );
 
     let files = [LayerFile {
         path: "conf/x.cnf".into(),

@@ -22,6 +22,17 @@ pub struct Target {
     /// Connect over TLS and verify the server's certificate against this CA (PEM).
     #[serde(default)]
     pub tls_ca: Option<std::path::PathBuf>,
+    /// A read or write that waits longer fails the run: a hung server must not hang the
+    /// trial. `None` = wait forever.
+    #[serde(default = "default_io_timeout")]
+    pub io_timeout: Option<Duration>,
+}
+
+/// The default [`Target::io_timeout`]: far above any OLTP statement, far below forever.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn default_io_timeout() -> Option<Duration> {
+    Some(IO_TIMEOUT)
 }
 
 impl Target {
@@ -35,6 +46,7 @@ impl Target {
             password: None,
             database: "sbtest".into(),
             tls_ca: None,
+            io_timeout: default_io_timeout(),
         }
     }
 
@@ -66,7 +78,9 @@ impl Target {
             // given, so the crate does not ask the server (`SELECT @@max_allowed_packet`
             // would count in `Com_select`)
             .max_allowed_packet(Some(64 * 1024 * 1024))
-            .tcp_connect_timeout(Some(connect));
+            .tcp_connect_timeout(Some(connect))
+            .read_timeout(self.io_timeout)
+            .write_timeout(self.io_timeout);
         if with_db {
             b = b.db_name(Some(self.database.clone()));
         }

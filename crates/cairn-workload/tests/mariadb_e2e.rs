@@ -532,3 +532,36 @@ fn rate_latency_includes_an_injected_stall() {
     let in_series: u64 = m.series.iter().map(|s| s.events).sum();
     assert_eq!(in_series, t.events);
 }
+
+#[test]
+fn a_hung_server_fails_the_run_after_the_io_timeout() {
+    let (guard, mut target) = start("hang");
+    load_sysbench(&target, &SysbenchDataset::new(1, 500)).unwrap();
+    target.io_timeout = Some(Duration::from_secs(2));
+    let id = guard.server.container_id.clone();
+    let spec = OltpSpec::new(OltpTest::PointSelect, 1, 500, 2, Duration::from_secs(120));
+    let t = Instant::now();
+    let err = std::thread::scope(|s| {
+        let run = s.spawn(|| run_oltp(&target, &spec));
+        std::thread::sleep(Duration::from_secs(1));
+        // SIGSTOP every process of the container: the server hangs, connections stay open
+        let out = std::process::Command::new("docker")
+            .args(["pause", &id])
+            .output()
+            .expect("docker CLI");
+        assert!(out.status.success(), "{out:?}");
+        let r = run.join().unwrap();
+        let _ = std::process::Command::new("docker")
+            .args(["unpause", &id])
+            .output();
+        r
+    })
+    .expect_err("a hung server fails the run")
+    .to_string();
+    eprintln!("failed after {:.2?}: {err}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    assert!(
+        err.contains("no answer from the server within 2s (it hangs)"),
+        "{err}"
+    );
+}

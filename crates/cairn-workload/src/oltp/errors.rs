@@ -6,6 +6,7 @@
 //! duplicate key (1062) included, as in sysbench — ends the run.
 
 use mysql::{DriverError, Error};
+use mysql_common::proto::codec::error::PacketCodecError;
 
 use crate::metrics::ErrorKind;
 
@@ -34,6 +35,9 @@ pub fn classify(e: &Error) -> Option<ErrorKind> {
             c if CR_CODES.contains(&c) => Some(ErrorKind::LostConnection),
             _ => None,
         },
+        // the server did not answer within the target's I/O timeout: it hangs, and a
+        // reconnection would only wait again — the run fails
+        Error::IoError(io) | Error::CodecError(PacketCodecError::Io(io)) if timed_out(io) => None,
         Error::IoError(_) | Error::CodecError(_) => Some(ErrorKind::LostConnection),
         Error::DriverError(
             DriverError::ConnectTimeout
@@ -44,6 +48,23 @@ pub fn classify(e: &Error) -> Option<ErrorKind> {
         ) => Some(ErrorKind::LostConnection),
         _ => None,
     }
+}
+
+/// Whether `e` is a read or write that got no answer within the connection's I/O timeout.
+pub fn is_timeout(e: &Error) -> bool {
+    match e {
+        Error::IoError(io) | Error::CodecError(PacketCodecError::Io(io)) => timed_out(io),
+        _ => false,
+    }
+}
+
+/// An I/O error that means "no answer within the socket's timeout" (`EAGAIN` on a socket
+/// with `SO_RCVTIMEO`, or `ETIMEDOUT`).
+fn timed_out(io: &std::io::Error) -> bool {
+    matches!(
+        io.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    )
 }
 
 #[cfg(test)]
@@ -75,6 +96,16 @@ mod tests {
             "reset",
         ));
         assert_eq!(classify(&io), Some(ErrorKind::LostConnection));
+        let hung = Error::IoError(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            "Resource temporarily unavailable",
+        ));
+        assert_eq!(classify(&hung), None, "a timeout ends the run");
+        let hung = Error::CodecError(PacketCodecError::Io(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            "Resource temporarily unavailable",
+        )));
+        assert_eq!(classify(&hung), None, "also inside the packet codec");
         assert_eq!(
             classify(&Error::DriverError(DriverError::MixedParams)),
             None

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mysql::prelude::Queryable;
 use mysql::Conn;
 
-use super::errors::classify;
+use super::errors::{classify, is_timeout};
 use super::statements::{Query, Statements};
 use super::writes::{Write, Writes};
 use super::{OltpTest, Shared};
@@ -299,7 +299,16 @@ impl Client<'_> {
                 Err(e) => e,
             };
             let Some(mut kind) = classify(&e) else {
-                return Err(Error::sql(format!("{} event", self.sh.spec.test.name()), e));
+                let what = if is_timeout(&e) {
+                    format!(
+                        "{} event: no answer from the server within {:?} (it hangs)",
+                        self.sh.spec.test.name(),
+                        self.sh.target.io_timeout.unwrap_or_default()
+                    )
+                } else {
+                    format!("{} event", self.sh.spec.test.name())
+                };
+                return Err(Error::sql(what, e));
             };
             // the statement reached the server and failed there (it counts in `Com_*`)
             let mut failed = QueryCounts::default();
