@@ -282,3 +282,31 @@ fn without_a_docker_engine_image_steps_are_blocked_and_fail_at_once() {
     let msg = failed[0]["error"].as_str().unwrap_or_default();
     assert!(msg.contains("systemctl start docker"), "{}", failed[0]);
 }
+
+#[test]
+fn mirror_flag_is_used_for_the_base_image() {
+    let sb = Sandbox::new();
+    // a recipe no other test builds, so its base is not in the engine yet
+    let name = unique_name();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            "study \"mirror\"\nimage \"{name}\" {{ packages \"less\" \"procps\" \"psmisc\" }}\n"
+        ),
+    );
+    // nothing listens on port 9: debootstrap fails at once, naming the mirror it was given
+    let r = cairn(
+        &sb,
+        &["--json"],
+        &["run", "plan.kdl", "--mirror", "http://127.0.0.1:9/debian"],
+        &[],
+    );
+    r.expect_code(1);
+    let ev = r.events();
+    let err = ev.of("step_failed")[0]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("127.0.0.1:9"), "{err}");
+    assert!(err.contains("debootstrap failed"), "{err}");
+}
