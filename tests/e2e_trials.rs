@@ -322,31 +322,8 @@ trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
 fn after_a_sigkill_mid_trial_the_next_run_removes_the_leftovers() {
     image_ready();
     let sb = Sandbox::new();
-    sb.write(
-        "plan.kdl",
-        &format!(
-            r#"study "e2e-kill"
-import "{}"
-server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
-dataset "sb" {{ sysbench tables=1 rows=100 }}
-workload "long" {{ sysbench "oltp_point_select"; duration "5m" }}
-trials "t" {{ servers "s"; dataset "sb"; workload "long" }}
-"#,
-            images()
-        ),
-    );
-    let mut live = Live::spawn(sb.command(&["--json"], &["run", "plan.kdl"]));
-    live.wait_for(1, GUARD, |v| {
-        v["event"] == "step_started" && v["step"] == "trial/t/s"
-    });
-    let pid = live.pid() as u32;
-    // the server of the trial is up (it answers before the workload starts)
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while containers_of(pid).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no server container");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_secs(2));
+    sb.write("plan.kdl", &long_trial_plan("e2e-kill", "5m"));
+    let (live, pid) = start_trial(&sb);
     live.signal(libc::SIGKILL);
     let r = live.finish(GUARD);
     assert_eq!(r.code, None, "killed by a signal");

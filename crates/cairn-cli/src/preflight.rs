@@ -2,26 +2,13 @@
 
 use std::collections::BTreeSet;
 
+use cairn_engine::dataset_step::dataset_def;
 use cairn_graph::{Step, StepGraph, StepKind};
 use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem};
-use cairn_workload::{Dataset, DatasetDef, Error};
+use cairn_workload::{Dataset, Error};
 
 use crate::context::Exit;
 use crate::BAD_INPUT;
-
-/// The dataset definition of a dataset step.
-fn dataset_def(step: &Step) -> DatasetDef {
-    DatasetDef {
-        generator: step.definition["generator"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        props: step.definition["props"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    }
-}
 
 /// Where in the plan an error of a dataset or trial step belongs.
 fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {

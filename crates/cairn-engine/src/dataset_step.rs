@@ -90,15 +90,9 @@ pub fn server_def(step: &Step) -> Result<ServerDef, StepError> {
         .map_err(|e| failed(format!("the server definition: {e}")))
 }
 
-/// Load the dataset and snapshot its datadir.
-pub fn perform(
-    ctx: &StepContext<'_>,
-    step: &Step,
-    key: &str,
-    inputs: &[&Done],
-) -> Result<Built, StepError> {
-    let t0 = Instant::now();
-    let def = DatasetDef {
+/// The generator and properties of a dataset step's definition.
+pub fn dataset_def(step: &Step) -> DatasetDef {
+    DatasetDef {
         generator: step.definition["generator"]
             .as_str()
             .unwrap_or_default()
@@ -107,7 +101,18 @@ pub fn perform(
             .as_object()
             .cloned()
             .unwrap_or_default(),
-    };
+    }
+}
+
+/// Load the dataset and snapshot its datadir.
+pub fn perform(
+    ctx: &StepContext<'_>,
+    step: &Step,
+    key: &str,
+    inputs: &[&Done],
+) -> Result<Built, StepError> {
+    let t0 = Instant::now();
+    let def = dataset_def(step);
     let dataset = Dataset::from_def(&def).map_err(failed)?;
     let sdef = server_def(step)?;
     let image = image_of(ctx, step, inputs)?;

@@ -75,36 +75,36 @@ impl Docker {
 
     /// Remove throwaway `cairn-build-…` containers left by a killed process.
     pub fn cleanup_build_containers(&self) -> Result<Vec<String>> {
-        let api = &self.inner.api;
-        self.block_on(async {
-            let mut filters = HashMap::new();
-            filters.insert("name", vec!["cairn-build-"]);
-            let list = api
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::new()
-                        .all(true)
-                        .filters(&filters)
-                        .build(),
-                ))
-                .await
-                .map_err(DockerError::api("list containers"))?;
-            let mut removed = Vec::new();
-            for c in list {
-                let name = c
-                    .names
-                    .and_then(|n| n.into_iter().next())
-                    .unwrap_or_default();
-                if let (Some(id), true) = (
-                    c.id,
-                    name.trim_start_matches('/').starts_with("cairn-build-"),
-                ) {
-                    remove_container_quiet(api, &id).await?;
-                    removed.push(name.trim_start_matches('/').to_string());
-                }
-            }
-            Ok(removed)
-        })
+        remove_build_containers(self, |_| true)
     }
+}
+
+/// Remove the `cairn-build-…` containers whose name `select` accepts; returns their names.
+fn remove_build_containers(docker: &Docker, select: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+    let api = docker.api();
+    docker.block_on(async {
+        let mut filters = HashMap::new();
+        filters.insert("name", vec!["cairn-build-"]);
+        let list = api
+            .list_containers(Some(
+                ListContainersOptionsBuilder::new()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(DockerError::api("list containers"))?;
+        let mut removed = Vec::new();
+        for c in list {
+            let name = display_name(c.names.as_deref(), "");
+            // the name filter matches substrings
+            if let (Some(id), true) = (c.id, name.starts_with("cairn-build-") && select(&name)) {
+                remove_container_quiet(api, &id).await?;
+                removed.push(name);
+            }
+        }
+        Ok(removed)
+    })
 }
 
 /// Remove every container and network carrying a [`LABEL_RUN`] label (whatever the run), and
@@ -235,28 +235,9 @@ fn is_stale_build_container(name: &str) -> bool {
 /// cairn processes working now, are left alone. `cairn run` calls this before it starts.
 pub fn clean_stale(docker: &Docker) -> Result<CleanupReport> {
     let mut report = clean_runs(docker, is_stale_run, false)?;
-    let api = docker.api();
-    docker.block_on(async {
-        let mut filters = HashMap::new();
-        filters.insert("name", vec!["cairn-build-"]);
-        let list = api
-            .list_containers(Some(
-                ListContainersOptionsBuilder::new()
-                    .all(true)
-                    .filters(&filters)
-                    .build(),
-            ))
-            .await
-            .map_err(DockerError::api("list containers"))?;
-        for c in list {
-            let name = display_name(c.names.as_deref(), "");
-            if let (Some(id), true) = (c.id.as_ref(), is_stale_build_container(&name)) {
-                remove_container_quiet(api, id).await?;
-                report.containers.push(name);
-            }
-        }
-        Ok::<_, DockerError>(())
-    })?;
+    report
+        .containers
+        .extend(remove_build_containers(docker, is_stale_build_container)?);
     Ok(report)
 }
 

@@ -271,6 +271,34 @@ fn start_script(tls: bool) -> String {
     )
 }
 
+/// Stop a server's container (SIGTERM, SIGKILL after `grace`; already stopped is fine) and
+/// return its exit code (-1 if the container is gone or has none).
+async fn stop_container(api: &bollard::Docker, server: &Server, grace: Duration) -> Result<i64> {
+    let opts = StopContainerOptionsBuilder::new()
+        .t(grace.as_secs().min(i32::MAX as u64) as i32)
+        .build();
+    match api.stop_container(&server.container_id, Some(opts)).await {
+        Ok(()) => {}
+        // 304: already stopped
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 304, ..
+        }) => {}
+        Err(e) if is_not_found(&e) => return Ok(-1),
+        Err(e) => {
+            return Err(DockerError::api(format!("stop {}", server.container_name))(
+                e,
+            ))
+        }
+    }
+    Ok(api
+        .inspect_container(&server.container_id, None)
+        .await
+        .ok()
+        .and_then(|i| i.state)
+        .and_then(|s| s.exit_code)
+        .unwrap_or(-1))
+}
+
 /// The first packet a MySQL/MariaDB server sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Greeting {
@@ -800,31 +828,9 @@ impl Docker {
     pub fn stop_server(&self, server: &Server, grace: Duration) -> Result<i64> {
         let api = &self.inner.api;
         let code = self.block_on(async {
-            let opts = StopContainerOptionsBuilder::new()
-                .t(grace.as_secs().min(i32::MAX as u64) as i32)
-                .build();
-            match api.stop_container(&server.container_id, Some(opts)).await {
-                Ok(()) => {}
-                // 304: already stopped
-                Err(bollard::errors::Error::DockerResponseServerError {
-                    status_code: 304, ..
-                }) => {}
-                Err(e) if is_not_found(&e) => return Ok(-1),
-                Err(e) => {
-                    return Err(DockerError::api(format!("stop {}", server.container_name))(
-                        e,
-                    ))
-                }
-            }
-            let code = api
-                .inspect_container(&server.container_id, None)
-                .await
-                .ok()
-                .and_then(|i| i.state)
-                .and_then(|s| s.exit_code)
-                .unwrap_or(-1);
+            let code = stop_container(api, server, grace).await?;
             remove_container_quiet(api, &server.container_id).await?;
-            Ok(code)
+            Ok::<_, DockerError>(code)
         })?;
         self.remove_network_if_unused(&server.network)?;
         Ok(code)
@@ -842,27 +848,7 @@ impl Docker {
     ) -> Result<u64> {
         let api = &self.inner.api;
         let r = self.block_on(async {
-            let opts = StopContainerOptionsBuilder::new()
-                .t(grace.as_secs().min(i32::MAX as u64) as i32)
-                .build();
-            match api.stop_container(&server.container_id, Some(opts)).await {
-                Ok(()) => {}
-                Err(bollard::errors::Error::DockerResponseServerError {
-                    status_code: 304, ..
-                }) => {}
-                Err(e) => {
-                    return Err(DockerError::api(format!("stop {}", server.container_name))(
-                        e,
-                    ))
-                }
-            }
-            let code = api
-                .inspect_container(&server.container_id, None)
-                .await
-                .ok()
-                .and_then(|i| i.state)
-                .and_then(|s| s.exit_code)
-                .unwrap_or(-1);
+            let code = stop_container(api, server, grace).await?;
             if code != 0 {
                 let log = container_logs(api, &server.container_id, Some(30))
                     .await
