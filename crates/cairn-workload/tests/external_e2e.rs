@@ -298,3 +298,54 @@ fn without_a_tool_runner_the_error_says_why() {
         .to_string();
     assert!(e.contains("client container"), "{e}");
 }
+
+#[test]
+fn native_and_external_give_the_same_figures() {
+    let (s, target) = start("ext-vs-native");
+    load_sysbench(&target, &SysbenchDataset::new(2, 1000)).unwrap();
+    let ds = Dataset::from_def(&DatasetDef {
+        generator: "sysbench".into(),
+        props: props(json!({"tables": 2, "rows": 1000})),
+    })
+    .unwrap();
+    let tools = ClientTools {
+        run_id: &s.guard.id,
+        server: &s.server,
+    };
+    let run = |tool: &str| {
+        let w = Workload::from_def(
+            &WorkloadDef {
+                driver: "sysbench".into(),
+                test: "oltp_point_select".into(),
+                driver_props: props(json!({ "tool": tool })),
+                params: props(json!({"threads": 2, "duration": 3.0})),
+            },
+            Some(&ds),
+            0,
+        )
+        .unwrap();
+        let o = w
+            .run(&RunContext {
+                target: &target,
+                stop: &|| false,
+                tools: Some(&tools),
+            })
+            .unwrap();
+        eprintln!("{tool}: {}\n  {:?}", o.headline, o.figures);
+        o
+    };
+    let native = run("native");
+    let external = run("external");
+    let names = |o: &Outcome| o.figures.keys().cloned().collect::<Vec<_>>();
+    let mut want = names(&native);
+    want.retain(|k| k != "deadlocks");
+    assert_eq!(names(&external), want);
+    for o in [&native, &external] {
+        assert!(figure(o, "tps") > 0.0 && figure(o, "client_cpu_s") > 0.0);
+        assert_eq!(
+            figure(o, "queries"),
+            figure(o, "events"),
+            "one query per event"
+        );
+    }
+}

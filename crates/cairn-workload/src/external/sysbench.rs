@@ -625,7 +625,9 @@ pub struct Report {
     pub checkpoints: Vec<Summary>,
     /// The final summary (since the last checkpoint).
     pub summary: Summary,
-    /// `Latency histogram`: (bucket value in ms, count).
+    /// `Latency histogram`: (bucket value in ms, count). Not serialised: the outcome keeps
+    /// it as the measured phase's `histogram_us`, and the raw text beside it.
+    #[serde(skip_serializing)]
     pub histogram_ms: Vec<(f64, u64)>,
     /// `WARNING:` lines.
     pub warnings: Vec<String>,
