@@ -10,6 +10,7 @@ pub mod order;
 pub mod run;
 pub mod server_run;
 pub mod status;
+pub mod tools;
 pub mod trial_step;
 
 pub use events::{Event, Reporter};

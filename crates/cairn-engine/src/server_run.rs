@@ -277,6 +277,19 @@ impl LiveServer {
         })
     }
 
+    /// Where external tools (`tool="external"`) run beside this server: a client container
+    /// from its image on its run network, over TCP as `cairn`. `None` for the process
+    /// executor and for servers clients reach over the socket or TLS (the tool would not
+    /// connect the way the plan says).
+    pub fn tool_runner(&self) -> Option<crate::tools::DockerTools> {
+        match self.kind.as_ref()? {
+            Kind::Docker { docker, server } if self.connect == Connect::Tcp => {
+                Some(crate::tools::DockerTools::new(docker, server))
+            }
+            _ => None,
+        }
+    }
+
     fn is_docker(&self) -> bool {
         matches!(self.kind, Some(Kind::Docker { .. }))
     }

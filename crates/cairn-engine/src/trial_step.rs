@@ -100,10 +100,13 @@ pub fn perform(ctx: &StepContext<'_>, step: &Step, inputs: &[&Done]) -> Result<B
     }
     let t_run = Instant::now();
     let stop = || cairn_exec::cancel::is_cancelled();
+    let tools = live.tool_runner();
     let outcome = workload.run(&RunContext {
         target: &target,
         stop: &stop,
-        tools: None,
+        tools: tools
+            .as_ref()
+            .map(|t| t as &dyn cairn_workload::workload::ToolRunner),
     });
     let run_ms = t_run.elapsed().as_secs_f64() * 1e3;
     let outcome = match outcome {

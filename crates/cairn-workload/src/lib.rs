@@ -6,6 +6,7 @@
 pub mod conn;
 pub mod cpu;
 pub mod dataset;
+pub mod external;
 pub mod metrics;
 pub mod oltp;
 pub mod rand;
@@ -60,6 +61,10 @@ pub enum Error {
     /// The caller asked the run to stop (e.g. Ctrl-C).
     #[error("stopped before the end")]
     Stopped,
+    /// An external tool (`tool="external"`) failed, or its report is unreadable or not of
+    /// the run asked for; the message carries the tool's output tail.
+    #[error(transparent)]
+    External(#[from] external::ExternalError),
     #[error("lost the connection ({lost}) and could not reconnect: {reconnect}")]
     ServerGone {
         lost: mysql::Error,

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::cpu::CpuTime;
 use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
+use crate::external::ExternalSysbench;
 use crate::metrics::Metrics;
 use crate::oltp::{run_oltp_until, OltpSpec, OltpTest, StopCheck};
 use crate::rand::{Distribution, SpecialParams, PARETO_H, ZIPFIAN_EXP};
@@ -68,11 +70,13 @@ pub trait ToolRunner: Sync {
 }
 
 /// What an external tool printed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolOutput {
     pub exit_code: i64,
     pub stdout: String,
     pub stderr: String,
+    /// CPU time the tool used (e.g. its client container's), if the runner measured it.
+    pub client_cpu: Option<CpuTime>,
 }
 
 /// Where and how a workload runs.
@@ -175,6 +179,8 @@ pub enum Workload {
     Oltp(OltpSpec),
     Smack(SmackSpec),
     SqlBench(SqlBenchSpec),
+    /// The image's own sysbench (`tool="external"`), run through [`RunContext::tools`].
+    ExternalSysbench(ExternalSysbench),
 }
 
 impl Workload {
@@ -235,8 +241,24 @@ impl Workload {
                 s.seed = seed;
                 let mut d = Params::new("driver", &def.driver_props);
                 s.prepared = d.bool("prepared", true)?;
+                let tool = d.string("tool", "native")?;
+                match tool.as_str() {
+                    "native" => {}
+                    "external" => {}
+                    other => {
+                        return Err(d.error(
+                            "tool",
+                            format!("driver parameter `tool` must be \"native\" or \"external\", not {other:?}"),
+                        ))
+                    }
+                }
                 d.finish()?;
-                Workload::Oltp(s)
+                if tool == "external" {
+                    let given: Vec<&str> = def.params.keys().map(String::as_str).collect();
+                    Workload::ExternalSysbench(ExternalSysbench::new(s, &given)?)
+                } else {
+                    Workload::Oltp(s)
+                }
             }
             "smack" => {
                 if def.test != "select_index" {
@@ -292,6 +314,7 @@ impl Workload {
                 Ok(smack_outcome(&r))
             }
             Workload::SqlBench(spec) => Ok(run_sqlbench_until(cx.target, spec, cx.stop)?.outcome()),
+            Workload::ExternalSysbench(x) => x.run(cx),
         }
     }
 }
