@@ -532,3 +532,58 @@ trials "sqlbench" {{ servers "s"; workload "suite" }}
     table.expect_code(0);
     assert!(table.stdout.contains("total_s"), "{}", table.stdout);
 }
+
+#[test]
+fn the_images_own_sysbench_runs_as_an_external_tool() {
+    image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-external"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+dataset "sb" {{ sysbench tables=2 rows=500 }}
+workload "native" {{ sysbench "oltp_read_only"; threads 2; duration "2s"; warmup "1s" }}
+workload "external" {{ sysbench "oltp_read_only" tool="external"; threads 2; duration "2s"; warmup "1s" }}
+trials "native" {{ servers "s"; dataset "sb"; workload "native" }}
+trials "external" {{ servers "s"; dataset "sb"; workload "external" }}
+"#,
+            images()
+        ),
+    );
+    let (r, _) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(0);
+    let native = record(&sb, "trial/native/s");
+    let external = record(&sb, "trial/external/s");
+    let (fnat, fext) = (&native["extra"]["figures"], &external["extra"]["figures"]);
+    for f in ["tps", "qps", "p95_ms"] {
+        assert!(fext[f].as_f64().unwrap() > 0.0, "{f}: {fext}");
+        assert!(fnat[f].as_f64().is_some(), "{f}: {fnat}");
+    }
+    // sysbench's own count of queries is what the server executed in the measured window
+    let metrics = cairn(
+        &sb,
+        &[],
+        &["cat", "plan.kdl", "trial/external/s", "metrics.json"],
+    );
+    metrics.expect_code(0);
+    let m: Value = serde_json::from_str(&metrics.stdout).unwrap();
+    assert!(m["tool"]["argv"][0] == "sysbench", "{}", m["tool"]["argv"]);
+    let server_json = cairn(
+        &sb,
+        &[],
+        &["cat", "plan.kdl", "trial/external/s", "server.json"],
+    );
+    let sj: Value = serde_json::from_str(&server_json.stdout).unwrap();
+    let selects = sj["status_deltas"]["Com_select"].as_f64().unwrap();
+    assert!(
+        selects >= fext["queries"].as_f64().unwrap() * 14.0 / 16.0,
+        "{selects} {fext}"
+    );
+    let pid = r.pid.unwrap();
+    assert!(
+        containers_of(pid).is_empty(),
+        "client containers removed too"
+    );
+}

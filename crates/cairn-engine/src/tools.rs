@@ -5,6 +5,8 @@
 //! path (Ctrl-C included). The tool reaches the server at its address on that network, port
 //! 3306, as the password-less TCP user `cairn` the server was started with.
 
+use std::time::Duration;
+
 use cairn_exec::docker::{ClientSpec, Docker, Server};
 use cairn_workload::cpu::CpuTime;
 use cairn_workload::workload::{ToolOutput, ToolRunner};
@@ -27,7 +29,7 @@ impl DockerTools {
 }
 
 /// The client container that runs `argv` beside `server`.
-fn client_spec(server: &Server, argv: &[String]) -> ClientSpec {
+fn client_spec(server: &Server, argv: &[String], limit: Option<Duration>) -> ClientSpec {
     let mut spec = ClientSpec::new(
         &server.run_id,
         &server.image,
@@ -35,14 +37,15 @@ fn client_spec(server: &Server, argv: &[String]) -> ClientSpec {
         argv.to_vec(),
     );
     spec.step_id = Some(server.step_id.clone());
+    spec.timeout = limit;
     spec
 }
 
 impl ToolRunner for DockerTools {
-    fn run(&self, argv: &[String]) -> Result<ToolOutput, String> {
+    fn run(&self, argv: &[String], limit: Option<Duration>) -> Result<ToolOutput, String> {
         let out = self
             .docker
-            .run_client(&client_spec(&self.server, argv))
+            .run_client(&client_spec(&self.server, argv, limit))
             .map_err(|e| e.to_string())?;
         Ok(ToolOutput {
             exit_code: out.exit_code,
@@ -74,7 +77,9 @@ mod tests {
             "ready_after": {"secs": 1, "nanos": 0}, "tcp_user": "cairn",
         }))
         .unwrap();
-        let spec = client_spec(&server, &["sysbench".into(), "--version".into()]);
+        let limit = Some(Duration::from_secs(70));
+        let spec = client_spec(&server, &["sysbench".into(), "--version".into()], limit);
+        assert_eq!(spec.timeout, limit, "a hung tool is killed");
         assert_eq!(
             (spec.run_id.as_str(), spec.step_id.as_deref()),
             ("r1", Some("trial/1"))

@@ -63,8 +63,13 @@ pub struct Outcome {
 /// Runs an external tool (e.g. the image's `sysbench`) where it can reach the server, for
 /// adapters; provided by the executor (a client container on the server's network).
 pub trait ToolRunner: Sync {
-    /// Run `argv`; the host and port the tool must use are in [`ToolRunner::server`].
-    fn run(&self, argv: &[String]) -> Result<ToolOutput, String>;
+    /// Run `argv`; the host and port the tool must use are in [`ToolRunner::server`]. A tool
+    /// still running after `limit` is killed (a hung tool must not hang the trial).
+    fn run(
+        &self,
+        argv: &[String],
+        limit: Option<std::time::Duration>,
+    ) -> Result<ToolOutput, String>;
     /// How the tool reaches the server: (host, port).
     fn server(&self) -> (String, u16);
 }

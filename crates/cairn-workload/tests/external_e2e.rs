@@ -4,6 +4,7 @@
 //! unit tests' fixtures were captured that way).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use cairn_exec::docker::{ClientSpec, Connect, Server};
 use cairn_testkit::{docker, start_mariadb, TestServer};
@@ -23,13 +24,14 @@ struct ClientTools<'a> {
 }
 
 impl ToolRunner for ClientTools<'_> {
-    fn run(&self, argv: &[String]) -> Result<ToolOutput, String> {
-        let spec = ClientSpec::new(
+    fn run(&self, argv: &[String], limit: Option<Duration>) -> Result<ToolOutput, String> {
+        let mut spec = ClientSpec::new(
             self.run_id,
             &self.server.image,
             &self.server.network,
             argv.to_vec(),
         );
+        spec.timeout = limit;
         let out = docker().run_client(&spec).map_err(|e| e.to_string())?;
         Ok(ToolOutput {
             exit_code: out.exit_code,

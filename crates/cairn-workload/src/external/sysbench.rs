@@ -207,6 +207,13 @@ impl ExternalSysbench {
         a
     }
 
+    /// How long sysbench may run before it is taken to hang: its time plus warmup, with a
+    /// minute (or half as long again) to start, connect and report; none for an events limit.
+    pub fn limit(&self) -> Option<std::time::Duration> {
+        let run = self.spec.time? + self.spec.warmup;
+        Some(run + (run / 2).max(std::time::Duration::from_secs(60)))
+    }
+
     /// Run sysbench through `cx.tools` against `cx.target`'s user and database.
     pub fn run(&self, cx: &RunContext<'_>) -> Result<Outcome, Error> {
         let tools: &dyn ToolRunner = cx.tools.ok_or(ExternalError::NoRunner { tool: TOOL })?;
@@ -215,7 +222,7 @@ impl ExternalSysbench {
         if (cx.stop)() {
             return Err(Error::Stopped);
         }
-        let out = match tools.run(&argv) {
+        let out = match tools.run(&argv, self.limit()) {
             Ok(o) => o,
             Err(_) if (cx.stop)() => return Err(Error::Stopped),
             Err(message) => {
