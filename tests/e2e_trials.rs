@@ -237,6 +237,32 @@ fn trials_verify_their_variant_and_are_cached() {
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r["state"] == "cached"));
     assert!(rows.iter().any(|r| r["allocator"] == "tcmalloc"));
+
+    // the machine-local snapshots are gone (a cleared cache): the datasets are loaded
+    // again, and as their data are the same, no trial is measured again
+    let snapshots = sb.cache().join("datasets");
+    assert_eq!(std::fs::read_dir(&snapshots).unwrap().count(), 3);
+    std::fs::remove_dir_all(&snapshots).unwrap();
+    let plan = sb.plan_json("plan.kdl");
+    let ds = plan
+        .iter()
+        .find(|s| s["address"] == "dataset/sb@system")
+        .unwrap();
+    assert_eq!(ds["status"], "run");
+    assert_eq!(ds["reasons"][0]["reason"], "snapshot_missing", "{ds}");
+    let (r3, ev3) = run_json(&sb, "plan.kdl", &[]);
+    r3.expect_code(0);
+    assert_eq!(
+        ev3.finished(),
+        set([
+            "dataset/sb@system",
+            "dataset/sb@tcmalloc",
+            "dataset/sb@jemalloc"
+        ])
+    );
+    for t in &trials {
+        assert!(ev3.cached().contains(t), "{t}");
+    }
 }
 
 #[test]
