@@ -145,8 +145,7 @@ impl LiveServer {
             let image = req.image.ok_or_else(|| {
                 "a server run by the Docker executor needs an `image`".to_string()
             })?;
-            let preload =
-                allocator_library(d, &image.reference, &allocator).map_err(|e| e.to_string())?;
+            let preload = image_allocator(d, &image.reference, &allocator)?;
             add_preload(&mut env, preload.as_deref());
             let mut spec = ServerSpec::new(
                 req.run_id,
@@ -369,6 +368,24 @@ impl Drop for LiveServer {
         }
         // a host server is killed by HostServer's own Drop
     }
+}
+
+/// The library to preload for `allocator` in `image`, looked up once per image and allocator
+/// in this process (each lookup starts a container: the trials of a study ask again and again).
+fn image_allocator(d: &Docker, image: &str, allocator: &str) -> Result<Option<String>, String> {
+    type Cache = std::sync::Mutex<BTreeMap<(String, String), Option<String>>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = (image.to_string(), allocator.to_string());
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(hit.clone());
+    }
+    let lib = allocator_library(d, image, allocator).map_err(|e| e.to_string())?;
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, lib.clone());
+    Ok(lib)
 }
 
 /// `LD_PRELOAD` with `lib` first (kept if the plan set one too).
