@@ -14,10 +14,12 @@
 //! multi-row `INSERT INTO sbtestN(k, c, pad) VALUES (…),(…)` if the server refuses local
 //! files (INSERT statements carry at most 512 KiB of rows, sysbench's bulk-insert buffer).
 //! A LOAD DATA statement streams a whole table (or `insert_bytes` of it), generated as it is
-//! sent, so memory stays small whatever the table size. sysbench sends each INSERT in autocommit mode; here, on MariaDB ≥ 10.6, a table
-//! is loaded in one transaction with `unique_checks=0, foreign_key_checks=0` (`bulk`), so
-//! InnoDB takes its bulk-insert path into the empty table (indexes built by sorting, no
-//! per-row undo, one commit); on other servers each statement commits on its own.
+//! sent, so memory stays small whatever the table size; ids are sent explicitly (`1..N`, what
+//! AUTO_INCREMENT gives sysbench: LOAD DATA would reserve ids in batches and leave gaps
+//! between statements). Every statement commits on its own, as sysbench's do. (Measured
+//! against the alternatives, see `benches/vs_sysbench.rs`: a table in one transaction with
+//! `unique_checks=0, foreign_key_checks=0`, MariaDB's InnoDB bulk-insert path, was slower
+//! here than one autocommit LOAD DATA statement, and so was a fixed-width row format.)
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,15 +66,6 @@ pub struct SysbenchDataset {
     /// How rows are sent.
     #[serde(default)]
     pub method: LoadMethod,
-    /// Load each table in one transaction with `unique_checks=0, foreign_key_checks=0`
-    /// where that is InnoDB's bulk-insert path (MariaDB ≥ 10.6); `false` (or another
-    /// server): every statement commits on its own, as sysbench's do.
-    #[serde(default = "yes")]
-    pub bulk: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// How the loader sends rows.
@@ -101,7 +94,6 @@ impl SysbenchDataset {
             insert_bytes: 1 << 30,
             replace: false,
             method: LoadMethod::LoadData,
-            bulk: true,
         }
     }
 
@@ -245,28 +237,13 @@ pub fn load_sysbench(target: &Target, spec: &SysbenchDataset) -> Result<Sysbench
                         return;
                     }
                 };
-                let bulk = match spec.bulk && bulk_insert_path(&mut conn) {
-                    false => Ok(false),
-                    true => conn
-                        .query_drop("SET unique_checks=0, foreign_key_checks=0")
-                        .map(|()| true)
-                        .map_err(|e| Error::sql("set up bulk loading", e)),
-                };
-                let bulk = match bulk {
-                    Ok(b) => b,
-                    Err(e) => {
-                        failed.store(true, Ordering::SeqCst);
-                        results.lock().unwrap().push(Err(e));
-                        return;
-                    }
-                };
                 let mut method = spec.method;
                 while !failed.load(Ordering::SeqCst) {
                     let n = next.fetch_add(1, Ordering::SeqCst);
                     if n > spec.tables {
                         break;
                     }
-                    let r = load_table(&mut conn, spec, n, &mut method, bulk);
+                    let r = load_table(&mut conn, spec, n, &mut method);
                     if r.is_err() {
                         failed.store(true, Ordering::SeqCst);
                     }
@@ -283,22 +260,6 @@ pub fn load_sysbench(target: &Target, spec: &SysbenchDataset) -> Result<Sysbench
     Ok(SysbenchLoad {
         tables,
         elapsed_s: start.elapsed().as_secs_f64(),
-    })
-}
-
-/// Whether the server takes InnoDB's bulk-insert path for a transaction that fills an empty
-/// table with `unique_checks=0, foreign_key_checks=0`: MariaDB 10.6 and later.
-fn bulk_insert_path(conn: &mut mysql::Conn) -> bool {
-    // SHOW VARIABLES, not SELECT @@version: a workload's Com_select deltas stay the queries'
-    let version: Option<(String, String)> = conn
-        .query_first("SHOW VARIABLES LIKE 'version'")
-        .ok()
-        .flatten();
-    version.is_some_and(|(_, v)| {
-        let mut parts = v.split(|c: char| !c.is_ascii_digit());
-        let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-        let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-        v.contains("MariaDB") && (major, minor) >= (10, 6)
     })
 }
 
@@ -389,7 +350,6 @@ fn load_table(
     spec: &SysbenchDataset,
     n: u32,
     method: &mut LoadMethod,
-    bulk: bool,
 ) -> Result<TableLoad, Error> {
     let sql = |what: String| move |e| Error::sql(what, e);
     if spec.replace {
@@ -400,9 +360,6 @@ fn load_table(
         .map_err(sql(format!("create sbtest{n}")))?;
 
     let t = Instant::now();
-    if bulk {
-        conn.query_drop("BEGIN").map_err(sql("BEGIN".into()))?;
-    }
     let rows = Arc::new(Mutex::new(Rows::new(spec, n)));
     if *method == LoadMethod::LoadData {
         let (rows, budget) = (rows.clone(), spec.insert_bytes);
@@ -474,9 +431,6 @@ fn load_table(
         bytes += carried_bytes;
     }
     conn.set_local_infile_handler(None);
-    if bulk {
-        conn.query_drop("COMMIT").map_err(sql("COMMIT".into()))?;
-    }
     let insert_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
