@@ -345,6 +345,8 @@ struct Sample {
     tps: f64,
     /// Whole client's CPU per 1,000 queries (all queries it sent, warmup included).
     cpu_ms_per_kq: f64,
+    /// The user-mode part of it.
+    user_ms_per_kq: f64,
     /// Client threads only (ours; `Metrics`).
     thread_cpu_ms_per_kq: Option<f64>,
     /// Queries the client counted over the whole run / what the server counted.
@@ -393,6 +395,7 @@ impl Bench<'_> {
                 Sample {
                     tps: m.tps,
                     cpu_ms_per_kq: cpu.total_s() * 1e6 / queries as f64,
+                    user_ms_per_kq: cpu.user_s * 1e6 / queries as f64,
                     thread_cpu_ms_per_kq: Some(thread_cpu.total_s() * 1e6 / queries as f64),
                     queries,
                     server_queries: 0,
@@ -446,6 +449,7 @@ impl Bench<'_> {
                 Sample {
                     tps: last.tps,
                     cpu_ms_per_kq: run.cpu.total_s() * 1e6 / queries as f64,
+                    user_ms_per_kq: run.cpu.user_s * 1e6 / queries as f64,
                     thread_cpu_ms_per_kq: None,
                     queries,
                     server_queries: 0,
@@ -513,25 +517,25 @@ struct Cell {
 
 fn print_oltp(cells: &[Cell]) {
     println!();
+    println!("OLTP: medians over the rounds ±half their min–max spread; tps ratio = ours/sysbench per round pair, median [min–max];");
+    println!("client CPU (user+sys, and user alone) in ms per 1,000 queries, whole client process; ours/sysb < 1 = ours cheaper");
     println!(
-        "OLTP: medians over the rounds, ±half the min–max spread; ratio = ours/sysbench per round pair, median [min–max]"
-    );
-    println!(
-        "{:<18} {:>3} | {:>15} {:>15} | {:>18} | {:>17} {:>17} {:>11} | {:>7}",
+        "{:<18} {:>3} | {:>14} {:>14} | {:>17} | {:>11} {:>11} {:>6} | {:>10} {:>10} {:>6}",
         "test",
         "thr",
         "tps ours",
         "tps sysbench",
         "tps ratio",
-        "cpu ms/1kq ours",
-        "cpu ms/1kq sysb",
-        "ours/sysb",
-        "thr-only"
+        "cpu ours",
+        "cpu sysb",
+        "o/s",
+        "user ours",
+        "user sysb",
+        "o/s",
     );
-    println!("{}", "-".repeat(148));
+    println!("{}", "-".repeat(138));
     for c in cells {
-        let tps = |v: &[Sample]| v.iter().map(|s| s.tps).collect::<Vec<_>>();
-        let cpu = |v: &[Sample]| v.iter().map(|s| s.cpu_ms_per_kq).collect::<Vec<_>>();
+        let col = |v: &[Sample], f: fn(&Sample) -> f64| v.iter().map(f).collect::<Vec<_>>();
         let ratios: Vec<f64> = c
             .ours
             .iter()
@@ -539,37 +543,44 @@ fn print_oltp(cells: &[Cell]) {
             .map(|(o, s)| o.tps / s.tps)
             .collect();
         let (rlo, rhi) = spread(&ratios);
-        let cpu_ratio = median(&cpu(&c.ours)) / median(&cpu(&c.sb));
-        let thr: Vec<f64> = c
-            .ours
-            .iter()
-            .filter_map(|s| s.thread_cpu_ms_per_kq)
-            .collect();
+        let of = |f: fn(&Sample) -> f64| median(&col(&c.ours, f)) / median(&col(&c.sb, f));
         println!(
-            "{:<18} {:>3} | {:>15} {:>15} | {:>5.2} [{:.2}–{:.2}] | {:>17} {:>17} {:>11.2} | {:>7.1}",
+            "{:<18} {:>3} | {:>14} {:>14} | {:>4.2} [{:.2}–{:.2}] | {:>11} {:>11} {:>6.2} | {:>10} {:>10} {:>6.2}",
             c.test.name(),
             c.threads,
-            med_spread(&tps(&c.ours), 1),
-            med_spread(&tps(&c.sb), 1),
+            med_spread(&col(&c.ours, |s| s.tps), 0),
+            med_spread(&col(&c.sb, |s| s.tps), 0),
             median(&ratios),
             rlo,
             rhi,
-            med_spread(&cpu(&c.ours), 1),
-            med_spread(&cpu(&c.sb), 1),
-            cpu_ratio,
-            median(&thr),
+            med_spread(&col(&c.ours, |s| s.cpu_ms_per_kq), 1),
+            med_spread(&col(&c.sb, |s| s.cpu_ms_per_kq), 1),
+            of(|s| s.cpu_ms_per_kq),
+            med_spread(&col(&c.ours, |s| s.user_ms_per_kq), 1),
+            med_spread(&col(&c.sb, |s| s.user_ms_per_kq), 1),
+            of(|s| s.user_ms_per_kq),
         );
     }
     println!();
-    println!("same work? per event, all rounds: queries counted by the client / by the server (Com_select+begin+commit+rollback), Com_stmt_execute, Rows_read, Rows_sent; server CPU ms per 1k queries");
+    println!("same work? per event, all rounds: queries counted by the client / by the server (Com_select+begin+commit+rollback), Com_stmt_execute, Rows_read/Rows_sent; server CPU ms per 1k queries; ours: its client threads' CPU alone (Metrics, RUSAGE_THREAD) ms per 1k queries");
     for c in cells {
         let per = |v: &[Sample]| {
             let ev: u64 = v.iter().map(|s| s.events).sum();
             let f = |x: u64| x as f64 / ev.max(1) as f64;
             let q: u64 = v.iter().map(|s| s.server_queries).sum();
             let server: f64 = v.iter().map(|s| s.server_cpu_s).sum();
+            let thr = median(
+                &v.iter()
+                    .filter_map(|s| s.thread_cpu_ms_per_kq)
+                    .collect::<Vec<_>>(),
+            );
+            let thr = if thr.is_nan() {
+                String::new()
+            } else {
+                format!(" threads {thr:.1}")
+            };
             format!(
-                "queries {:.2}/{:.2} execs {:.2} rows {:.1}/{:.1} server {:.1}",
+                "queries {:.2}/{:.2} execs {:.2} rows {:.1}/{:.1} server {:.1}{thr}",
                 f(v.iter().map(|s| s.queries).sum()),
                 f(q),
                 f(v.iter().map(|s| s.stmt_executes).sum()),
