@@ -11,6 +11,8 @@ command -v bc >/dev/null 2>&1 || need+=(bc)
 # the process executor's server (host mariadbd, no service is installed or started)
 [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server-core)
 command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client-core)
+# the reference client of `just bench` (cairn-workload's vs_sysbench)
+[ -x /usr/bin/sysbench ] || need+=(sysbench)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

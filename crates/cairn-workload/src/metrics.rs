@@ -231,6 +231,11 @@ pub(crate) struct Recorder {
     phases: [Phase; 2],
     cpu: [CpuTime; 2],
     last_done: Option<Instant>,
+    /// The interval events fell into last (`series[cur]`, `[cur_start, cur_end)`): events
+    /// come in time order, so finding their interval is usually two comparisons.
+    cur: usize,
+    cur_start: Instant,
+    cur_end: Instant,
 }
 
 impl Recorder {
@@ -243,6 +248,9 @@ impl Recorder {
             phases: [Phase::new(), Phase::new()],
             cpu: [CpuTime::default(); 2],
             last_done: None,
+            cur: usize::MAX,
+            cur_start: start,
+            cur_end: start,
         }
     }
 
@@ -251,18 +259,23 @@ impl Recorder {
     }
 
     fn slot(&mut self, at: Instant) -> (&mut Interval, &mut Totals) {
-        let i = (at.saturating_duration_since(self.start).as_nanos()
-            / self.interval.as_nanos().max(1)) as usize;
-        while self.series.len() <= i {
-            let start = self.interval * self.series.len() as u32;
-            self.series.push(Interval {
-                start_s: start.as_secs_f64(),
-                warmup: self.start + start < self.warmup_end,
-                ..Interval::default()
-            });
+        if !(self.cur_start <= at && at < self.cur_end) {
+            let i = (at.saturating_duration_since(self.start).as_nanos()
+                / self.interval.as_nanos().max(1)) as usize;
+            while self.series.len() <= i {
+                let start = self.interval * self.series.len() as u32;
+                self.series.push(Interval {
+                    start_s: start.as_secs_f64(),
+                    warmup: self.start + start < self.warmup_end,
+                    ..Interval::default()
+                });
+            }
+            self.cur = i;
+            self.cur_start = self.start + self.interval * i as u32;
+            self.cur_end = self.cur_start + self.interval;
         }
         let phase = usize::from(!self.is_warmup(at));
-        (&mut self.series[i], &mut self.phases[phase].totals)
+        (&mut self.series[self.cur], &mut self.phases[phase].totals)
     }
 
     /// An event that started at `started` and completed now, having sent `queries`.
@@ -407,6 +420,24 @@ pub(crate) fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_out_of_order_land_in_their_interval() {
+        let start = Instant::now();
+        let ms = Duration::from_millis;
+        let q = QueryCounts {
+            read: 1,
+            write: 0,
+            other: 0,
+        };
+        let mut r = Recorder::new(start, start, ms(100));
+        for t in [250, 50, 260, 99, 100, 0, 399] {
+            r.event(start + ms(t), start + ms(t + 1), &q);
+        }
+        let m = merge("t", 1, ms(100), start, start, start + ms(400), vec![r]);
+        let events: Vec<u64> = m.series.iter().map(|s| s.events).collect();
+        assert_eq!(events, [3, 1, 2, 1]);
+    }
 
     #[test]
     fn events_split_by_phase_and_interval() {
