@@ -114,6 +114,14 @@ impl Drop for RunGuard {
     }
 }
 
+/// `my.cnf` options for a small test server: a 128 MiB buffer pool, no name resolution, 50
+/// connections.
+pub const SMALL_SERVER: &[(&str, &str)] = &[
+    ("innodb_buffer_pool_size", "128M"),
+    ("skip-name-resolve", ""),
+    ("max_connections", "50"),
+];
+
 /// A server started for a test; its containers go when it is dropped.
 pub struct TestServer {
     pub server: Server,

@@ -17,15 +17,7 @@ use mysql::prelude::Queryable;
 
 /// A server from the shared test image, with a TCP target as user `cairn`.
 fn start(test: &str) -> (TestServer, Target) {
-    let s = start_mariadb(
-        test,
-        &[
-            ("innodb_buffer_pool_size", "128M"),
-            ("skip-name-resolve", ""),
-            ("max_connections", "50"),
-        ],
-        Connect::Tcp,
-    );
+    let s = start_mariadb(test, cairn_testkit::SMALL_SERVER, Connect::Tcp);
     let target = Target::tcp(&s.server.ip, s.server.port, "cairn");
     (s, target)
 }

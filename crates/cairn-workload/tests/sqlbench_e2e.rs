@@ -41,12 +41,11 @@ fn start(test: &str) -> (TestServer, Target) {
     let s = start_mariadb(
         test,
         &[
-            ("innodb_buffer_pool_size", "128M"),
-            ("skip-name-resolve", ""),
-            ("max_connections", "50"),
+            cairn_testkit::SMALL_SERVER,
             // the suite commits after nearly every statement; this is a test of the driver
-            ("innodb_flush_log_at_trx_commit", "2"),
-        ],
+            &[("innodb_flush_log_at_trx_commit", "2")],
+        ]
+        .concat(),
         Connect::Tcp,
     );
     let target = Target::tcp(&s.server.ip, s.server.port, "cairn");
