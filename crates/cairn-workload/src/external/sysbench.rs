@@ -710,6 +710,13 @@ fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
 }
 
 /// Parse sysbench 1.0's stdout of an OLTP `run` (see the module doc for what it holds).
+/// An interval (`[ 2s ] thds: …`) or queue (`[ 2s ] queue length: …`) line.
+fn is_interval_line(line: &str) -> bool {
+    line.starts_with('[')
+        && bracket(line)
+            .is_ok_and(|(_, rest)| rest.starts_with("thds:") || rest.starts_with("queue length:"))
+}
+
 pub fn parse_report(stdout: &str) -> Result<Report, String> {
     let lines: Vec<&str> = stdout.lines().map(str::trim_end).collect();
     let mut r = Report::default();
@@ -722,6 +729,26 @@ pub fn parse_report(stdout: &str) -> Result<Report, String> {
         .and_then(|v| v.split_whitespace().next())
         .ok_or_else(|| format!("the output does not start with `sysbench <version>`: {banner:?}"))?
         .to_string();
+    // sysbench's reporting thread prints interval lines whenever they are due, also between
+    // the lines of a checkpoint report: take them out first, so a report reads whole
+    for line in lines.iter().filter(|l| is_interval_line(l)) {
+        let (at, rest) = bracket(line)?;
+        if rest.starts_with("thds:") {
+            r.intervals.push(interval_line(at, rest)?);
+        } else if let Some(q) = rest.strip_prefix("queue length:") {
+            let last = r
+                .intervals
+                .last_mut()
+                .filter(|iv| iv.end_s == at)
+                .ok_or_else(|| format!("a queue line without its interval line: {line:?}"))?;
+            let (len, conc) = q
+                .split_once(", concurrency:")
+                .ok_or_else(|| format!("unexpected queue line {line:?}"))?;
+            last.queue_length = Some(num(len, "queue length")?);
+            last.concurrency = Some(num(conc, "concurrency")?);
+        }
+    }
+    let lines: Vec<&str> = lines.into_iter().filter(|l| !is_interval_line(l)).collect();
     let mut summary = None;
     let mut pending_checkpoint: Option<f64> = None;
     let mut i = 0;
@@ -744,25 +771,12 @@ pub fn parse_report(stdout: &str) -> Result<Report, String> {
                 .map(|c| num(c, "Report checkpoint(s) at"))
                 .collect::<Result<_, _>>()?;
         } else if line.starts_with('[') {
+            // interval and queue lines were taken out above: only a checkpoint is left
             let (at, rest) = bracket(line)?;
-            if rest == "Checkpoint report:" {
-                pending_checkpoint = Some(at);
-            } else if rest.starts_with("thds:") {
-                r.intervals.push(interval_line(at, rest)?);
-            } else if let Some(q) = rest.strip_prefix("queue length:") {
-                let last = r
-                    .intervals
-                    .last_mut()
-                    .filter(|iv| iv.end_s == at)
-                    .ok_or_else(|| format!("a queue line without its interval line: {line:?}"))?;
-                let (len, conc) = q
-                    .split_once(", concurrency:")
-                    .ok_or_else(|| format!("unexpected queue line {line:?}"))?;
-                last.queue_length = Some(num(len, "queue length")?);
-                last.concurrency = Some(num(conc, "concurrency")?);
-            } else {
+            if rest != "Checkpoint report:" {
                 return Err(format!("unexpected line {line:?}"));
             }
+            pending_checkpoint = Some(at);
         } else if line == "SQL statistics:" {
             let end = lines[i..]
                 .iter()
@@ -1137,6 +1151,24 @@ mod tests {
             name(ExternalSysbench::new(s, &[]).unwrap_err()).0,
             "duration"
         );
+    }
+
+    #[test]
+    fn interval_lines_inside_a_checkpoint_report_are_taken_out() {
+        // the reporting thread may print `[ 1s ] thds: …` between the checkpoint report's
+        // lines (seen on a loaded machine): the same report, the same figures
+        let line = "[ 1s ] thds: 2 tps: 3078.36 qps: 49270.69 (r/w/o: 43111.98/0.00/6158.71) lat (ms,95%): 1.12 err/s: 0.00 reconn/s: 0.00\n";
+        let interleaved = READ_ONLY_WARMUP.replacen(line, "", 1).replacen(
+            "        write:                           0\n",
+            &format!("        write:                           0\n{line}"),
+            1,
+        );
+        assert_ne!(interleaved, READ_ONLY_WARMUP);
+        let a = parse_report(READ_ONLY_WARMUP).unwrap();
+        let b = parse_report(&interleaved).unwrap();
+        assert_eq!(a.checkpoints, b.checkpoints);
+        assert_eq!(a.intervals, b.intervals);
+        assert_eq!(a.summary, b.summary);
     }
 
     #[test]
