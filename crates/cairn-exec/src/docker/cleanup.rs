@@ -28,45 +28,7 @@ impl Docker {
                 "refusing to clean up by non-cairn label `{label}`"
             )));
         }
-        let api = &self.inner.api;
-        let mut report = CleanupReport::default();
-        self.block_on(async {
-            let mut filters = HashMap::new();
-            filters.insert("label", vec![label]);
-            let containers = api
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::new()
-                        .all(true)
-                        .filters(&filters)
-                        .build(),
-                ))
-                .await
-                .map_err(DockerError::api("list containers"))?;
-            for c in containers {
-                if let Some(id) = c.id {
-                    remove_container_quiet(api, &id).await?;
-                    let name = c.names.and_then(|n| n.into_iter().next()).unwrap_or(id);
-                    report
-                        .containers
-                        .push(name.trim_start_matches('/').to_string());
-                }
-            }
-            let networks = api
-                .list_networks(Some(
-                    ListNetworksOptionsBuilder::new().filters(&filters).build(),
-                ))
-                .await
-                .map_err(DockerError::api("list networks"))?;
-            for n in networks {
-                let Some(name) = n.name else { continue };
-                match api.remove_network(&name).await {
-                    Ok(()) => report.networks.push(name),
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => return Err(DockerError::api(format!("remove network {name}"))(e)),
-                }
-            }
-            Ok::<_, DockerError>(())
-        })?;
+        let report = remove_labelled(self, label, |_| true)?;
         if !report.is_empty() {
             tracing::info!("cleaned up {label}: {report:?}");
         }
@@ -121,11 +83,33 @@ pub fn clean_runs(
     select: impl Fn(&str) -> bool,
     build_containers: bool,
 ) -> Result<CleanupReport> {
+    let mut report = remove_labelled(docker, LABEL_RUN, select)?;
+    if build_containers {
+        report.containers.extend(docker.cleanup_build_containers()?);
+    }
+    if !report.is_empty() {
+        tracing::info!("cleaned up: {report:?}");
+    }
+    Ok(report)
+}
+
+/// Remove the containers, then the networks, that carry `label` (`key` or `key=value`) and
+/// whose [`LABEL_RUN`] value (empty when they have none) `select` accepts.
+fn remove_labelled(
+    docker: &Docker,
+    label: &str,
+    select: impl Fn(&str) -> bool,
+) -> Result<CleanupReport> {
     let api = docker.api();
     let mut report = CleanupReport::default();
+    let run_of = |labels: Option<&HashMap<String, String>>| {
+        labels
+            .and_then(|l| l.get(LABEL_RUN))
+            .map_or(String::new(), String::clone)
+    };
     docker.block_on(async {
         let mut filters = HashMap::new();
-        filters.insert("label", vec![LABEL_RUN]);
+        filters.insert("label", vec![label]);
         let containers = api
             .list_containers(Some(
                 ListContainersOptionsBuilder::new()
@@ -136,11 +120,8 @@ pub fn clean_runs(
             .await
             .map_err(DockerError::api("list containers"))?;
         for c in containers {
-            let run = c.labels.as_ref().and_then(|l| l.get(LABEL_RUN));
-            let (Some(id), Some(run)) = (c.id.as_ref(), run) else {
-                continue;
-            };
-            if !select(run) {
+            let Some(id) = c.id.as_ref() else { continue };
+            if !select(&run_of(c.labels.as_ref())) {
                 continue;
             }
             remove_container_quiet(api, id).await?;
@@ -153,11 +134,10 @@ pub fn clean_runs(
             .await
             .map_err(DockerError::api("list networks"))?;
         for n in networks {
-            let run = n.labels.as_ref().and_then(|l| l.get(LABEL_RUN));
-            let (Some(name), Some(run)) = (n.name.as_ref(), run) else {
+            let Some(name) = n.name.as_ref() else {
                 continue;
             };
-            if !select(run) {
+            if !select(&run_of(n.labels.as_ref())) {
                 continue;
             }
             match api.remove_network(name).await {
@@ -168,12 +148,6 @@ pub fn clean_runs(
         }
         Ok::<_, DockerError>(())
     })?;
-    if build_containers {
-        report.containers.extend(docker.cleanup_build_containers()?);
-    }
-    if !report.is_empty() {
-        tracing::info!("cleaned up: {report:?}");
-    }
     Ok(report)
 }
 
