@@ -16,8 +16,8 @@ use cairn_workload::{Dataset, DatasetDef};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::execute::{Done, StepContext, StepError};
-use crate::image_step::{self, Built, ImageOutput};
+use crate::execute::{failed, Built, Done, StepContext, StepError};
+use crate::image_step::{self, ImageOutput};
 use crate::server_run::{LiveServer, ServerDef, StartRequest};
 
 /// The name of a dataset step's output.
@@ -39,10 +39,6 @@ pub struct DatasetOutput {
     pub rows: u64,
     /// The datadir archive, relative to the cache directory.
     pub snapshot: String,
-}
-
-fn failed(what: impl std::fmt::Display) -> StepError {
-    StepError::Failed(what.to_string())
 }
 
 /// The snapshot file of a dataset step with key `key`, relative to the cache directory.

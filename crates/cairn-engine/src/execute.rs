@@ -56,6 +56,18 @@ pub enum StepError {
     Failed(String),
 }
 
+/// A failed step, with why.
+pub(crate) fn failed(what: impl std::fmt::Display) -> StepError {
+    StepError::Failed(what.to_string())
+}
+
+/// What an image, dataset or trial step hands back to be recorded: its outputs and the
+/// record's `extra`.
+pub struct Built {
+    pub outputs: BTreeMap<String, BlobRef>,
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
 impl From<ExecError> for StepError {
     fn from(e: ExecError) -> Self {
         match e {

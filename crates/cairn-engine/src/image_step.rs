@@ -28,7 +28,7 @@ use cairn_store::{BlobRef, Record, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::execute::{Done, StepContext, StepError};
+use crate::execute::{failed, Built, Done, StepContext, StepError};
 
 /// The name of the one output of an image step.
 pub const MANIFEST: &str = "manifest.json";
@@ -107,16 +107,6 @@ pub fn image_present(rec: &Record) -> Result<(), String> {
         )),
         Err(e) => Err(e.to_string()),
     }
-}
-
-/// What [`perform`] hands back to the engine to record.
-pub struct Built {
-    pub outputs: BTreeMap<String, BlobRef>,
-    pub extra: Map<String, Value>,
-}
-
-fn failed(what: impl std::fmt::Display) -> StepError {
-    StepError::Failed(what.to_string())
 }
 
 fn ms(t: Instant) -> f64 {

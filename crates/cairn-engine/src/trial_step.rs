@@ -16,8 +16,7 @@ use cairn_workload::{Dataset, RunContext, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
 use crate::dataset_step::{self, image_of, input, read_json, server_def, DatasetOutput};
-use crate::execute::{Done, StepContext, StepError};
-use crate::image_step::Built;
+use crate::execute::{failed, Built, Done, StepContext, StepError};
 use crate::server_run::{LiveServer, StartRequest};
 
 /// Outputs of a trial.
@@ -26,10 +25,6 @@ pub const METRICS: &str = "metrics.json";
 pub const SERVER: &str = "server.json";
 pub const VARIABLES: &str = "variables.json";
 pub const SERVER_LOG: &str = "server.log";
-
-fn failed(what: impl std::fmt::Display) -> StepError {
-    StepError::Failed(what.to_string())
-}
 
 /// The workload of a trial's definition (one matrix point).
 pub fn workload_def(step: &Step) -> Result<WorkloadDef, String> {
