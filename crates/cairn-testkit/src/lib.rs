@@ -131,6 +131,32 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// Run `work` on another thread and, a second in, do `docker <verb>` to the server's
+    /// container — `kill` (SIGKILL, a crash: the container and its network stay, so
+    /// reconnections fail on the local bridge instead of routing off this machine) or `pause`
+    /// (every process stopped: a hang; unpaused once `work` returned). Returns what `work`
+    /// returned.
+    pub fn disturbed<T: Send>(&self, verb: &str, work: impl FnOnce() -> T + Send) -> T {
+        let id = &self.server.container_id;
+        let docker_cli = |verb: &str| {
+            let out = std::process::Command::new("docker")
+                .args([verb, id])
+                .output()
+                .expect("docker CLI");
+            assert!(out.status.success(), "docker {verb}: {out:?}");
+        };
+        std::thread::scope(|s| {
+            let run = s.spawn(work);
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            docker_cli(verb);
+            let r = run.join().expect("the work thread panicked");
+            if verb == "pause" {
+                docker_cli("unpause");
+            }
+            r
+        })
+    }
+
     /// Stop the server (SIGTERM, wait) and remove it.
     pub fn stop(&self) -> i64 {
         docker()

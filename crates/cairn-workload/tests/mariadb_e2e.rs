@@ -235,25 +235,12 @@ fn point_select_events_and_text_mode() {
 fn a_server_that_dies_fails_the_run() {
     let (guard, target) = start("die");
     load_sysbench(&target, &SysbenchDataset::new(1, 1000)).unwrap();
-    let server = &guard.server;
     let spec = OltpSpec::new(OltpTest::PointSelect, 1, 1000, 2, Duration::from_secs(60));
     let t = Instant::now();
-    let err = std::thread::scope(|s| {
-        let run = s.spawn(|| run_oltp(&target, &spec));
-        std::thread::sleep(Duration::from_secs(1));
-        // SIGKILL, a crash: the container stays (stopped) and so does the run's network,
-        // so reconnection attempts fail on the local bridge. (`stop_server` would remove the
-        // network, and the container's address would then route off this machine.)
-        let out = std::process::Command::new("docker")
-            .args(["kill", &server.container_id])
-            .output()
-            .expect("docker CLI");
-        assert!(out.status.success(), "{out:?}");
-        eprintln!("server killed after {:.2?}", t.elapsed());
-        run.join().unwrap()
-    })
-    .expect_err("the run must fail")
-    .to_string();
+    let err = guard
+        .disturbed("kill", || run_oltp(&target, &spec))
+        .expect_err("the run must fail")
+        .to_string();
     eprintln!("failed after {:.2?}: {err}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     assert!(err.contains("could not reconnect"), "{err}");
@@ -530,26 +517,12 @@ fn a_hung_server_fails_the_run_after_the_io_timeout() {
     let (guard, mut target) = start("hang");
     load_sysbench(&target, &SysbenchDataset::new(1, 500)).unwrap();
     target.io_timeout = Some(Duration::from_secs(2));
-    let id = guard.server.container_id.clone();
     let spec = OltpSpec::new(OltpTest::PointSelect, 1, 500, 2, Duration::from_secs(120));
     let t = Instant::now();
-    let err = std::thread::scope(|s| {
-        let run = s.spawn(|| run_oltp(&target, &spec));
-        std::thread::sleep(Duration::from_secs(1));
-        // SIGSTOP every process of the container: the server hangs, connections stay open
-        let out = std::process::Command::new("docker")
-            .args(["pause", &id])
-            .output()
-            .expect("docker CLI");
-        assert!(out.status.success(), "{out:?}");
-        let r = run.join().unwrap();
-        let _ = std::process::Command::new("docker")
-            .args(["unpause", &id])
-            .output();
-        r
-    })
-    .expect_err("a hung server fails the run")
-    .to_string();
+    let err = guard
+        .disturbed("pause", || run_oltp(&target, &spec))
+        .expect_err("a hung server fails the run")
+        .to_string();
     eprintln!("failed after {:.2?}: {err}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
     assert!(

@@ -232,24 +232,13 @@ fn a_server_that_dies_fails_the_run() {
     let (guard, target) = start("smack-die");
     let ds = SmackDataset::new(1000);
     load_smack(&target, &ds).unwrap();
-    let server = &guard.server;
     // far more rounds than can finish before the kill
     let spec = SmackSpec::new(ds, 4, 100_000_000);
     let t = Instant::now();
-    let err = std::thread::scope(|s| {
-        let run = s.spawn(|| run_select_index(&target, &spec));
-        std::thread::sleep(Duration::from_secs(1));
-        // SIGKILL, a crash: the container stays (stopped) and so does the run's network
-        let out = std::process::Command::new("docker")
-            .args(["kill", &server.container_id])
-            .output()
-            .expect("docker CLI");
-        assert!(out.status.success(), "{out:?}");
-        eprintln!("server killed after {:.2?}", t.elapsed());
-        run.join().unwrap()
-    })
-    .expect_err("the run must fail")
-    .to_string();
+    let err = guard
+        .disturbed("kill", || run_select_index(&target, &spec))
+        .expect_err("the run must fail")
+        .to_string();
     eprintln!("failed after {:.2?}: {err}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     assert!(err.contains("lost the connection"), "{err}");

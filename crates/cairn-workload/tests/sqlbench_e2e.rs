@@ -437,19 +437,10 @@ fn a_server_that_dies_fails_the_run() {
     let (guard, target) = start("die");
     // enough work to be killed in the middle of
     let spec = SqlBenchSpec::new(vec![SqlBenchTest::Select], Scale::SmallTest);
-    let server = &guard.server;
     let t = Instant::now();
-    let err = std::thread::scope(|s| {
-        let run = s.spawn(|| run_sqlbench_until(&target, &spec, &|| false));
-        std::thread::sleep(Duration::from_secs(1));
-        let out = std::process::Command::new("docker")
-            .args(["kill", &server.container_id])
-            .output()
-            .expect("docker CLI");
-        assert!(out.status.success(), "{out:?}");
-        run.join().unwrap()
-    })
-    .expect_err("the run must fail");
+    let err = guard
+        .disturbed("kill", || run_sqlbench_until(&target, &spec, &|| false))
+        .expect_err("the run must fail");
     let msg = err.to_string();
     eprintln!("failed after {:.2?}: {msg}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
