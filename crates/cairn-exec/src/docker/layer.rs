@@ -38,6 +38,15 @@ pub struct LayerImage {
 }
 
 impl Docker {
+    /// The layer image `reference` if it exists with this `key` (built before: reused).
+    fn reused_layer(&self, reference: &str, key: &str) -> Result<Option<LayerImage>> {
+        Ok(self.image_with_key(reference, key)?.map(|id| LayerImage {
+            id,
+            reference: reference.to_string(),
+            built: false,
+        }))
+    }
+
     /// Run `script` with `/bin/sh -c` (as root, with network, `env` as `KEY=VALUE`, exported
     /// for the script only, not kept in the image) in a
     /// container from `parent` and commit the result as `cairn/<name>:<tag from key>`.
@@ -51,12 +60,8 @@ impl Docker {
         env: &[String],
     ) -> Result<LayerImage> {
         let reference = image_ref(name, key);
-        if let Some(id) = self.image_with_key(&reference, key)? {
-            return Ok(LayerImage {
-                id,
-                reference,
-                built: false,
-            });
+        if let Some(done) = self.reused_layer(&reference, key)? {
+            return Ok(done);
         }
         let t0 = Instant::now();
         let api = &self.inner.api;
@@ -117,12 +122,8 @@ impl Docker {
             )));
         }
         let reference = image_ref(name, key);
-        if let Some(id) = self.image_with_key(&reference, key)? {
-            return Ok(LayerImage {
-                id,
-                reference,
-                built: false,
-            });
+        if let Some(done) = self.reused_layer(&reference, key)? {
+            return Ok(done);
         }
         let archive = tar_files(files)?;
         let api = &self.inner.api;
@@ -175,12 +176,8 @@ impl Docker {
     ) -> Result<LayerImage> {
         with_exports(vars, "")?; // the same checks of names as for run layers
         let reference = image_ref(name, key);
-        if let Some(id) = self.image_with_key(&reference, key)? {
-            return Ok(LayerImage {
-                id,
-                reference,
-                built: false,
-            });
+        if let Some(done) = self.reused_layer(&reference, key)? {
+            return Ok(done);
         }
         let api = &self.inner.api;
         let id = self.block_on(async {
