@@ -82,16 +82,7 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
                     .iter()
                     .find(|i| i.mount == "dataset")
                     .map(|i| dataset_def(&graph.steps[i.from]));
-                let r = ds
-                    .as_ref()
-                    .map(Dataset::from_def)
-                    .transpose()
-                    .and_then(|ds| {
-                        let wdef =
-                            cairn_engine::trial_step::workload_def(step).map_err(Error::Invalid)?;
-                        cairn_workload::Workload::from_def(&wdef, ds.as_ref(), 1).map(|_| ())
-                    });
-                if let Err(e) = r {
+                if let Err(e) = cairn_engine::trial_step::check(step, ds.as_ref()) {
                     report(step, e);
                 }
             }

@@ -8,7 +8,7 @@
 //! what the plan asked for — a trial never measures the wrong variant silently.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use cairn_exec::docker::allocator::{host_allocator_library, maps_fragment};
@@ -103,17 +103,13 @@ enum Kind {
 /// A running server. Dropping it without [`LiveServer::stop`] still removes it.
 pub struct LiveServer {
     kind: Option<Kind>,
-    /// Short host directory for the socket (and TLS CA), removed with the server.
-    dir: tempfile::TempDir,
+    /// Short host directory for the socket (and TLS CA); held so it lives as long as the
+    /// server, removed when it is dropped.
+    _dir: tempfile::TempDir,
     allocator: String,
     preload: Option<String>,
     connect: Connect,
     ready_after: Duration,
-}
-
-/// The Docker Engine of this process; the error says how to start one.
-pub fn docker() -> Result<&'static Docker, String> {
-    crate::image_step::docker().map_err(str::to_string)
 }
 
 const STOP_GRACE: Duration = Duration::from_secs(60);
@@ -141,7 +137,7 @@ impl LiveServer {
             .chain(def.env.clone())
             .collect();
         let (kind, preload, ready_after) = if def.uses_docker() {
-            let d = docker()?;
+            let d = crate::image_step::docker().map_err(str::to_string)?;
             let image = req.image.ok_or_else(|| {
                 "a server run by the Docker executor needs an `image`".to_string()
             })?;
@@ -190,7 +186,7 @@ impl LiveServer {
         };
         Ok(LiveServer {
             kind: Some(kind),
-            dir,
+            _dir: dir,
             allocator,
             preload,
             connect,
@@ -352,11 +348,6 @@ impl LiveServer {
                 .map_err(|e| e.to_string()),
             None => Err("the server is not running".into()),
         }
-    }
-
-    /// The host directory of this server's socket (and files beside it).
-    pub fn dir(&self) -> PathBuf {
-        self.dir.path().to_path_buf()
     }
 }
 

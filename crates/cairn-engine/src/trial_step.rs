@@ -33,15 +33,14 @@ pub fn workload_def(step: &Step) -> Result<WorkloadDef, String> {
 }
 
 /// Check a trial's workload before anything runs (bad parameters are bad input).
-pub fn check(step: &Step, dataset: Option<&cairn_workload::DatasetDef>) -> Result<(), String> {
-    let wdef = workload_def(step)?;
-    let ds = dataset
-        .map(Dataset::from_def)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    Workload::from_def(&wdef, ds.as_ref(), u64::from(step.pass))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+/// The error names the parameter where it can (`Error::Param`), for a diagnostic.
+pub fn check(
+    step: &Step,
+    dataset: Option<&cairn_workload::DatasetDef>,
+) -> Result<(), cairn_workload::Error> {
+    let wdef = workload_def(step).map_err(cairn_workload::Error::Invalid)?;
+    let ds = dataset.map(Dataset::from_def).transpose()?;
+    Workload::from_def(&wdef, ds.as_ref(), u64::from(step.pass)).map(|_| ())
 }
 
 /// Measure one trial.
