@@ -33,17 +33,19 @@ struct Row<'a> {
     /// `cached`, `outdated`, `other machine` or `-`.
     state: &'static str,
     record: Option<Record>,
+    /// The record's `extra.figures` (empty without a record).
+    figures: BTreeMap<String, f64>,
+}
+
+/// The flat figures a trial record carries.
+fn figures_of(record: Option<&Record>) -> BTreeMap<String, f64> {
+    record
+        .and_then(|r| r.extra.get("figures"))
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default()
 }
 
 impl Row<'_> {
-    fn figures(&self) -> BTreeMap<String, f64> {
-        self.record
-            .as_ref()
-            .and_then(|r| r.extra.get("figures"))
-            .and_then(|f| serde_json::from_value(f.clone()).ok())
-            .unwrap_or_default()
-    }
-
     fn headline(&self) -> Option<&str> {
         self.record
             .as_ref()
@@ -100,6 +102,7 @@ fn rows<'a>(
                 params: &s.params,
                 pass: s.pass,
                 state,
+                figures: figures_of(record.as_ref()),
                 record,
             }
         })
@@ -146,7 +149,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
                     "address": r.address, "trials": r.trials, "server": r.server,
                     "params": r.params, "pass": r.pass, "state": r.state,
                     "key": r.record.as_ref().map(|rec| &rec.key),
-                    "headline": r.headline(), "figures": r.figures(),
+                    "headline": r.headline(), "figures": r.figures,
                     "server_version": variant.and_then(|v| v["checks"]["version"].as_str()),
                     "word_size": variant.and_then(|v| v["checks"]["word_size"].as_u64()),
                     "allocator": variant.and_then(|v| v["allocator"].as_str()),
@@ -164,7 +167,10 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
         println!("{} has no trials", path.display());
         return Ok(OK);
     }
-    let present: BTreeSet<String> = rows.iter().flat_map(|r| r.figures().into_keys()).collect();
+    let present: BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| r.figures.keys().cloned())
+        .collect();
     let figure_cols: Vec<&str> = TABLE_FIGURES
         .iter()
         .copied()
@@ -177,7 +183,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     header.push("result".into());
     let mut table: Vec<Vec<String>> = vec![header];
     for r in &rows {
-        let f = r.figures();
+        let f = &r.figures;
         let mut line = vec![r.trials.to_string(), r.server.clone()];
         line.extend(
             axes.iter()
@@ -234,7 +240,10 @@ fn to_csv(rows: &[Row<'_>]) -> String {
         .iter()
         .flat_map(|r| r.params.keys().map(String::as_str))
         .collect();
-    let figures: BTreeSet<String> = rows.iter().flat_map(|r| r.figures().into_keys()).collect();
+    let figures: BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| r.figures.keys().cloned())
+        .collect();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = ["address", "trials", "server", "pass", "state", "key"]
         .iter()
@@ -244,7 +253,7 @@ fn to_csv(rows: &[Row<'_>]) -> String {
     header.extend(figures.iter().cloned());
     w.write_record(&header).expect("writes to memory");
     for r in rows {
-        let f = r.figures();
+        let f = &r.figures;
         let mut line = vec![
             r.address.to_string(),
             r.trials.to_string(),
