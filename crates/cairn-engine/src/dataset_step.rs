@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cairn_graph::Step;
-use cairn_store::{Record, Store};
+use cairn_store::Record;
 use cairn_workload::{Dataset, DatasetDef};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -44,19 +44,6 @@ pub struct DatasetOutput {
 /// The snapshot file of a dataset step with key `key`, relative to the cache directory.
 pub fn snapshot_rel(key: &str) -> String {
     format!("datasets/{key}.tar")
-}
-
-/// Read the output of a finished step named `name` among `outputs`.
-pub fn read_json<T: serde::de::DeserializeOwned>(
-    store: &Store,
-    outputs: &BTreeMap<String, cairn_store::BlobRef>,
-    name: &str,
-) -> Result<T, String> {
-    let blob = outputs
-        .get(name)
-        .ok_or_else(|| format!("no {name} among its outputs"))?;
-    let bytes = store.read_blob(blob).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{name}: {e}"))
 }
 
 /// The input mounted as `mount`, if the step has one.

@@ -56,6 +56,19 @@ pub enum StepError {
     Failed(String),
 }
 
+/// Read and parse the JSON output `name` of a finished step (`outputs` of its record).
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    store: &Store,
+    outputs: &BTreeMap<String, cairn_store::BlobRef>,
+    name: &str,
+) -> Result<T, String> {
+    let blob = outputs
+        .get(name)
+        .ok_or_else(|| format!("no {name} among its outputs"))?;
+    let bytes = store.read_blob(blob).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{name}: {e}"))
+}
+
 /// A failed step, with why.
 pub(crate) fn failed(what: impl std::fmt::Display) -> StepError {
     StepError::Failed(what.to_string())

@@ -257,11 +257,7 @@ pub fn read_output(
     store: &Store,
     outputs: &BTreeMap<String, BlobRef>,
 ) -> Result<ImageOutput, String> {
-    let blob = outputs
-        .get(MANIFEST)
-        .ok_or_else(|| format!("no {MANIFEST} among its outputs"))?;
-    let bytes = store.read_blob(blob).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{MANIFEST}: {e}"))
+    crate::execute::read_json(store, outputs, MANIFEST)
 }
 
 fn parent_output(store: &Store, step: &Step, inputs: &[&Done]) -> Result<ImageOutput, StepError> {

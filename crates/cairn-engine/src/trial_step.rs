@@ -15,8 +15,8 @@ use cairn_workload::server::{global_status, global_variables, status_deltas};
 use cairn_workload::{Dataset, RunContext, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
-use crate::dataset_step::{self, image_of, input, read_json, server_def, DatasetOutput};
-use crate::execute::{failed, Built, Done, StepContext, StepError};
+use crate::dataset_step::{self, image_of, input, server_def, DatasetOutput};
+use crate::execute::{failed, read_json, Built, Done, StepContext, StepError};
 use crate::server_run::{LiveServer, StartRequest};
 
 /// Outputs of a trial.
