@@ -779,6 +779,36 @@ fn allocators_resolve_and_are_mapped() {
     }
 }
 
+/// The race CI once lost: one step's server stopped while another step's server was created
+/// but not yet started (so not listed as attached), and the run's network went away under
+/// it. A lease, taken before the container is created, keeps the network.
+#[test]
+fn a_leased_network_outlives_the_last_server_to_stop() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("lease");
+    let network_exists = || {
+        let names = docker_cli(&["network", "ls", "--format", "{{.Name}}"]);
+        names.lines().any(|n| n == format!("cairn-{}", run.id))
+    };
+    // another step, about to create its server
+    let network = d.lease_network(&run.id).unwrap();
+    let sock = tempfile::tempdir().unwrap();
+    let spec = ServerSpec::new(
+        &run.id,
+        "only",
+        &base.id,
+        render_my_cnf(&small_server_options()),
+        sock.path().into(),
+    );
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    d.stop_server(&server, std::time::Duration::from_secs(20))
+        .unwrap();
+    assert!(network_exists(), "the leased network was removed");
+    assert!(d.release_network(&network).unwrap());
+    assert!(!network_exists());
+}
+
 fn leave_stopped_and_running(run: &RunGuard) -> (tempfile::TempDir, tempfile::TempDir) {
     let base = bookworm_amd64();
     let d = docker();

@@ -156,8 +156,12 @@ pub struct Docker {
 struct Inner {
     rt: tokio::runtime::Runtime,
     api: bollard::Docker,
-    /// Serialises "create network if missing" (the engine allows duplicate names).
-    network_lock: Mutex<()>,
+    /// How many servers of this process are starting or running on each run network.
+    /// The lock also serialises "create network if missing" (the engine allows duplicate
+    /// names). A count, not the engine's list of attached containers, decides removal: a
+    /// container that is created but not yet started is not listed as attached, so another
+    /// step stopping its server at that moment would otherwise remove the network under it.
+    network_leases: Mutex<HashMap<String, usize>>,
 }
 
 impl std::fmt::Debug for Docker {
@@ -232,7 +236,7 @@ impl Docker {
             inner: Arc::new(Inner {
                 rt,
                 api,
-                network_lock: Mutex::new(()),
+                network_leases: Mutex::new(HashMap::new()),
             }),
         })
     }

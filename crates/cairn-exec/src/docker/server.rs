@@ -399,7 +399,7 @@ impl Docker {
             }
             None => None,
         };
-        let network = self.ensure_network(&spec.run_id)?;
+        let network = self.lease_network(&spec.run_id)?;
         let name = container_name(&spec.run_id, &spec.step_id);
         let api = &self.inner.api;
 
@@ -543,7 +543,7 @@ impl Docker {
             Ok(id) => id,
             Err(e) => {
                 // nothing of this start may stay behind, the run's network included
-                let _ = self.remove_network_if_unused(&network);
+                let _ = self.release_network(&network);
                 return Err(e);
             }
         };
@@ -555,7 +555,7 @@ impl Docker {
                     self.block_on(async {
                         let _ = remove_container_quiet(api, &id).await;
                     });
-                    let _ = self.remove_network_if_unused(&network);
+                    let _ = self.release_network(&network);
                     return Err(e);
                 }
             }
@@ -582,7 +582,7 @@ impl Docker {
                 self.block_on(async {
                     let _ = remove_container_quiet(api, &id).await;
                 });
-                let _ = self.remove_network_if_unused(&network);
+                let _ = self.release_network(&network);
                 Err(e)
             }
         }
@@ -832,7 +832,7 @@ impl Docker {
             remove_container_quiet(api, &server.container_id).await?;
             Ok::<_, DockerError>(code)
         })?;
-        self.remove_network_if_unused(&server.network)?;
+        self.release_network(&server.network)?;
         Ok(code)
     }
 
@@ -885,18 +885,64 @@ impl Docker {
         self.block_on(async {
             let _ = remove_container_quiet(api, &server.container_id).await;
         });
-        self.remove_network_if_unused(&server.network)?;
+        self.release_network(&server.network)?;
         r
     }
 
-    /// The run's network `cairn-<run>`, created (bridge, labelled) if missing.
+    /// The run's network `cairn-<run>`, created (bridge, labelled) if missing. It is not
+    /// leased: servers lease it through [`Docker::start_server`], which is what keeps it alive.
     pub fn ensure_network(&self, run_id: &str) -> Result<String> {
-        let name = network_name(run_id);
-        let _guard = self
-            .inner
-            .network_lock
+        let _leases = self.network_leases();
+        self.create_network_if_missing(run_id)
+    }
+
+    /// [`Docker::ensure_network`], and count one more server of this process on it; every
+    /// lease ends with [`Docker::release_network`].
+    pub fn lease_network(&self, run_id: &str) -> Result<String> {
+        let mut leases = self.network_leases();
+        let name = self.create_network_if_missing(run_id)?;
+        *leases.entry(name.clone()).or_insert(0) += 1;
+        Ok(name)
+    }
+
+    /// End one lease of `network`; the last one removes the network if no container is
+    /// attached (a missing network is fine). Returns whether it was removed.
+    pub fn release_network(&self, network: &str) -> Result<bool> {
+        let mut leases = self.network_leases();
+        if let Some(n) = leases.get_mut(network) {
+            *n = n.saturating_sub(1);
+            if *n > 0 {
+                return Ok(false);
+            }
+            leases.remove(network);
+        }
+        let api = &self.inner.api;
+        self.block_on(async {
+            match api.inspect_network(network, None).await {
+                Ok(n) if n.containers.as_ref().is_none_or(|c| c.is_empty()) => {
+                    match api.remove_network(network).await {
+                        Ok(()) => Ok(true),
+                        Err(e) if is_not_found(&e) => Ok(false),
+                        Err(e) => Err(DockerError::api(format!("remove network {network}"))(e)),
+                    }
+                }
+                Ok(_) => Ok(false),
+                Err(e) if is_not_found(&e) => Ok(false),
+                Err(e) => Err(DockerError::api(format!("inspect network {network}"))(e)),
+            }
+        })
+    }
+
+    fn network_leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.inner
+            .network_leases
             .lock()
-            .unwrap_or_else(|p| p.into_inner());
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Callers hold the lease lock, so two steps never both create the network.
+    fn create_network_if_missing(&self, run_id: &str) -> Result<String> {
+        let name = network_name(run_id);
         let api = &self.inner.api;
         self.block_on(async {
             let mut filters = HashMap::new();
@@ -926,30 +972,6 @@ impl Docker {
             Ok(())
         })?;
         Ok(name)
-    }
-
-    /// Remove a network if no container is attached; a missing network is fine.
-    pub fn remove_network_if_unused(&self, network: &str) -> Result<bool> {
-        let _guard = self
-            .inner
-            .network_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let api = &self.inner.api;
-        self.block_on(async {
-            match api.inspect_network(network, None).await {
-                Ok(n) if n.containers.as_ref().is_none_or(|c| c.is_empty()) => {
-                    match api.remove_network(network).await {
-                        Ok(()) => Ok(true),
-                        Err(e) if is_not_found(&e) => Ok(false),
-                        Err(e) => Err(DockerError::api(format!("remove network {network}"))(e)),
-                    }
-                }
-                Ok(_) => Ok(false),
-                Err(e) if is_not_found(&e) => Ok(false),
-                Err(e) => Err(DockerError::api(format!("inspect network {network}"))(e)),
-            }
-        })
     }
 
     /// Run a command in a server container (convenience over [`Docker::exec`]).
