@@ -569,11 +569,13 @@ fn the_images_own_sysbench_runs_as_an_external_tool() {
             r#"study "e2e-external"
 import "{}"
 server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "sock" {{ extends "s"; connect "socket" }}
+server "tls" {{ extends "s"; connect "tls" }}
 dataset "sb" {{ sysbench tables=2 rows=500 }}
 workload "native" {{ sysbench "oltp_read_only"; threads 2; duration "2s"; warmup "1s" }}
 workload "external" {{ sysbench "oltp_read_only" tool="external"; threads 2; duration "2s"; warmup "1s" }}
 trials "native" {{ servers "s"; dataset "sb"; workload "native" }}
-trials "external" {{ servers "s"; dataset "sb"; workload "external" }}
+trials "external" {{ servers "s" "sock" "tls"; dataset "sb"; workload "external" }}
 "#,
             images()
         ),
@@ -581,32 +583,56 @@ trials "external" {{ servers "s"; dataset "sb"; workload "external" }}
     let (r, _) = run_json(&sb, "plan.kdl", &[]);
     r.expect_code(0);
     let native = record(&sb, "trial/native/s");
-    let external = record(&sb, "trial/external/s");
-    let (fnat, fext) = (&native["extra"]["figures"], &external["extra"]["figures"]);
+    let fnat = &native["extra"]["figures"];
     for f in ["tps", "qps", "p95_ms"] {
-        assert!(fext[f].as_f64().unwrap() > 0.0, "{f}: {fext}");
         assert!(fnat[f].as_f64().is_some(), "{f}: {fnat}");
     }
-    // sysbench's own count of queries is what the server executed in the measured window
-    let metrics = cairn(
-        &sb,
-        &[],
-        &["cat", "plan.kdl", "trial/external/s", "metrics.json"],
-    );
-    metrics.expect_code(0);
-    let m: Value = serde_json::from_str(&metrics.stdout).unwrap();
-    assert!(m["tool"]["argv"][0] == "sysbench", "{}", m["tool"]["argv"]);
-    let server_json = cairn(
-        &sb,
-        &[],
-        &["cat", "plan.kdl", "trial/external/s", "server.json"],
-    );
-    let sj: Value = serde_json::from_str(&server_json.stdout).unwrap();
-    let selects = sj["status_deltas"]["Com_select"].as_f64().unwrap();
-    assert!(
-        selects >= fext["queries"].as_f64().unwrap() * 14.0 / 16.0,
-        "{selects} {fext}"
-    );
+    let cat = |step: &str, file: &str| -> Value {
+        let out = cairn(&sb, &[], &["cat", "plan.kdl", step, file]);
+        out.expect_code(0);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    for server in ["s", "sock", "tls"] {
+        let step = format!("trial/external/{server}");
+        let fext = &record(&sb, &step)["extra"]["figures"];
+        for f in ["tps", "qps", "p95_ms"] {
+            assert!(fext[f].as_f64().unwrap() > 0.0, "{step} {f}: {fext}");
+        }
+        // sysbench's own count of queries is what the server executed in the measured window
+        let sj = cat(&step, "server.json");
+        let selects = sj["status_deltas"]["Com_select"].as_f64().unwrap();
+        assert!(
+            selects >= fext["queries"].as_f64().unwrap() * 14.0 / 16.0,
+            "{step}: {selects} {fext}"
+        );
+        // and it reached the server the way the plan's server says clients connect
+        let m = cat(&step, "metrics.json");
+        let argv: Vec<&str> = m["tool"]["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[0], "sysbench");
+        let has = |o: &str| argv.iter().any(|a| a.starts_with(o));
+        match server {
+            "s" => assert!(has("--mysql-host=") && !has("--mysql-ssl"), "{argv:?}"),
+            "sock" => assert!(
+                has("--mysql-socket=/run/cairn/mysqld.sock") && !has("--mysql-host="),
+                "{argv:?}"
+            ),
+            _ => {
+                assert!(has("--mysql-ssl=on") && has("--mysql-host="), "{argv:?}");
+                // the TLS server refuses unencrypted TCP clients, and counted these handshakes
+                let accepts = sj["status_deltas"]["Ssl_accepts"].as_f64().unwrap_or(0.0);
+                assert!(
+                    accepts >= 2.0,
+                    "Ssl_accepts {accepts}: {}",
+                    sj["status_deltas"]
+                );
+            }
+        }
+    }
     let pid = r.pid.unwrap();
     assert!(
         containers_of(pid).is_empty(),

@@ -273,14 +273,11 @@ impl LiveServer {
     }
 
     /// Where external tools (`tool="external"`) run beside this server: a client container
-    /// from its image on its run network, over TCP as `cairn`. `None` for the process
-    /// executor and for servers clients reach over the socket or TLS (the tool would not
-    /// connect the way the plan says).
+    /// from its image on its run network, connecting as `cairn` the way the server's
+    /// `connect` says. `None` for the process executor.
     pub fn tool_runner(&self) -> Option<crate::tools::DockerTools> {
         match self.kind.as_ref()? {
-            Kind::Docker { docker, server } if self.connect == Connect::Tcp => {
-                Some(crate::tools::DockerTools::new(docker, server))
-            }
+            Kind::Docker { docker, server } => Some(crate::tools::DockerTools::new(docker, server)),
             _ => None,
         }
     }

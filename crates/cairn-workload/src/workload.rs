@@ -63,15 +63,35 @@ pub struct Outcome {
 /// Runs an external tool (e.g. the image's `sysbench`) where it can reach the server, for
 /// adapters; provided by the executor (a client container on the server's network).
 pub trait ToolRunner: Sync {
-    /// Run `argv`; the host and port the tool must use are in [`ToolRunner::server`]. A tool
+    /// Run `argv`; how the tool must reach the server is [`ToolRunner::server`]. A tool
     /// still running after `limit` is killed (a hung tool must not hang the trial).
     fn run(
         &self,
         argv: &[String],
         limit: Option<std::time::Duration>,
     ) -> Result<ToolOutput, String>;
-    /// How the tool reaches the server: (host, port).
-    fn server(&self) -> (String, u16);
+    /// How the tool reaches the server, as seen from where it runs.
+    fn server(&self) -> ToolEndpoint;
+}
+
+/// How an external tool reaches the server: the way the plan's server says clients connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolEndpoint {
+    Tcp {
+        host: String,
+        port: u16,
+    },
+    /// The server's unix socket, at `path` where the tool runs.
+    Socket {
+        path: String,
+    },
+    /// TCP with TLS. The tool runs in a directory holding a CA certificate, a client
+    /// certificate and its key under the names sysbench 1.0's `--mysql-ssl=on` loads
+    /// (`cacert.pem`, `client-cert.pem`, `client-key.pem`).
+    Tls {
+        host: String,
+        port: u16,
+    },
 }
 
 /// What an external tool printed.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use cairn_exec::docker::{ClientSpec, Connect, Server};
 use cairn_testkit::{docker, start_mariadb, TestServer};
 use cairn_workload::cpu::CpuTime;
-use cairn_workload::workload::{Props, ToolOutput, ToolRunner};
+use cairn_workload::workload::{Props, ToolEndpoint, ToolOutput, ToolRunner};
 use cairn_workload::{
     load_sysbench, Dataset, DatasetDef, Outcome, RunContext, SysbenchDataset, Target, Workload,
     WorkloadDef,
@@ -44,8 +44,11 @@ impl ToolRunner for ClientTools<'_> {
         })
     }
 
-    fn server(&self) -> (String, u16) {
-        (self.server.ip.clone(), self.server.port)
+    fn server(&self) -> ToolEndpoint {
+        ToolEndpoint::Tcp {
+            host: self.server.ip.clone(),
+            port: self.server.port,
+        }
     }
 }
 

@@ -65,6 +65,10 @@ pub struct ClientSpec {
     pub argv: Vec<String>,
     /// Environment, `KEY=VALUE`.
     pub env: Vec<String>,
+    /// Bind mounts, `HOST:CONTAINER` (e.g. a server's socket directory).
+    pub binds: Vec<String>,
+    /// The command's working directory; the image's by default.
+    pub working_dir: Option<String>,
     /// Kill the container after this long; `None` = wait for it (Ctrl-C still ends it).
     pub timeout: Option<Duration>,
     /// Run under `/bin/sh` and read the container's cgroup CPU time at the end (see the
@@ -82,6 +86,8 @@ impl ClientSpec {
             network: network.into(),
             argv,
             env: Vec::new(),
+            binds: Vec::new(),
+            working_dir: None,
             timeout: None,
             measure_cpu: true,
         }
@@ -166,8 +172,10 @@ impl Docker {
                 entrypoint: Some(vec![]),
                 env: (!spec.env.is_empty()).then(|| spec.env.clone()),
                 labels: Some(label_pairs),
+                working_dir: spec.working_dir.clone(),
                 host_config: Some(HostConfig {
                     network_mode: Some(spec.network.clone()),
+                    binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
                     init: Some(false),
                     ..Default::default()
                 }),

@@ -193,6 +193,21 @@ impl Server {
     pub fn tcp_addr(&self) -> String {
         format!("{}:{}", self.ip, self.port)
     }
+
+    /// The host directory holding the socket; bind it at [`CONTAINER_SOCKET_DIR`] to reach
+    /// the server over its socket from another container.
+    pub fn socket_dir(&self) -> &std::path::Path {
+        self.socket_path
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new("/"))
+    }
+
+    /// For [`Connect::Tls`]: the host directory (inside [`Server::socket_dir`]) with a client
+    /// certificate, its key and the CA under the names sysbench 1.0 reads
+    /// ([`tls::CLIENT_DIR`]).
+    pub fn tls_client_dir(&self) -> Option<PathBuf> {
+        (self.connect == Connect::Tls).then(|| self.socket_dir().join(tls::CLIENT_DIR))
+    }
 }
 
 pub use super::cleanup::CleanupReport;
@@ -652,6 +667,7 @@ impl Docker {
         let host_ca = socket_dir.join(CA_FILE);
         std::fs::write(&host_ca, &material.ca_pem)
             .map_err(DockerError::io(format!("write {}", host_ca.display())))?;
+        write_client_files(&socket_dir.join(tls::CLIENT_DIR), &material)?;
         Ok(host_ca)
     }
 
@@ -978,6 +994,30 @@ impl Docker {
     pub fn server_exec(&self, server: &Server, cmd: &[&str]) -> Result<ExecOutput> {
         self.block_on(exec_async(&self.inner.api, &server.container_id, cmd, None))
     }
+}
+
+/// The client files of a TLS server (see [`Server::tls_client_dir`]); the key is private to
+/// its owner, like the rest of the socket directory's contents.
+fn write_client_files(dir: &std::path::Path, material: &tls::TlsMaterial) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir).map_err(DockerError::io(format!("create {}", dir.display())))?;
+    for (name, contents, mode) in [
+        (tls::CLIENT_CA_FILE, &material.ca_pem, 0o644),
+        (tls::CLIENT_CERT_FILE, &material.client_cert_pem, 0o644),
+        (tls::CLIENT_KEY_FILE, &material.client_key_pem, 0o600),
+    ] {
+        let path = dir.join(name);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&path)
+            .map_err(DockerError::io(format!("write {}", path.display())))?;
+        std::io::Write::write_all(&mut f, contents.as_bytes())
+            .map_err(DockerError::io(format!("write {}", path.display())))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,10 @@
 //! and key, into the container at [`CONTAINER_TLS_DIR`]. The server certificate names the
 //! container's address, its network alias / hostname, `localhost` and `127.0.0.1`, so a
 //! client that verifies the server certificate (`--ssl-verify-server-cert`) accepts it by any
-//! of those names.
+//! of those names. A client certificate signed by the same CA is made too, for clients that
+//! insist on presenting one (sysbench 1.0's `--mysql-ssl=on` loads `client-key.pem`,
+//! `client-cert.pem` and `cacert.pem` from its working directory); the server does not
+//! require it.
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -24,13 +27,21 @@ pub const CA_FILE: &str = "ca.pem";
 pub const CERT_FILE: &str = "server-cert.pem";
 /// The server key's file name inside [`CONTAINER_TLS_DIR`].
 pub const KEY_FILE: &str = "server-key.pem";
+/// The directory, beside the socket on the host, holding the client files under the names
+/// sysbench 1.0 reads: [`CLIENT_CA_FILE`], [`CLIENT_CERT_FILE`], [`CLIENT_KEY_FILE`].
+pub const CLIENT_DIR: &str = "client-tls";
+pub const CLIENT_CA_FILE: &str = "cacert.pem";
+pub const CLIENT_CERT_FILE: &str = "client-cert.pem";
+pub const CLIENT_KEY_FILE: &str = "client-key.pem";
 
-/// A CA certificate and a server certificate signed by it, PEM-encoded.
+/// A CA certificate, and a server and a client certificate signed by it, PEM-encoded.
 #[derive(Clone)]
 pub struct TlsMaterial {
     pub ca_pem: String,
     pub cert_pem: String,
     pub key_pem: String,
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
 }
 
 impl std::fmt::Debug for TlsMaterial {
@@ -38,6 +49,7 @@ impl std::fmt::Debug for TlsMaterial {
         f.debug_struct("TlsMaterial")
             .field("ca_pem", &self.ca_pem)
             .field("cert_pem", &self.cert_pem)
+            .field("client_cert_pem", &self.client_cert_pem)
             .finish_non_exhaustive()
     }
 }
@@ -46,8 +58,8 @@ fn tls_err(what: &str) -> impl FnOnce(rcgen::Error) -> DockerError + '_ {
     move |e| DockerError::Invalid(format!("TLS: {what}: {e}"))
 }
 
-/// Make a CA (common name `cairn CA <label>`) and a server certificate for `names` (DNS names
-/// or IP addresses) signed by it.
+/// Make a CA (common name `cairn CA <label>`), a server certificate for `names` (DNS names
+/// or IP addresses) and a client certificate (common name `cairn client`), both signed by it.
 pub fn generate(label: &str, names: &[String]) -> Result<TlsMaterial> {
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls_err("CA parameters"))?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -79,10 +91,26 @@ pub fn generate(label: &str, names: &[String]) -> Result<TlsMaterial> {
     let cert = leaf
         .signed_by(&key, &issuer)
         .map_err(tls_err("sign the server certificate"))?;
+
+    let mut client =
+        CertificateParams::new(Vec::<String>::new()).map_err(tls_err("client certificate"))?;
+    client.distinguished_name = rcgen::DistinguishedName::new();
+    client
+        .distinguished_name
+        .push(DnType::CommonName, "cairn client");
+    client.use_authority_key_identifier_extension = true;
+    client.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let client_key = KeyPair::generate().map_err(tls_err("client key"))?;
+    let client_cert = client
+        .signed_by(&client_key, &issuer)
+        .map_err(tls_err("sign the client certificate"))?;
     Ok(TlsMaterial {
         ca_pem: ca_cert.pem(),
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
+        client_cert_pem: client_cert.pem(),
+        client_key_pem: client_key.serialize_pem(),
     })
 }
 
@@ -110,6 +138,9 @@ mod tests {
         assert!(m.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         assert!(m.key_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
         assert_ne!(m.ca_pem, m.cert_pem);
+        assert!(m.client_cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_ne!(m.client_cert_pem, m.cert_pem);
+        assert_ne!(m.client_key_pem, m.key_pem);
         // fresh every time
         let again = generate("t", &["s1".into()]).unwrap();
         assert_ne!(again.ca_pem, m.ca_pem);

@@ -20,8 +20,8 @@ pub enum ExternalError {
     /// The executor offers no way to run the tool next to this server.
     #[error(
         "`tool=\"external\"` runs the image's `{tool}` in a client container on the server's network; \
-         this server has none (only servers of the Docker executor reached over `connect \"tcp\"` do): \
-         use tool=\"native\" or such a server"
+         this server has none (servers of the process executor run no containers): \
+         use tool=\"native\" or a Docker server"
     )]
     NoRunner { tool: &'static str },
     /// The runner could not start or wait for the tool.

@@ -34,7 +34,7 @@ use crate::cpu::CpuTime;
 use crate::metrics::{Interval, LatencySummary, Metrics, PhaseMetrics, QueryCounts, Totals};
 use crate::oltp::OltpSpec;
 use crate::rand::Distribution;
-use crate::workload::{oltp_outcome, Outcome, RunContext, ToolOutput, ToolRunner};
+use crate::workload::{oltp_outcome, Outcome, RunContext, ToolEndpoint, ToolOutput, ToolRunner};
 use crate::{Error, Target};
 
 /// The program the adapter runs.
@@ -131,17 +131,28 @@ impl ExternalSysbench {
             .map_or(0, |t| t.as_secs() + self.spec.warmup.as_secs())
     }
 
-    /// sysbench's command line for a run against `host:port` as `target`'s user, in its database.
-    pub fn argv(&self, host: &str, port: u16, target: &Target) -> Vec<String> {
+    /// sysbench's command line for a run against `server` as `target`'s user, in its database.
+    pub fn argv(&self, server: &ToolEndpoint, target: &Target) -> Vec<String> {
         let s = &self.spec;
         let mut a: Vec<String> = vec![
             TOOL.into(),
             s.test.name().into(),
             "--db-driver=mysql".into(),
-            format!("--mysql-host={host}"),
-            format!("--mysql-port={port}"),
-            format!("--mysql-user={}", target.user),
         ];
+        match server {
+            ToolEndpoint::Tcp { host, port } => a.extend([
+                format!("--mysql-host={host}"),
+                format!("--mysql-port={port}"),
+            ]),
+            // with a socket, libmariadb ignores the port and needs the host to be localhost
+            ToolEndpoint::Socket { path } => a.push(format!("--mysql-socket={path}")),
+            ToolEndpoint::Tls { host, port } => a.extend([
+                format!("--mysql-host={host}"),
+                format!("--mysql-port={port}"),
+                "--mysql-ssl=on".into(),
+            ]),
+        }
+        a.push(format!("--mysql-user={}", target.user));
         if let Some(p) = &target.password {
             a.push(format!("--mysql-password={p}"));
         }
@@ -217,8 +228,7 @@ impl ExternalSysbench {
     /// Run sysbench through `cx.tools` against `cx.target`'s user and database.
     pub fn run(&self, cx: &RunContext<'_>) -> Result<Outcome, Error> {
         let tools: &dyn ToolRunner = cx.tools.ok_or(ExternalError::NoRunner { tool: TOOL })?;
-        let (host, port) = tools.server();
-        let argv = self.argv(&host, port, cx.target);
+        let argv = self.argv(&tools.server(), cx.target);
         if (cx.stop)() {
             return Err(Error::Stopped);
         }
@@ -1058,7 +1068,11 @@ mod tests {
         let mut target = Target::tcp("ignored", 1, "cairn");
         target.database = "bench".into();
         target.password = Some("secret".into());
-        let a = x.argv("10.1.2.3", 3306, &target);
+        let tcp = |host: &str, port| ToolEndpoint::Tcp {
+            host: host.into(),
+            port,
+        };
+        let a = x.argv(&tcp("10.1.2.3", 3306), &target);
         assert_eq!(a[..2], ["sysbench", "oltp_read_write"]);
         assert_eq!(a.last().unwrap(), "run");
         for o in [
@@ -1097,7 +1111,9 @@ mod tests {
         s.time = None;
         s.events = Some(1000);
         s.rand = Distribution::Pareto { h: 0.1 };
-        let a = ExternalSysbench::new(s, &[]).unwrap().argv("h", 1, &target);
+        let a = ExternalSysbench::new(s, &[])
+            .unwrap()
+            .argv(&tcp("h", 1), &target);
         for o in [
             "--time=0",
             "--events=1000",
@@ -1106,6 +1122,36 @@ mod tests {
             "--rand-seed=1",
         ] {
             assert!(a.iter().any(|x| x == o), "{o} missing from {a:?}");
+        }
+    }
+
+    #[test]
+    fn the_server_is_reached_the_way_the_plan_says() {
+        let x = ExternalSysbench::new(spec(OltpTest::ReadOnly, 1, 10, 1, 10), &[]).unwrap();
+        let target = Target::tcp("ignored", 1, "cairn");
+        let socket = x.argv(
+            &ToolEndpoint::Socket {
+                path: "/run/cairn/mysqld.sock".into(),
+            },
+            &target,
+        );
+        assert!(socket.contains(&"--mysql-socket=/run/cairn/mysqld.sock".to_string()));
+        assert!(!socket.iter().any(|a| a.starts_with("--mysql-host")
+            || a.starts_with("--mysql-port")
+            || a.starts_with("--mysql-ssl")));
+        let tls = x.argv(
+            &ToolEndpoint::Tls {
+                host: "10.0.0.2".into(),
+                port: 3306,
+            },
+            &target,
+        );
+        for o in [
+            "--mysql-host=10.0.0.2",
+            "--mysql-port=3306",
+            "--mysql-ssl=on",
+        ] {
+            assert!(tls.iter().any(|x| x == o), "{o} missing from {tls:?}");
         }
     }
 
