@@ -295,6 +295,7 @@ trials "t" {{ servers "bad"; dataset "sb"; workload "ps" }}
     );
     let pid = r.pid.expect("pid");
     assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
 }
 
 #[test]
@@ -638,4 +639,5 @@ trials "external" {{ servers "s" "sock" "tls"; dataset "sb"; workload "external"
         containers_of(pid).is_empty(),
         "client containers removed too"
     );
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
 }

@@ -844,11 +844,15 @@ impl Docker {
     pub fn stop_server(&self, server: &Server, grace: Duration) -> Result<i64> {
         let api = &self.inner.api;
         let code = self.block_on(async {
-            let code = stop_container(api, server, grace).await?;
+            let code = stop_container(api, server, grace).await;
+            // removed whatever the stop said (a crashed server's container is still there)
             remove_container_quiet(api, &server.container_id).await?;
-            Ok::<_, DockerError>(code)
-        })?;
-        self.release_network(&server.network)?;
+            code
+        });
+        // the lease ends on every path, or the network would outlive the run
+        let released = self.release_network(&server.network);
+        let code = code?;
+        released?;
         Ok(code)
     }
 
