@@ -13,6 +13,11 @@ command -v bc >/dev/null 2>&1 || need+=(bc)
 command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client-core)
 # the reference client of `just bench` (cairn-workload's vs_sysbench)
 [ -x /usr/bin/sysbench ] || need+=(sysbench)
+# a server's emulated `link` (tests/e2e/mysql.rs): tc inside the server's network namespace
+command -v tc >/dev/null 2>&1 || [ -x /usr/sbin/tc ] || need+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# the e2e report test opens report.html in headless Chromium and checks the plots render
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -33,3 +38,7 @@ if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { echo "setup: the Docker daemon did not start (see /var/log/cairn-dockerd.log)"; exit 1; }
 fi
+
+# Slurm for `cairn run --on slurm` and its tests: munge, slurmctld and two slurmd nodes on
+# this machine (scripts/slurm-setup.sh; idempotent)
+bash "$(dirname "$0")/slurm-setup.sh"

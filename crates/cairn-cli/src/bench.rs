@@ -1,6 +1,8 @@
 //! `cairn bench`: cairn's own overhead on synthetic plans — N independent trivial steps
 //! plus one step that needs all of them. Every figure comes with a reference measured in
-//! the same run on the same machine (a bare process start, a bare `sh` step).
+//! the same run on the same machine (a bare process start, a bare `sh` step). With
+//! `--slurm PLAN`: the per-trial cost of running PLAN's trials on Slurm beside a local run
+//! of the same trials. With `--study PLAN`: the share of a whole run of PLAN spent measuring.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -156,6 +158,149 @@ pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
             ms(cached_med),
             ms(cached_min),
             ms(cached_med) / ms(floor_cairn)
+        );
+    }
+    Ok(OK)
+}
+
+/// One `cairn run` of `plan` in `dir` (scratch results and cache there) with `args`: its
+/// wall time, its summary, and the Slurm overhead line when there is one.
+fn run_plan(
+    exe: &Path,
+    dir: &Path,
+    plan: &Path,
+    args: &[&str],
+) -> Result<(Duration, serde_json::Value, Option<serde_json::Value>), String> {
+    let t = Instant::now();
+    let out = Command::new(exe)
+        .current_dir(dir)
+        .args(["--results", "results", "--cache", "cache", "--json", "run"])
+        .arg(plan)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+    let wall = t.elapsed();
+    if !out.status.success() {
+        return Err(format!("cairn run {args:?} failed with {}", out.status));
+    }
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let summary = lines
+        .iter()
+        .find(|v| v["event"] == "run_finished")
+        .map(|v| v["summary"].clone())
+        .ok_or("no run_finished event")?;
+    let slurm = lines
+        .iter()
+        .find(|v| v.get("slurm_overhead").is_some())
+        .map(|v| v["slurm_overhead"].clone());
+    Ok((wall, summary, slurm))
+}
+
+/// `cairn bench --study PLAN`: PLAN run whole in a scratch store and cache (its images
+/// are reused from the engine, its datasets loaded and its trials measured afresh), then the
+/// share of the run's wall time spent measuring — warmup and measured windows — with what
+/// a trial's setup cost around its measurement (medians over the trials: restoring the
+/// datadir, starting the server until it answers, stopping it, all setup).
+pub fn bench_study(plan: &Path) -> Result<i32, Exit> {
+    let exe = std::env::current_exe().map_err(crate::context::fail(FAILED))?;
+    let plan = std::path::absolute(plan).map_err(crate::context::fail(FAILED))?;
+    let dir = tempfile::tempdir().map_err(crate::context::fail(FAILED))?;
+    let (wall, summary, _) =
+        run_plan(&exe, dir.path(), &plan, &[]).map_err(crate::context::fail(FAILED))?;
+    let measuring = summary["measuring_ms"].as_f64().unwrap_or(0.0);
+    if measuring <= 0.0 {
+        eprintln!("error: {} measured nothing", plan.display());
+        return Ok(FAILED);
+    }
+    println!(
+        "study {}: {}",
+        plan.display(),
+        crate::report::efficiency_line(measuring, ms(wall))
+    );
+    let trials = trial_timings(&dir.path().join("results").join("store").join("records"));
+    if !trials.is_empty() {
+        let med = |f: &dyn Fn(&serde_json::Value) -> Option<f64>| {
+            let mut v: Vec<f64> = trials.iter().filter_map(f).collect();
+            v.sort_by(f64::total_cmp);
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v[v.len() / 2]
+            }
+        };
+        println!(
+            "  per trial (median of {}): setup {:.0} ms around {:.0} ms measuring — restore {:.0} ms, restore and start until it answers {:.0} ms, stop {:.0} ms",
+            trials.len(),
+            med(&|t| t["setup_ms"].as_f64()),
+            med(&|t| t["measuring_ms"].as_f64()),
+            med(&|t| t["restore"]["ms"].as_f64()),
+            med(&|t| t["start_ms"].as_f64()),
+            med(&|t| t["stop_ms"].as_f64()),
+        );
+    }
+    Ok(OK)
+}
+
+/// The `timings` of every trial record in a store's `records` directory.
+fn trial_timings(records: &Path) -> Vec<serde_json::Value> {
+    let Ok(dir) = std::fs::read_dir(records) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let text = std::fs::read_to_string(e.ok()?.path()).ok()?;
+        let r: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (r["kind"] == "trial").then(|| r["extra"]["timings"].clone())
+    })
+    .collect()
+}
+
+/// `cairn bench --slurm PLAN`: build PLAN's images and datasets once (scratch store), then
+/// measure every trial here (`--fresh kind:trial`) and again on Slurm, and print the wall
+/// time per trial of each with the Slurm path's overhead split into submission → start,
+/// noticing the end and gathering.
+pub fn bench_slurm(plan: &Path, partition: Option<&str>) -> Result<i32, Exit> {
+    let exe = std::env::current_exe().map_err(crate::context::fail(FAILED))?;
+    let plan = std::path::absolute(plan).map_err(crate::context::fail(FAILED))?;
+    let dir = tempfile::tempdir().map_err(crate::context::fail(FAILED))?;
+    let go = |args: &[&str]| {
+        run_plan(&exe, dir.path(), &plan, args).map_err(crate::context::fail(FAILED))
+    };
+    go(&["--only", "kind:dataset"])?;
+    let (local_wall, local, _) = go(&["--fresh", "kind:trial"])?;
+    let mut args = vec!["--fresh", "kind:trial", "--on", "slurm"];
+    if let Some(p) = partition {
+        args.extend(["--partition", p]);
+    }
+    let (slurm_wall, slurm, overhead) = go(&args)?;
+    let trials = local["ran"].as_u64().unwrap_or(0).max(1) as f64;
+    let per = |w: Duration| ms(w) / trials;
+    println!(
+        "{} trial(s) of {}: local run {:.0} ms wall ({:.0} ms per trial); on Slurm{} {:.0} ms wall ({:.0} ms per trial): {:+.0} ms per trial",
+        trials,
+        plan.display(),
+        ms(local_wall),
+        per(local_wall),
+        partition.map_or(String::new(), |p| format!(" partition `{p}`")),
+        ms(slurm_wall),
+        per(slurm_wall),
+        per(slurm_wall) - per(local_wall)
+    );
+    if slurm["ran"] != local["ran"] {
+        eprintln!("warning: the runs measured different counts: {local} / {slurm}");
+    }
+    if let Some(o) = overhead {
+        let p = &o["per_trial_ms"];
+        println!(
+            "  Slurm path per trial: submission → start {:.0} ms, noticing the end {:.0} ms, gathering {:.0} ms ({} block(s); the trials themselves {:.0} ms each on their node)",
+            p["submit_to_start"].as_f64().unwrap_or(f64::NAN),
+            p["notice"].as_f64().unwrap_or(f64::NAN),
+            p["gather"].as_f64().unwrap_or(f64::NAN),
+            o["blocks"],
+            o["node_ms_per_trial"].as_f64().unwrap_or(f64::NAN)
         );
     }
     Ok(OK)

@@ -6,17 +6,19 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cairn_engine::{Reason, RunOptions, Status, StepStatus};
+use cairn_exec::cancel::CancelToken;
 use cairn_graph::{StepGraph, StepKind};
 use serde_json::json;
 
-use crate::args::{Cli, Command, GraphFormat};
+use crate::args::{Cli, Command, Executor, GraphFormat, OnArgs};
 use crate::context::{self, Exit};
 use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 pub fn dispatch(cli: Cli) -> i32 {
     let r = match &cli.command {
         Command::Check { plan } => check(plan),
-        Command::Plan { plan, fresh } => plan_cmd(&cli, plan, fresh),
+        Command::Plan { plan, fresh, on } => plan_cmd(&cli, plan, fresh, on),
+        Command::Lock { plan, mirror } => crate::lock_cmd::lock(&cli, plan, mirror.clone()),
         Command::Explain { plan, step } => explain(&cli, plan, step),
         Command::Run {
             plan,
@@ -26,6 +28,11 @@ pub fn dispatch(cli: Cli) -> i32 {
             keep_going,
             seed,
             mirror,
+            retries,
+            retry_measurements,
+            on,
+            spool,
+            node_retries,
         } => run(
             &cli,
             plan,
@@ -36,16 +43,63 @@ pub fn dispatch(cli: Cli) -> i32 {
                 keep_going: *keep_going,
                 seed: *seed,
                 mirror: mirror.clone(),
+                retries: cairn_engine::RetryPolicy {
+                    builds: *retries,
+                    measurements: *retry_measurements,
+                },
+                on: on.clone(),
+                spool: spool.clone(),
+                node_retries: *node_retries,
+                ignore_lock: false,
             },
         ),
+        Command::Worker { dir } => crate::fleet::worker(dir),
         Command::Results { plan, csv } => crate::results::results(&cli, plan, *csv),
+        Command::Report { plan } => crate::study_report::report(&cli, plan),
         Command::Graph { plan, format } => graph(plan, *format),
         Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
         Command::Fmt { plans, check } => fmt(plans, *check),
-        Command::Verify => verify(&cli),
+        Command::Verify {
+            bundle: Some(b), ..
+        } => crate::study_bundle::verify(&cli, b),
+        Command::Verify { repair, .. } => verify(&cli, *repair),
+        Command::Bundle { plan, output } => crate::study_bundle::bundle(&cli, plan, output),
+        Command::Reproduce {
+            bundle,
+            into,
+            allow_host_steps,
+        } => crate::study_bundle::reproduce(&cli, bundle, into.as_deref(), *allow_host_steps),
+        Command::Compare {
+            a,
+            b,
+            plan,
+            fingerprint_a,
+            fingerprint_b,
+        } => crate::study_bundle::compare(
+            &cli,
+            a,
+            b.as_deref(),
+            plan.as_deref(),
+            fingerprint_a.as_deref(),
+            fingerprint_b.as_deref(),
+        ),
         Command::Clean => clean(&cli),
-        Command::Gc { plans, apply } => gc(&cli, plans, *apply),
-        Command::Bench { steps, jobs } => crate::bench::bench(&cli, steps, *jobs),
+        Command::History { plan, metric } => crate::history::history(&cli, plan, metric),
+        Command::Machine { host } => crate::machine_cmd::machine(&cli, *host),
+        Command::Gc {
+            plans,
+            apply,
+            other_machines,
+        } => gc(&cli, plans, *apply, *other_machines),
+        Command::Bench {
+            slurm: Some(plan),
+            partition,
+            ..
+        } => crate::bench::bench_slurm(plan, partition.as_deref()),
+        Command::Bench {
+            study: Some(plan), ..
+        } => crate::bench::bench_study(plan),
+        Command::Bench { steps, jobs, .. } => crate::bench::bench(&cli, steps, *jobs),
     };
     match r {
         Ok(code) => code,
@@ -132,10 +186,27 @@ pub fn describe(r: &Reason) -> String {
         Reason::NotExecutable { kind } => format!(
             "`{kind}` steps have no executor yet (containers, workloads and analyses come later)"
         ),
-        Reason::ImageMissing { why } => format!("its image must be rebuilt: {why}"),
-        Reason::SnapshotMissing { why } => format!("its snapshot must be made again: {why}"),
-        Reason::DockerUnavailable { error } => format!("blocked: {error}"),
+        Reason::Unusable { why, .. } => format!("its record cannot serve here: {why}"),
+        Reason::Unavailable { error } => format!("blocked: {error}"),
         Reason::PackagesChanged { changes } => package_changes(changes),
+        Reason::SourceBuild { source, last } => match last {
+            Some(l) => format!(
+                "source build of {source}: the last one ({}) took {}",
+                l.address,
+                cairn_engine::budget::human(std::time::Duration::from_secs_f64(l.seconds))
+            ),
+            None => format!("source build of {source}: none recorded yet, its time is unknown"),
+        },
+        Reason::Decided { decision } => crate::report::decision_line(decision),
+        Reason::Conditional {
+            min,
+            max,
+            until_ci,
+            metric,
+        } => format!(
+            "conditional: a pass beyond min={min} (max={max}); runs only if the point's {metric} CI half-width is then above {}",
+            until_ci.map_or_else(|| "its target".to_string(), |t| format!("{}%", t * 100.0))
+        ),
     }
 }
 
@@ -176,6 +247,7 @@ fn status_word(s: Status) -> &'static str {
         Status::Run => "run",
         Status::Pending => "pending",
         Status::Blocked => "blocked",
+        Status::NotNeeded => "unneeded",
     }
 }
 
@@ -197,17 +269,17 @@ fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
     }
 }
 
-fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
+fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32, Exit> {
     let cache = context::cache_dir(cli.cache.as_deref());
     let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     crate::preflight::check(&plan, &graph)?;
     let fresh = context::matching_selectors(&graph, path, fresh)?;
     let store = context::open_store(&cli.results)?;
+    let machine = context::Machine::new(cache);
+    let fp = machine.fingerprint(&graph);
     let all = cairn_engine::statuses(
         &graph,
-        &store,
-        &cache,
-        &context::fingerprint(&graph),
+        &machine.env(&graph, &store, &fp, None),
         &fresh,
         cli.verbose >= 2,
     );
@@ -217,7 +289,7 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
         }
         return Ok(OK);
     }
-    let mut counts = [0usize; 4];
+    let mut counts = [0usize; 5];
     for &id in &graph.order {
         let s = &all[id];
         counts[s.status as usize] += 1;
@@ -225,14 +297,27 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String]) -> Result<i32, Exit> {
             print_status(s, 0, cli.verbose);
         }
     }
+    let not_needed = match counts[Status::NotNeeded as usize] {
+        0 => String::new(),
+        n => format!(", {n} not needed"),
+    };
     println!(
-        "{} steps: {} cached, {} will run, {} pending, {} blocked",
+        "{} steps: {} cached, {} will run, {} pending, {} blocked{not_needed}",
         all.len(),
         counts[0],
         counts[1],
         counts[2],
         counts[3]
     );
+    for line in crate::lock_cmd::plan_lines(path, &plan, &graph, &machine.cache) {
+        println!("{line}");
+    }
+    if let Some(line) = crate::budget_line::plan_line(&graph, &all, &store) {
+        println!("{line}");
+    }
+    if on.on == Executor::Slurm {
+        crate::fleet::plan_lines(&graph, &all, &store, on)?;
+    }
     Ok(OK)
 }
 
@@ -240,15 +325,9 @@ fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
     let sel = context::matching_selectors(&graph, path, &[step.to_string()])?.remove(0);
     let store = context::open_store(&cli.results)?;
-    let cache = context::cache_dir(cli.cache.as_deref());
-    let all = cairn_engine::statuses(
-        &graph,
-        &store,
-        &cache,
-        &context::fingerprint(&graph),
-        &[],
-        true,
-    );
+    let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
+    let fp = machine.fingerprint(&graph);
+    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp, None), &[], true);
     for (depth, id) in cairn_engine::explain(&graph, &all, &sel) {
         if cli.json {
             println!("{}", json!({"depth": depth, "status": &all[id]}));
@@ -259,49 +338,106 @@ fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     Ok(OK)
 }
 
-/// The options of `cairn run`.
-struct RunArgs<'a> {
-    only: &'a [String],
-    fresh: &'a [String],
-    jobs: usize,
-    keep_going: bool,
-    seed: Option<u64>,
-    mirror: Option<String>,
+/// Route Ctrl-C, SIGTERM and SIGHUP to a new cancel token, which the run's runtimes take.
+pub(crate) fn install_stop_handler() -> CancelToken {
+    // Ctrl-C, SIGTERM and SIGHUP (sent by `timeout`, CI cancellation, service managers and a
+    // closed terminal) all stop the run the same way: end children, let the engine stop
+    // cleanly and remove its servers; nothing half-done is recorded. The exit code is 130 for
+    // each, not 128 + the signal: 130 is cairn's one code for "stopped on request, nothing
+    // half-recorded, the next run resumes", so a script tests one number for it. Whoever
+    // sent the signal does not need cairn to tell it which: `timeout` exits 124 itself when
+    // its time ran out (with --preserve-status it passes any non-zero code on), and CI
+    // runners mark a cancelled job cancelled whatever its exit code.
+    let cancel = CancelToken::new();
+    let tripped = cancel.clone();
+    let _ = ctrlc::set_handler(move || {
+        tripped.cancel_all(Duration::from_secs(5));
+    });
+    cancel
 }
 
-fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
+/// The options of `cairn run`.
+pub(crate) struct RunArgs<'a> {
+    pub only: &'a [String],
+    pub fresh: &'a [String],
+    pub jobs: usize,
+    pub keep_going: bool,
+    pub seed: Option<u64>,
+    pub mirror: Option<String>,
+    pub retries: cairn_engine::RetryPolicy,
+    pub on: OnArgs,
+    pub spool: Option<PathBuf>,
+    pub node_retries: u32,
+    /// Build as if the plan had no lock (`cairn lock` resolving it anew).
+    pub ignore_lock: bool,
+}
+
+pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
+    // The stop signals are caught first of all: one that arrives while the plan is read or
+    // the store is locked must stop the run like one that arrives mid-step (exit 130), not
+    // kill the process with the signal's default action.
+    let cancel = install_stop_handler();
+    let t0 = std::time::Instant::now();
     let cache = context::cache_dir(cli.cache.as_deref());
-    let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    let (plan, mut graph) = context::load_graph_cached(path, Some(&cache))?;
     crate::preflight::check(&plan, &graph)?;
+    if a.ignore_lock {
+        graph.lock = None;
+    }
     let opts = RunOptions {
         jobs: a.jobs,
         keep_going: a.keep_going,
         only: context::matching_selectors(&graph, path, a.only)?,
         fresh: context::matching_selectors(&graph, path, a.fresh)?,
-        work_root: cache.join("work"),
-        cache_root: cache.clone(),
-        mirror: a.mirror,
         seed: a.seed,
+        retries: a.retries,
     };
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
-    context::clean_stale_containers(&graph);
-    if let Err(e) = cairn_exec::process::prepare_work_root(&opts.work_root) {
-        eprintln!("error: cannot create {}: {e}", opts.work_root.display());
+    let machine = context::Machine::with_cancel(cache, cancel.clone());
+    if cancel.is_cancelled() {
+        return Ok(INTERRUPTED);
+    }
+    machine.clean_stale_containers(&graph);
+    remove_stale_socket_dirs();
+    if let Err(e) = cairn_exec::process::prepare_work_root(&machine.work) {
+        eprintln!("error: cannot create {}: {e}", machine.work.display());
         return Err(Exit(BAD_INPUT));
     }
-    // Ctrl-C: end children, let the engine stop cleanly; nothing half-done is recorded.
-    let _ = ctrlc::set_handler(|| {
-        cairn_exec::cancel::cancel_all(Duration::from_secs(5));
-    });
-    let mut reporter = report::pick(cli.json, cli.verbose);
-    let summary = cairn_engine::run(
+    let budget = crate::budget_line::per_step(&graph, &store, &opts);
+    let mut reporter = report::pick_with_budget(cli.json, cli.verbose, budget);
+    let fp = machine.fingerprint(&graph);
+    let env = machine.env(&graph, &store, &fp, a.mirror.as_deref());
+    let fleet = match a.on.on {
+        Executor::Local => None,
+        Executor::Slurm => Some(crate::fleet::slurm_fleet(
+            cli,
+            path,
+            &a.on,
+            a.spool.as_deref(),
+            a.node_retries,
+        )?),
+    };
+    let summary = cairn_engine::run_on(
         &graph,
-        &store,
-        &context::fingerprint(&graph),
+        &env,
         &opts,
+        fleet.as_ref().map(|f| f as &dyn cairn_engine::fleet::Fleet),
         reporter.as_mut(),
     );
+    drop(reporter);
+    if let Some(f) = &fleet {
+        crate::fleet::print_costs(cli, f);
+        f.tidy(env.run_id);
+    }
+    // A run killed while its request to create a container or network was in flight leaves
+    // the engine to finish it, possibly after the sweep above: look once more at the end.
+    machine.clean_stale_containers(&graph);
+    if !summary.cancelled {
+        // the study's main table and the claims' verdicts; the report under results/<study>/
+        crate::study_report::after_run(cli, &plan, &graph, &env);
+        report::efficiency(cli.json, &summary, t0.elapsed());
+    }
     Ok(if summary.cancelled {
         INTERRUPTED
     } else if summary.failed > 0 {
@@ -309,6 +445,33 @@ fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     } else {
         OK
     })
+}
+
+/// Why step `id` has no usable result: its own reasons, then those of the first input it
+/// waits for, back to the step where the chain starts (an image gone from the engine, a
+/// snapshot gone from the cache, a changed definition).
+fn why_not_cached(graph: &StepGraph, all: &[StepStatus], id: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut at = Some(id);
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(i) = at.filter(|i| seen.insert(*i)) {
+        let st = &all[i];
+        lines.extend(st.reasons.iter().map(|r| {
+            format!(
+                "{} ({}): {}",
+                st.address,
+                status_word(st.status),
+                describe(r)
+            )
+        }));
+        at = st.reasons.iter().find_map(|r| match r {
+            Reason::InputPending { from, .. } | Reason::InputBlocked { from, .. } => {
+                graph.steps.iter().position(|s| &s.address == from)
+            }
+            _ => None,
+        });
+    }
+    lines
 }
 
 fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, Exit> {
@@ -324,15 +487,9 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
         return Err(Exit(BAD_INPUT));
     };
     let store = context::open_store(&cli.results)?;
-    let cache = context::cache_dir(cli.cache.as_deref());
-    let all = cairn_engine::statuses(
-        &graph,
-        &store,
-        &cache,
-        &context::fingerprint(&graph),
-        &[],
-        false,
-    );
+    let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
+    let fp = machine.fingerprint(&graph);
+    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp, None), &[], false);
     let st = &all[target.id];
     let record = match (&st.status, &st.key) {
         (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
@@ -345,6 +502,9 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
             status_word(st.status),
             path.display()
         );
+        for line in why_not_cached(&graph, &all, target.id) {
+            eprintln!("  {line}");
+        }
         return Err(Exit(FAILED));
     };
     let blob = match output {
@@ -380,7 +540,7 @@ fn graph(path: &Path, format: GraphFormat) -> Result<i32, Exit> {
 fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
     let mut unformatted = 0;
     for p in paths {
-        let text = std::fs::read_to_string(p).map_err(|e| {
+        let text = cairn_plan::limits::read_plan_file(p).map_err(|e| {
             eprintln!("error: cannot read {}: {e}", p.display());
             Exit(BAD_INPUT)
         })?;
@@ -408,16 +568,57 @@ fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
     Ok(if check && unformatted > 0 { FAILED } else { OK })
 }
 
+/// Remove the server socket directories that earlier, killed runs left in the temp directory
+/// (those of live runs stay), saying so on stderr.
+fn remove_stale_socket_dirs() {
+    let removed = cairn_exec::docker::cleanup::clean_stale_socket_dirs(&std::env::temp_dir());
+    if !removed.is_empty() {
+        eprintln!(
+            "removed what an earlier, killed run left: {} socket director{} {:?}",
+            removed.len(),
+            if removed.len() == 1 { "y" } else { "ies" },
+            removed
+        );
+    }
+}
+
 fn clean(cli: &Cli) -> Result<i32, Exit> {
-    let docker = cairn_exec::docker::Docker::connect().map_err(context::fail(FAILED))?;
-    let rep = cairn_exec::docker::cleanup::clean_all(&docker).map_err(context::fail(FAILED))?;
+    // Server socket directories first: they are the host's, not the container engine's (the
+    // process executor makes them too), so they go even when no engine answers. A live run's
+    // are in use (its containers may be removed below, but the run removes its own
+    // directories when it ends); only those of ended runs go.
+    let socket_dirs = cairn_exec::docker::cleanup::clean_stale_socket_dirs(&std::env::temp_dir());
+    let print_dirs = || {
+        for d in &socket_dirs {
+            println!("removed socket directory {}", d.display());
+        }
+    };
+    // Slurm jobs of killed runs (their submitting process is gone): cancelled, whatever
+    // the container engine says
+    let jobs = crate::fleet::cancel_stale_jobs();
+    if !cli.json {
+        for (id, run) in &jobs {
+            println!("cancelled Slurm job {id} (of run {run}, which is gone)");
+        }
+    }
+    let rep = match cairn_exec::docker::Docker::connect()
+        .and_then(|docker| cairn_exec::docker::cleanup::clean_all(&docker))
+    {
+        Ok(rep) => rep,
+        Err(e) => {
+            if !cli.json {
+                print_dirs();
+            }
+            return Err(context::fail(FAILED)(e));
+        }
+    };
     if cli.json {
         println!(
             "{}",
-            json!({"containers": rep.containers, "networks": rep.networks})
+            json!({"containers": rep.containers, "networks": rep.networks, "socket_dirs": socket_dirs, "slurm_jobs": jobs.iter().map(|(id, _)| id).collect::<Vec<_>>()})
         );
-    } else if rep.is_empty() {
-        println!("nothing to clean: no cairn containers or networks");
+    } else if rep.is_empty() && socket_dirs.is_empty() && jobs.is_empty() {
+        println!("nothing to clean: no cairn containers, networks or socket directories");
     } else {
         for c in &rep.containers {
             println!("removed container {c}");
@@ -425,23 +626,53 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
         for n in &rep.networks {
             println!("removed network {n}");
         }
+        print_dirs();
     }
     Ok(OK)
 }
 
-fn verify(cli: &Cli) -> Result<i32, Exit> {
+fn verify(cli: &Cli, repair: bool) -> Result<i32, Exit> {
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
     let rep = store.verify().map_err(context::fail(FAILED))?;
-    if cli.json {
-        println!("{}", verify_json(&rep));
-    } else {
-        print!("{}", verify_text(&rep));
+    if !repair {
+        if cli.json {
+            println!("{}", verify_json(&rep));
+        } else {
+            print!("{}", verify_text(&rep));
+        }
+        return Ok(if rep.is_clean() { OK } else { FAILED });
     }
-    Ok(if rep.is_clean() { OK } else { FAILED })
+    let moved = store.repair_records(&rep).map_err(context::fail(FAILED))?;
+    // look again: what is left after the repair decides the exit code
+    let after = store.verify().map_err(context::fail(FAILED))?;
+    if cli.json {
+        let mut j = verify_json(&rep);
+        j["repaired"] = json!(moved
+            .iter()
+            .map(|m| json!({"record": m.key, "quarantined_to": m.quarantined_to}))
+            .collect::<Vec<_>>());
+        j["clean_after_repair"] = json!(after.is_clean());
+        println!("{j}");
+    } else {
+        print!("{}", verify_body(&rep));
+        for m in &moved {
+            println!(
+                "moved damaged record {} to {}",
+                m.key,
+                m.quarantined_to.display()
+            );
+        }
+        if after.is_clean() {
+            println!("store is clean");
+        } else {
+            print!("{}", verify_text(&after));
+        }
+    }
+    Ok(if after.is_clean() { OK } else { FAILED })
 }
 
-fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
+fn gc(cli: &Cli, plans: &[PathBuf], apply: bool, other_machines: bool) -> Result<i32, Exit> {
     let plans: Vec<PathBuf> = if plans.is_empty() {
         let mut v: Vec<PathBuf> = std::fs::read_dir("plans")
             .map(|d| {
@@ -457,14 +688,32 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
     };
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
-    let cache = context::cache_dir(cli.cache.as_deref());
+    let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let mut keep: HashSet<String> = HashSet::new();
+    // this machine's fingerprints (host and container measurements differ in the runtime)
+    let mut here: Vec<serde_json::Value> = Vec::new();
     for p in &plans {
         let (_plan, graph) = context::load_graph(p)?;
-        let fp = context::fingerprint(&graph);
-        keep.extend(referenced_keys(&graph, &store, &cache, &fp));
+        let fp = machine.fingerprint(&graph);
+        keep.extend(referenced_keys(
+            &graph,
+            &machine.env(&graph, &store, &fp, None),
+        ));
+        here.push(serde_json::to_value(&fp).expect("serialises"));
     }
+    let foreign = if other_machines {
+        Vec::new()
+    } else {
+        other_machines_measurements(&store, &keep, &here)?
+    };
+    keep.extend(foreign.iter().cloned());
     let rep = store.gc(&keep, apply).map_err(context::fail(FAILED))?;
+    if !foreign.is_empty() && !cli.json {
+        println!(
+            "keeping {} measurements made on other machines (--other-machines removes them too)",
+            foreign.len()
+        );
+    }
     if cli.json {
         println!(
             "{}",
@@ -487,16 +736,33 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool) -> Result<i32, Exit> {
     Ok(OK)
 }
 
+/// Records outside `keep` that are measurements of another machine: their fingerprint is
+/// none of this machine's. This machine cannot make them again, so gc keeps them unless
+/// asked (`--other-machines`).
+fn other_machines_measurements(
+    store: &cairn_store::Store,
+    keep: &HashSet<String>,
+    here: &[serde_json::Value],
+) -> Result<Vec<String>, Exit> {
+    let keys = store.record_keys().map_err(context::fail(FAILED))?;
+    let mut out = Vec::new();
+    for key in keys.into_iter().filter(|k| !keep.contains(k)) {
+        // a damaged record is gc's to report, not to keep
+        if let Ok(Some(rec)) = store.get_record(&key) {
+            if rec.fingerprint.as_ref().is_some_and(|f| !here.contains(f)) {
+                out.push(key);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Keys a plan references: each step's current key where it is known, plus the last
 /// recorded key of every step (so a step whose input is about to change keeps its last
 /// result until it has a new one).
-fn referenced_keys(
-    graph: &StepGraph,
-    store: &cairn_store::Store,
-    cache: &Path,
-    fp: &cairn_graph::Fingerprint,
-) -> Vec<String> {
-    let mut out: Vec<String> = cairn_engine::statuses(graph, store, cache, fp, &[], false)
+fn referenced_keys(graph: &StepGraph, env: &cairn_engine::Env<'_>) -> Vec<String> {
+    let store = env.store;
+    let mut out: Vec<String> = cairn_engine::statuses(graph, env, &[], false)
         .into_iter()
         .filter_map(|s| s.key)
         .collect();
@@ -523,7 +789,8 @@ fn verify_json(rep: &cairn_store::VerifyReport) -> serde_json::Value {
     })
 }
 
-fn verify_text(rep: &cairn_store::VerifyReport) -> String {
+/// What `verify` found, line by line, without the verdict.
+fn verify_body(rep: &cairn_store::VerifyReport) -> String {
     let mut s = format!(
         "checked {} blobs and {} records\n",
         rep.blobs_checked, rep.records_checked
@@ -548,10 +815,24 @@ fn verify_text(rep: &cairn_store::VerifyReport) -> String {
     for t in &rep.stray_tmp_files {
         s += &format!("stray temp file {} (removed at next open)\n", t.display());
     }
-    s += if rep.is_clean() {
-        "store is clean\n"
+    s
+}
+
+fn verify_text(rep: &cairn_store::VerifyReport) -> String {
+    let mut s = verify_body(rep);
+    if rep.is_clean() {
+        s += "store is clean\n";
+    } else if rep.missing_blobs.is_empty() && rep.corrupt_records.is_empty() {
+        // blobs no record names, moved to quarantine just now, or temp files
+        s += "store had damage that no record depends on; it is in quarantine or removed \
+              at the next open\n";
     } else {
-        "store has damage: the affected steps re-run at the next `cairn run`\n"
-    };
+        // a damaged record is only ever replaced by a run of its own step: one under a key
+        // that no plan's step has any more (an orphan) would stay for ever
+        s += "store has damage: a damaged record of a step that a plan still has is replaced \
+              when that step runs again at the next `cairn run`; any other stays until \
+              `cairn verify --repair` moves damaged records to quarantine (or `cairn gc --apply` \
+              removes the records no plan uses)\n";
+    }
     s
 }

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use cairn_engine::{Env, Registry};
+use cairn_exec::cancel::CancelToken;
+use cairn_exec::runtime::Runtimes;
 use cairn_graph::{Fingerprint, Selector, StepGraph};
 use cairn_store::Store;
 
@@ -38,7 +41,10 @@ pub fn load_graph_cached(
         None => (cairn_plan::load(path).map_err(report)?, false),
     };
     match cairn_graph::resolve(&plan) {
-        Ok(graph) => Ok((plan, graph)),
+        Ok(mut graph) => {
+            graph.lock = read_lock(path)?;
+            Ok((plan, graph))
+        }
         // a cached plan skipped the checks against other files: parse again so the
         // error points at the plan text
         Err(_) if from_cache => load_graph(path),
@@ -47,6 +53,34 @@ pub fn load_graph_cached(
             Err(Exit(BAD_INPUT))
         }
     }
+}
+
+/// The lock file that belongs to a plan file: `<plan>.lock` beside it (`cairn lock`).
+pub fn lock_path(plan: &Path) -> PathBuf {
+    let mut name = plan.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    plan.with_file_name(name)
+}
+
+/// The plan's lock, if it has one; a lock that cannot be read is bad input.
+pub fn read_lock(plan: &Path) -> Result<Option<cairn_defs::Lock>, Exit> {
+    let path = lock_path(plan);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            eprintln!("error: cannot read the lock {}: {e}", path.display());
+            return Err(Exit(BAD_INPUT));
+        }
+    };
+    cairn_defs::Lock::parse(&text).map(Some).map_err(|e| {
+        eprintln!(
+            "error: {} is not a lock cairn can read: {e}; write it again with `cairn lock {}`",
+            path.display(),
+            plan.display()
+        );
+        Exit(BAD_INPUT)
+    })
 }
 
 pub fn open_store(results: &Path) -> Result<Store, Exit> {
@@ -93,31 +127,172 @@ pub fn matching_selectors(
     Ok(sels)
 }
 
-/// This machine's fingerprint for `graph`'s measurements: the host's facts, and as the
-/// runtime the Docker Engine's version when a measurement runs in a container.
-pub fn fingerprint(graph: &StepGraph) -> Fingerprint {
-    let h = cairn_exec::machine::probe();
-    let in_docker = graph
-        .steps
-        .iter()
-        .any(|s| s.measure && cairn_engine::status::needs_docker(s));
-    let runtime = if in_docker {
-        match cairn_engine::image_step::docker() {
-            Ok(d) => d
-                .engine_version()
-                .unwrap_or_else(|e| format!("Docker Engine (version unknown: {e})")),
-            Err(_) => "Docker Engine (unreachable)".into(),
+/// What the engine uses of this machine for one command: the step kinds, the local
+/// directories and the run's cancellation, made once and lent to the engine as an [`Env`].
+pub struct Machine {
+    pub kinds: Registry,
+    pub cache: PathBuf,
+    pub work: PathBuf,
+    /// The server runtimes, the lazily connected container engine and the cancel token
+    /// that Ctrl-C trips.
+    pub runtimes: Runtimes,
+    /// The exact facts behind the fingerprint, once probed.
+    details: std::sync::OnceLock<serde_json::Value>,
+}
+
+/// The environment variable that makes this machine pretend to be another: a JSON object
+/// of fingerprint fields to replace (`{"cpu_model":"Simulated CPU"}`). For tests of
+/// reproduction on "another machine"; the override is recorded in the exact facts.
+pub const SIMULATED_MACHINE_ENV: &str = "CAIRN_SIMULATED_MACHINE";
+
+fn simulated_machine() -> Option<serde_json::Value> {
+    let text = std::env::var(SIMULATED_MACHINE_ENV).ok()?;
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) if v.is_object() => Some(v),
+        _ => {
+            eprintln!("warning: ${SIMULATED_MACHINE_ENV} is not a JSON object; ignored");
+            None
         }
-    } else {
-        "host".into()
-    };
-    Fingerprint {
-        cpu_model: h.cpu_model,
-        cores: h.cores,
-        threads: h.threads,
-        memory_bytes: h.memory_bytes,
-        kernel: h.kernel,
-        runtime,
+    }
+}
+
+fn apply_simulation(fp: &mut Fingerprint, o: &serde_json::Value) {
+    let mut v = serde_json::to_value(&*fp).expect("serialises");
+    if let (Some(m), Some(o)) = (v.as_object_mut(), o.as_object()) {
+        for (k, val) in o {
+            if m.contains_key(k) {
+                m.insert(k.clone(), val.clone());
+            }
+        }
+    }
+    if let Ok(new) = serde_json::from_value(v) {
+        *fp = new;
+    }
+}
+
+/// The results directory of this invocation (for its disk's I/O scheduler).
+fn results_dir() -> PathBuf {
+    std::env::var_os("CAIRN_RESULTS").map_or_else(|| PathBuf::from("results"), PathBuf::from)
+}
+
+impl Machine {
+    pub fn new(cache: PathBuf) -> Machine {
+        Machine::with_cancel(cache, CancelToken::new())
+    }
+
+    /// A machine whose runs stop when `cancel` is tripped (by the stop-signal handler).
+    pub fn with_cancel(cache: PathBuf, cancel: CancelToken) -> Machine {
+        Machine {
+            kinds: Registry::standard(),
+            work: cache.join("work"),
+            cache,
+            runtimes: Runtimes::new(cancel),
+            details: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The engine's view for `graph`'s study in `store`.
+    pub fn env<'a>(
+        &'a self,
+        graph: &'a StepGraph,
+        store: &'a Store,
+        fingerprint: &'a Fingerprint,
+        mirror: Option<&'a str>,
+    ) -> Env<'a> {
+        Env {
+            study: &graph.study,
+            store,
+            fingerprint,
+            machine: self.details(),
+            kinds: &self.kinds,
+            cache_root: &self.cache,
+            work_root: &self.work,
+            mirror,
+            lock: graph.lock.as_ref(),
+            run_id: cairn_exec::docker::this_run_id(),
+            runtimes: &self.runtimes,
+        }
+    }
+
+    /// This machine's fingerprint for `graph`'s measurements: the class of the host's facts,
+    /// and as the runtime the container engine's version when a measurement runs in a
+    /// container. The exact facts are kept for [`Machine::details`].
+    pub fn fingerprint(&self, graph: &StepGraph) -> Fingerprint {
+        let in_container = graph.steps.iter().any(|s| {
+            s.measure && cairn_engine::status::uses_container_engine(&self.kinds, &self.runtimes, s)
+        });
+        self.fingerprint_for(in_container)
+    }
+
+    /// The fingerprint of measurements in a container (`in_container`) or on the host.
+    pub fn fingerprint_for(&self, in_container: bool) -> Fingerprint {
+        let mut disks: Vec<(&str, PathBuf)> =
+            vec![("store", results_dir()), ("cache", self.cache.clone())];
+        let runtime = if in_container {
+            match self.runtimes.container_engine() {
+                Ok(d) => {
+                    if let Ok(root) = d.root_dir() {
+                        disks.push(("container engine", root));
+                    }
+                    d.engine_version()
+                        .unwrap_or_else(|e| format!("Docker Engine (version unknown: {e})"))
+                }
+                Err(_) => "Docker Engine (unreachable)".into(),
+            }
+        } else {
+            "host".into()
+        };
+        let disk_refs: Vec<(&str, &Path)> = disks.iter().map(|(l, p)| (*l, p.as_path())).collect();
+        let h = cairn_exec::machine::probe(&disk_refs);
+        let mut fp = Fingerprint {
+            cpu_model: h.cpu_model.clone(),
+            cores: h.cores,
+            threads: h.threads,
+            memory_gib: cairn_graph::fingerprint::memory_class(h.memory_bytes),
+            kernel: cairn_graph::fingerprint::kernel_class(&h.kernel),
+            runtime: cairn_graph::fingerprint::runtime_class(&runtime),
+        };
+        let mut details = serde_json::to_value(&h).expect("serialises");
+        details["runtime"] = serde_json::json!(runtime);
+        if let Some(o) = simulated_machine() {
+            apply_simulation(&mut fp, &o);
+            details["simulated"] = o;
+        }
+        let _ = self.details.set(details);
+        fp
+    }
+
+    /// The exact facts of this machine as [`Machine::fingerprint`] last probed them
+    /// (`null` before), recorded beside each measurement.
+    pub fn details(&self) -> &serde_json::Value {
+        self.details.get().unwrap_or(&serde_json::Value::Null)
+    }
+
+    /// Before a run that uses the container engine: remove the containers and networks that
+    /// killed runs left (their process is gone), and say so. Live runs are not touched.
+    pub fn clean_stale_containers(&self, graph: &StepGraph) {
+        if !graph
+            .steps
+            .iter()
+            .any(|s| cairn_engine::status::uses_container_engine(&self.kinds, &self.runtimes, s))
+        {
+            return;
+        }
+        // without an engine the steps that need it fail with the message on how to start one
+        let Ok(d) = self.runtimes.container_engine() else {
+            return;
+        };
+        match cairn_exec::docker::clean_stale(&d) {
+            Ok(r) if !r.is_empty() => eprintln!(
+                "removed what an earlier, killed run left: {} container(s) {:?}, {} network(s) {:?}",
+                r.containers.len(),
+                r.containers,
+                r.networks.len(),
+                r.networks
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("warning: could not clean up after earlier runs: {e}"),
+        }
     }
 }
 
@@ -132,27 +307,4 @@ pub fn cache_dir(explicit: Option<&Path>) -> PathBuf {
         return PathBuf::from(h).join(".cache").join("cairn");
     }
     std::env::temp_dir().join("cairn-cache")
-}
-
-/// Before a run that uses the Docker Engine: remove the containers and networks that killed
-/// runs left (their process is gone), and say so. Live runs are not touched.
-pub fn clean_stale_containers(graph: &StepGraph) {
-    if !graph.steps.iter().any(cairn_engine::status::needs_docker) {
-        return;
-    }
-    // without an engine the steps that need it fail with the message on how to start one
-    let Ok(d) = cairn_engine::image_step::docker() else {
-        return;
-    };
-    match cairn_exec::docker::clean_stale(d) {
-        Ok(r) if !r.is_empty() => eprintln!(
-            "removed what an earlier, killed run left: {} container(s) {:?}, {} network(s) {:?}",
-            r.containers.len(),
-            r.containers,
-            r.networks.len(),
-            r.networks
-        ),
-        Ok(_) => {}
-        Err(e) => eprintln!("warning: could not clean up after earlier runs: {e}"),
-    }
 }

@@ -1,14 +1,24 @@
 //! cairn-cli: the command-line surface. Each subcommand is a thin call into the library
 //! crates; this crate owns argument parsing, output and exit codes
-//! (0 = done, 1 = a step failed or verification found damage, 2 = bad input, 130 = interrupted).
+//! (0 = done, 1 = a step failed or verification found damage, 2 = bad input, 130 = interrupted
+//! by Ctrl-C, SIGTERM or SIGHUP).
 
 mod args;
 mod bench;
+mod budget_line;
+mod bundle;
 mod commands;
+mod comparison;
 mod context;
-mod preflight;
+mod fleet;
+mod history;
+mod lock_cmd;
+mod machine_cmd;
+pub mod preflight;
 mod report;
 mod results;
+mod study_bundle;
+mod study_report;
 
 use clap::Parser;
 
@@ -18,6 +28,7 @@ pub use args::Cli;
 pub const OK: i32 = 0;
 pub const FAILED: i32 = 1;
 pub const BAD_INPUT: i32 = 2;
+/// Stopped by Ctrl-C, SIGTERM or SIGHUP (see `commands::run` for why one code for all).
 pub const INTERRUPTED: i32 = 130;
 
 pub fn main() -> i32 {

@@ -1,14 +1,86 @@
-//! Checks that need the drivers, before anything runs: every dataset's generator properties and every trial's workload parameters. A mistake becomes a plan diagnostic pointing at the parameter (exit 2), not a failed trial half-way through a study.
+//! Checks that need the drivers and database systems, before anything runs: every dataset's generator properties, every trial's workload parameters and every server's options as its configuration file must hold them. A mistake becomes a plan diagnostic pointing at the parameter (exit 2), not a failed trial half-way through a study.
 
 use std::collections::BTreeSet;
 
-use cairn_engine::dataset_step::dataset_def;
 use cairn_graph::{Step, StepGraph, StepKind};
-use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem};
-use cairn_workload::{Dataset, Error};
+use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem, Value};
+use cairn_workload::Error;
 
 use crate::context::Exit;
 use crate::BAD_INPUT;
+
+/// A plan value as it is in a step's definition (JSON), to tell which server a step's
+/// option came from.
+fn json_of(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Bool(b) => serde_json::json!(b),
+        Value::Int(i) => serde_json::json!(i),
+        Value::Float(x) => serde_json::json!(x),
+        Value::String(s) => serde_json::json!(s),
+    }
+}
+
+/// Where the server option, environment variable or field `name` (`what`: `option`, `env`
+/// or `server`) of
+/// `step`'s server is written: the servers of the trials blocks the step belongs to (for a
+/// dataset step: that load it), the one whose entry is what the step's definition holds.
+fn server_entry(plan: &Plan, step: &Step, what: &str, name: &str) -> Option<Loc> {
+    let used: BTreeSet<&str> = plan
+        .trials
+        .iter()
+        .filter(|t| match step.kind {
+            StepKind::Dataset => t.dataset.as_ref().is_some_and(|d| d.value == step.name),
+            _ => t.name.value == step.name,
+        })
+        .flat_map(|t| t.servers.iter().map(|s| s.value.as_str()))
+        .collect();
+    let def = step.server_def().ok().flatten();
+    let servers = || {
+        plan.servers
+            .iter()
+            .filter(|s| used.contains(s.name.value.as_str()))
+    };
+    match what {
+        "server" => servers().find_map(|s| match name {
+            "cpus" => s.cpus.as_ref().map(|v| v.loc),
+            "memory" => s.memory.as_ref().map(|v| v.loc),
+            "connect" => s.connect.as_ref().map(|v| v.loc),
+            "executor" => s.executor.as_ref().map(|v| v.loc),
+            "system" => s.system.as_ref().map(|v| v.loc),
+            "client" => s.client.as_ref().map(|v| v.loc),
+            "link" => s.link.as_ref().map(|v| v.loc),
+            "rate" => s
+                .link
+                .as_ref()
+                .and_then(|l| l.value.rate.as_ref())
+                .map(|v| v.loc),
+            "delay" => s
+                .link
+                .as_ref()
+                .and_then(|l| l.value.delay.as_ref())
+                .map(|v| v.loc),
+            _ => None,
+        }),
+        "option" => {
+            let wanted = def.as_ref().and_then(|d| d.options.get(name));
+            let mut found = servers().filter_map(|s| s.options.get(name));
+            let first = found.clone().next();
+            found
+                .find(|v| Some(&json_of(&v.value)) == wanted)
+                .or(first)
+                .map(|v| v.loc)
+        }
+        _ => {
+            let wanted = def.as_ref().and_then(|d| d.env.get(name));
+            let mut found = servers().filter_map(|s| s.env.get(name));
+            let first = found.clone().next();
+            found
+                .find(|v| Some(&v.value) == wanted)
+                .or(first)
+                .map(|v| v.loc)
+        }
+    }
+}
 
 /// Where in the plan an error of a dataset or trial step belongs.
 fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
@@ -28,8 +100,12 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
         ds_of_trial
     };
     match e {
+        Error::Param { what, name, .. } if matches!(*what, "analysis" | "claim") => {
+            (analysis_loc(plan, step, what, name), format!("`{name}`"))
+        }
         Error::Param { what, name, .. } => {
             let loc = match *what {
+                "option" | "env" | "server" => server_entry(plan, step, what, name),
                 "dataset" => ds.map(|d| d.props.get(name).map_or(d.generator.loc, |p| p.loc)),
                 "driver" => {
                     workload.map(|w| w.driver_props.get(name).map_or(w.driver.loc, |p| p.loc))
@@ -41,7 +117,13 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
                         .map_or(w.test.loc, |p| p.name.loc)
                 }),
             };
-            (loc.unwrap_or(step.loc), format!("`{name}`"))
+            // a bad name may be empty or hold a line break: show it escaped
+            let label = if name.is_empty() {
+                "this option has no name".to_string()
+            } else {
+                format!("`{}`", name.escape_debug())
+            };
+            (loc.unwrap_or(step.loc), label)
         }
         _ => match (step.kind, workload, ds) {
             (StepKind::Dataset, _, Some(d)) => (d.generator.loc, "this generator".into()),
@@ -51,8 +133,37 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
     }
 }
 
-/// Check every dataset and trial of `graph`; all problems are reported at once.
+/// Where the property `name` of an analysis or claim is written (its `kind` node for an
+/// analysis's missing property, the claim's `expect` for its sides and sizes).
+fn analysis_loc(plan: &Plan, step: &Step, what: &str, name: &str) -> Loc {
+    if what == "analysis" {
+        let Some(a) = plan.analyses.iter().find(|a| a.name.value == step.name) else {
+            return step.loc;
+        };
+        return a.props.get(name).map_or(a.kind.loc, |p| p.loc);
+    }
+    let Some(c) = plan.claims.iter().find(|c| c.name.value == step.name) else {
+        return step.loc;
+    };
+    match name {
+        "metric" => c.metric.loc,
+        "expect" => c.expect.loc,
+        other => c.filter.get(other).map_or(c.name.loc, |p| p.loc),
+    }
+}
+
+/// Check every step of `graph` through its kind; all problems are reported at once, on
+/// stderr, and make the exit code 2 (bad input).
 pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
+    diagnose(plan, graph).map_err(|e| {
+        eprint!("{}", cairn_plan::render(&e));
+        Exit(BAD_INPUT)
+    })
+}
+
+/// What [`check`] reports: every problem the kinds' checks find, each at its place in the
+/// plan (what `cairn check` and `cairn run` refuse before anything runs).
+pub fn diagnose(plan: &Plan, graph: &StepGraph) -> Result<(), PlanError> {
     let mut problems: Vec<Problem> = Vec::new();
     let mut seen = BTreeSet::new();
     let mut report = |step: &Step, e: Error| {
@@ -69,29 +180,15 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
             ));
         }
     };
+    // each kind checks its own steps (the drivers' parameters of datasets and trials)
+    let kinds = cairn_engine::Registry::standard();
     for step in &graph.steps {
-        match step.kind {
-            StepKind::Dataset => {
-                if let Err(e) = Dataset::from_def(&dataset_def(step)) {
-                    report(step, e);
-                }
-            }
-            StepKind::Trial => {
-                let ds = step
-                    .inputs
-                    .iter()
-                    .find(|i| i.mount == "dataset")
-                    .map(|i| dataset_def(&graph.steps[i.from]));
-                if let Err(e) = cairn_engine::trial_step::check(step, ds.as_ref()) {
-                    report(step, e);
-                }
-            }
-            _ => {}
+        if let Some(Err(e)) = kinds.get(step).map(|k| k.check(graph, step)) {
+            report(step, e);
         }
     }
     if problems.is_empty() {
         return Ok(());
     }
-    eprint!("{}", cairn_plan::render(&PlanError::Invalid { problems }));
-    Err(Exit(BAD_INPUT))
+    Err(PlanError::Invalid { problems })
 }

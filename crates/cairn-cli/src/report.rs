@@ -1,18 +1,38 @@
 //! Reporters for engine events: an indicatif progress view on a terminal, plain log
 //! lines otherwise, and JSON lines with `--json`.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cairn_engine::{Event, Reporter};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
+/// `eprintln!` that never panics: once the terminal is gone (SIGHUP) or whoever read stderr
+/// closed the pipe, the run still has to stop its servers and exit cleanly, so a line that
+/// cannot be written is dropped.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub fn pick(json: bool, verbose: u8) -> Box<dyn Reporter> {
+    pick_with_budget(json, verbose, BTreeMap::new())
+}
+
+/// [`pick`], with each step's estimated time (`cairn_engine::budget`) for the progress
+/// bar's ETA; with none, the bar estimates from its own rate.
+pub fn pick_with_budget(
+    json: bool,
+    verbose: u8,
+    budget: BTreeMap<String, Duration>,
+) -> Box<dyn Reporter> {
     if json {
         Box::new(JsonLines)
     } else if std::io::stderr().is_terminal() {
-        Box::new(Progress::new(verbose))
+        Box::new(Progress::new(verbose, budget))
     } else {
         Box::new(LogLines {
             verbose,
@@ -36,8 +56,13 @@ fn with_headline(h: Option<&str>) -> String {
 }
 
 fn summary_line(s: &cairn_engine::RunSummary) -> String {
+    let not_needed = if s.not_needed > 0 {
+        format!(", {} not needed", s.not_needed)
+    } else {
+        String::new()
+    };
     format!(
-        "{} steps: {} ran, {} cached, {} failed, {} skipped in {:.0} ms{}",
+        "{} steps: {} ran, {} cached, {} failed, {} skipped{not_needed} in {:.0} ms{}",
         s.selected,
         s.ran,
         s.cached,
@@ -45,6 +70,60 @@ fn summary_line(s: &cairn_engine::RunSummary) -> String {
         s.skipped,
         s.elapsed_ms,
         if s.cancelled { " (interrupted)" } else { "" }
+    )
+}
+
+/// The run's last line: how much of its wall time (`wall`, the whole command) the
+/// measurements spent measuring — warmup and measured windows — and what the rest (building,
+/// restoring, starting and stopping servers, analyses, reports) cost. Nothing when nothing
+/// measured (all cached, or no trials).
+pub(crate) fn efficiency(json: bool, s: &cairn_engine::RunSummary, wall: Duration) {
+    if s.measuring_ms <= 0.0 {
+        return;
+    }
+    let wall_ms = wall.as_secs_f64() * 1e3;
+    let line = efficiency_line(s.measuring_ms, wall_ms);
+    if json {
+        println!(
+            "{}",
+            json!({"event": "efficiency", "measuring_ms": s.measuring_ms, "wall_ms": wall_ms,
+                   "engine_ms": s.elapsed_ms, "share": s.measuring_ms / wall_ms,
+                   "wall_per_measuring": wall_ms / s.measuring_ms})
+        );
+    } else {
+        println!("{line}");
+    }
+}
+
+/// `measuring: 240.0 s of 252.1 s wall (95.2%); wall / measuring 1.05, the rest 12.1 s`.
+pub(crate) fn efficiency_line(measuring_ms: f64, wall_ms: f64) -> String {
+    format!(
+        "measuring: {:.1} s of {:.1} s wall ({:.1}%); wall / measuring {:.2}, the rest (setup: builds, restores, server starts and stops, analyses) {:.1} s",
+        measuring_ms / 1e3,
+        wall_ms / 1e3,
+        100.0 * measuring_ms / wall_ms,
+        wall_ms / measuring_ms,
+        (wall_ms - measuring_ms) / 1e3
+    )
+}
+
+/// `needed  trial/ro/a#3: tps CI ±4.1% (target 2%) after 2 passes: CI half-width above the
+/// target` — an adaptive decision and the CI behind it.
+pub(crate) fn decision_line(d: &cairn_engine::adaptive::Decision) -> String {
+    let ci = d.ci_half_width.map_or_else(
+        || "not estimable".to_string(),
+        |w| format!("±{:.2}%", w * 100.0),
+    );
+    let target = d
+        .until_ci
+        .map_or_else(String::new, |t| format!(" (target {}%)", t * 100.0));
+    format!(
+        "{} {}: {} CI {ci}{target} after {} passes: {}",
+        if d.needed { "needed " } else { "not needed" },
+        d.step,
+        d.metric,
+        d.passes,
+        d.why
     )
 }
 
@@ -58,36 +137,50 @@ impl Reporter for LogLines {
     fn event(&mut self, e: &Event<'_>) {
         let t = self.started.elapsed().as_secs_f64();
         match e {
-            Event::RunStarted { total } => eprintln!("[{t:7.2}s] checking {total} steps"),
+            Event::RunStarted { total } => say!("[{t:7.2}s] checking {total} steps"),
             Event::StepCached {
                 step,
                 headline: Some(h),
                 ..
-            } => eprintln!("[{t:7.2}s] cached  {}: {h}", step.address),
+            } => say!("[{t:7.2}s] cached  {}: {h}", step.address),
             Event::StepCached { step, .. } if self.verbose > 0 => {
-                eprintln!("[{t:7.2}s] cached  {}", step.address)
+                say!("[{t:7.2}s] cached  {}", step.address)
             }
             Event::StepStarted { step, key } if self.verbose > 0 => {
-                eprintln!("[{t:7.2}s] start   {} ({})", step.address, &key[..12])
+                say!("[{t:7.2}s] start   {} ({})", step.address, &key[..12])
             }
             Event::StepFinished {
                 step,
                 elapsed,
                 headline,
                 ..
-            } => eprintln!(
+            } => say!(
                 "[{t:7.2}s] done    {} ({}){}",
                 step.address,
                 ms(*elapsed),
                 with_headline(*headline)
             ),
             Event::StepFailed { step, error, .. } => {
-                eprintln!("[{t:7.2}s] FAILED  {}: {error}", step.address)
+                say!("[{t:7.2}s] FAILED  {}: {error}", step.address)
             }
+            Event::StepRetrying {
+                step,
+                attempt,
+                error,
+                ..
+            } => say!(
+                "[{t:7.2}s] retry   {} (try {attempt}) after a {} failure: {error}",
+                step.address,
+                error.class.as_str()
+            ),
             Event::StepSkipped { step, because } => {
-                eprintln!("[{t:7.2}s] skipped {}: {because}", step.address)
+                say!("[{t:7.2}s] skipped {}: {because}", step.address)
             }
-            Event::RunFinished { summary } => eprintln!("[{t:7.2}s] {}", summary_line(summary)),
+            Event::StepPhase { step, phase } => {
+                say!("[{t:7.2}s] phase   {}: {phase}", step.address)
+            }
+            Event::PassDecided { decision, .. } => say!("[{t:7.2}s] {}", decision_line(decision)),
+            Event::RunFinished { summary } => say!("[{t:7.2}s] {}", summary_line(summary)),
             _ => {}
         }
     }
@@ -124,10 +217,26 @@ impl Reporter for JsonLines {
             }),
             Event::StepFailed { step, key, error } => json!({
                 "event": "step_failed", "step": step.address, "kind": step.kind.as_str(),
-                "key": key, "error": error,
+                "key": key, "error": error.message(), "class": error.class,
+                "causes": error.chain,
+            }),
+            Event::StepRetrying {
+                step,
+                key,
+                attempt,
+                error,
+            } => json!({
+                "event": "step_retrying", "step": step.address, "kind": step.kind.as_str(),
+                "key": key, "attempt": attempt, "error": error.message(), "class": error.class,
             }),
             Event::StepSkipped { step, because } => {
                 json!({"event": "step_skipped", "step": step.address, "because": because})
+            }
+            Event::StepPhase { step, phase } => {
+                json!({"event": "step_phase", "step": step.address, "kind": step.kind.as_str(), "phase": phase})
+            }
+            Event::PassDecided { step, decision } => {
+                json!({"event": "pass_decided", "step": step.address, "decision": decision})
             }
             Event::RunFinished { summary } => json!({"event": "run_finished", "summary": summary}),
         };
@@ -140,27 +249,67 @@ impl Reporter for JsonLines {
 pub struct Progress {
     bar: ProgressBar,
     verbose: u8,
+    /// Estimated time of each step not yet done (cached, finished, failed, skipped or not
+    /// needed take theirs off); empty: the bar's own rate-based ETA.
+    left: BTreeMap<String, Duration>,
+    /// The step running now and since when (its estimate counts down while it runs).
+    running: Option<(String, Instant)>,
 }
 
 impl Progress {
-    fn new(verbose: u8) -> Progress {
+    fn new(verbose: u8, budget: BTreeMap<String, Duration>) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        let template = if budget.is_empty() {
+            "{elapsed_precise} [{bar:30}] {pos}/{len} steps  ETA {eta}  {wide_msg}"
+        } else {
+            "{elapsed_precise} [{bar:30}] {pos}/{len} steps  ETA ~{prefix}  {wide_msg}"
+        };
         bar.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} steps  ETA {eta}  {wide_msg}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
+            ProgressStyle::with_template(template)
+                .expect("valid template")
+                .progress_chars("=> "),
         );
-        Progress { bar, verbose }
+        Progress {
+            bar,
+            verbose,
+            left: budget,
+            running: None,
+        }
+    }
+
+    /// Takes `address` off what is left and shows the time the rest should take.
+    fn settle(&mut self, address: &str) {
+        self.left.remove(address);
+        if self.running.as_ref().is_some_and(|(a, _)| a == address) {
+            self.running = None;
+        }
+        self.show_eta();
+    }
+
+    fn show_eta(&self) {
+        if self.left.is_empty() && self.running.is_none() {
+            self.bar.set_prefix("0s");
+            return;
+        }
+        let mut left: Duration = self.left.values().sum();
+        if let Some((address, since)) = &self.running {
+            // the running step's estimate counts down, never below nothing
+            let own = self.left.get(address).copied().unwrap_or_default();
+            left -= own.min(since.elapsed());
+        }
+        self.bar.set_prefix(cairn_engine::budget::human(left));
     }
 }
 
 impl Reporter for Progress {
     fn event(&mut self, e: &Event<'_>) {
         match e {
-            Event::RunStarted { total } => self.bar.set_length(*total as u64),
+            Event::RunStarted { total } => {
+                self.bar.set_length(*total as u64);
+                self.show_eta();
+            }
             Event::StepCached { step, headline, .. } => {
+                self.settle(&step.address);
                 if let Some(h) = headline {
                     self.bar.println(format!("cached  {}: {h}", step.address));
                 } else if self.verbose > 0 {
@@ -168,13 +317,18 @@ impl Reporter for Progress {
                 }
                 self.bar.inc(1)
             }
-            Event::StepStarted { step, .. } => self.bar.set_message(step.address.clone()),
+            Event::StepStarted { step, .. } => {
+                self.running = Some((step.address.clone(), Instant::now()));
+                self.show_eta();
+                self.bar.set_message(step.address.clone())
+            }
             Event::StepFinished {
                 step,
                 elapsed,
                 headline,
                 ..
             } => {
+                self.settle(&step.address);
                 self.bar.println(format!(
                     "done    {} ({}){}",
                     step.address,
@@ -184,18 +338,40 @@ impl Reporter for Progress {
                 self.bar.inc(1)
             }
             Event::StepFailed { step, error, .. } => {
+                self.settle(&step.address);
                 self.bar
                     .println(format!("FAILED  {}: {error}", step.address));
                 self.bar.inc(1)
             }
+            Event::StepRetrying {
+                step,
+                attempt,
+                error,
+                ..
+            } => self.bar.println(format!(
+                "retry   {} (try {attempt}) after a {} failure: {error}",
+                step.address,
+                error.class.as_str()
+            )),
             Event::StepSkipped { step, because } => {
+                self.settle(&step.address);
                 self.bar
                     .println(format!("skipped {}: {because}", step.address));
                 self.bar.inc(1)
             }
+            Event::StepPhase { step, phase } => {
+                self.bar.set_message(format!("{} ({phase})", step.address))
+            }
+            Event::PassDecided { step, decision } => {
+                self.bar.println(decision_line(decision));
+                if !decision.needed {
+                    self.settle(&step.address);
+                    self.bar.inc(1)
+                }
+            }
             Event::RunFinished { summary } => {
                 self.bar.finish_and_clear();
-                eprintln!("{}", summary_line(summary));
+                say!("{}", summary_line(summary));
             }
         }
     }

@@ -4,24 +4,24 @@
 //! only an older record of the same address exists — another definition, or a measurement
 //! made on another machine — it is shown as such (`outdated` / `other machine`), never
 //! mixed in silently; trials never measured show `-`.
+//!
+//! Figures are shown under the vocabulary's shared names (`cairn_defs::figures`): records
+//! written before the names were shared are read through the aliases (`p95_ms` →
+//! `latency_p95_ms`), the table's columns and their formatting come from the vocabulary.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use cairn_defs::figures::{self, Figures};
 use cairn_engine::Status;
 use cairn_graph::{StepGraph, StepKind};
 use cairn_plan::Value as PlanValue;
-use cairn_store::{Record, Store};
+use cairn_store::Record;
 use serde_json::{json, Value};
 
 use crate::args::Cli;
 use crate::context::{self, Exit};
 use crate::OK;
-
-/// Figures shown in the table, in this order, when any trial has them (CSV/JSON have all).
-const TABLE_FIGURES: &[&str] = &[
-    "tps", "qps", "p95_ms", "p99_ms", "avg_ms", "max_ms", "total_s", "errors",
-];
 
 /// One row: a trial and what the store holds for it.
 struct Row<'a> {
@@ -33,14 +33,19 @@ struct Row<'a> {
     /// `cached`, `outdated`, `other machine` or `-`.
     state: &'static str,
     record: Option<Record>,
-    /// The record's `extra.figures` (empty without a record).
-    figures: BTreeMap<String, f64>,
+    /// The record's `extra.figures` under the shared names (empty without a record).
+    figures: Figures,
 }
 
-/// The flat figures a trial record carries.
-fn figures_of(record: Option<&Record>) -> BTreeMap<String, f64> {
-    record
-        .and_then(|r| r.extra.get("figures"))
+/// The flat figures a trial record carries, old names read as the shared ones.
+fn figures_of(record: Option<&Record>) -> Figures {
+    figures_in(record.and_then(|r| r.extra.get("figures")))
+}
+
+/// `extra.figures` (a `{name: number}` map) under the shared names; empty if absent or not
+/// such a map.
+fn figures_in(extra_figures: Option<&Value>) -> Figures {
+    extra_figures
         .and_then(|f| serde_json::from_value(f.clone()).ok())
         .unwrap_or_default()
 }
@@ -62,13 +67,9 @@ fn server_of(address: &str, trials: &str) -> String {
     rest.split(['[', '#']).next().unwrap_or(rest).to_string()
 }
 
-fn rows<'a>(
-    graph: &'a StepGraph,
-    store: &Store,
-    cache: &Path,
-    fp: &cairn_graph::Fingerprint,
-) -> Vec<Row<'a>> {
-    let all = cairn_engine::statuses(graph, store, cache, fp, &[], false);
+fn rows<'a>(graph: &'a StepGraph, env: &cairn_engine::Env<'_>) -> Vec<Row<'a>> {
+    let (store, fp) = (env.store, env.fingerprint);
+    let all = cairn_engine::statuses(graph, env, &[], false);
     let remembered = store.names(&graph.study).unwrap_or_default();
     let fp_json = serde_json::to_value(fp).expect("serialises");
     graph
@@ -124,22 +125,22 @@ fn axes(rows: &[Row<'_>]) -> Vec<String> {
         .collect()
 }
 
-fn number(name: &str, v: f64) -> String {
-    if name == "errors" || name == "events" || name == "queries" {
-        format!("{v:.0}")
-    } else if name.ends_with("_ms") {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.1}")
-    }
+/// The vocabulary's table columns that some row has, in the vocabulary's order (CSV and
+/// JSON have every figure).
+fn table_columns(rows: &[Row<'_>]) -> Vec<&'static figures::Figure> {
+    figures::TABLE
+        .iter()
+        .copied()
+        .filter(|f| rows.iter().any(|r| r.figures.contains(f)))
+        .collect()
 }
 
 pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
     let store = context::open_store(&cli.results)?;
-    let cache = context::cache_dir(cli.cache.as_deref());
-    let fp = context::fingerprint(&graph);
-    let rows = rows(&graph, &store, &cache, &fp);
+    let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
+    let fp = machine.fingerprint(&graph);
+    let rows = rows(&graph, &machine.env(&graph, &store, &fp, None));
     if cli.json {
         for r in &rows {
             let variant = r.record.as_ref().and_then(|rec| rec.extra.get("variant"));
@@ -153,6 +154,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
                     "server_version": variant.and_then(|v| v["checks"]["version"].as_str()),
                     "word_size": variant.and_then(|v| v["checks"]["word_size"].as_u64()),
                     "allocator": variant.and_then(|v| v["allocator"].as_str()),
+                    "client": r.record.as_ref().and_then(|rec| rec.extra.get("client")),
                 })
             );
         }
@@ -167,34 +169,34 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
         println!("{} has no trials", path.display());
         return Ok(OK);
     }
-    let present: BTreeSet<String> = rows
-        .iter()
-        .flat_map(|r| r.figures.keys().cloned())
-        .collect();
-    let figure_cols: Vec<&str> = TABLE_FIGURES
-        .iter()
-        .copied()
-        .filter(|f| present.contains(*f))
-        .collect();
+    let figure_cols = table_columns(&rows);
+    // where the clients ran, when some trial's plan declared it
+    let clients: Vec<Option<String>> = rows.iter().map(client_of).collect();
+    let client_col = clients.iter().any(Option::is_some);
     let mut header: Vec<String> = vec!["trials".into(), "server".into()];
+    if client_col {
+        header.push("client".into());
+    }
     header.extend(axes.iter().cloned());
     header.push("pass".into());
-    header.extend(figure_cols.iter().map(|s| s.to_string()));
+    header.extend(figure_cols.iter().map(|f| f.name.to_string()));
     header.push("result".into());
     let mut table: Vec<Vec<String>> = vec![header];
-    for r in &rows {
+    for (r, client) in rows.iter().zip(&clients) {
         let f = &r.figures;
         let mut line = vec![r.trials.to_string(), r.server.clone()];
+        if client_col {
+            line.push(client.clone().unwrap_or_else(|| "-".into()));
+        }
         line.extend(
             axes.iter()
                 .map(|a| r.params.get(a).map_or("-".into(), |v| v.to_string())),
         );
         line.push(r.pass.to_string());
-        line.extend(
-            figure_cols
-                .iter()
-                .map(|c| f.get(*c).map_or("-".into(), |v| number(c, *v))),
-        );
+        line.extend(figure_cols.iter().map(|c| {
+            f.get(c)
+                .map_or("-".into(), |v| figures::format_number(c, v))
+        }));
         line.push(r.state.to_string());
         table.push(line);
     }
@@ -214,7 +216,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
             .enumerate()
             .map(|(i, (cell, w))| {
                 // names left, numbers right
-                if i < 2 {
+                if i < 2 + usize::from(client_col) {
                     format!("{cell:<w$}")
                 } else {
                     format!("{cell:>w$}")
@@ -234,23 +236,34 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     Ok(OK)
 }
 
+/// The client path a trial's record declares (`loopback`, `bridge`, `host`, with its link's
+/// delay and rate), `None` if it declares none.
+fn client_of(r: &Row<'_>) -> Option<String> {
+    let client = r.record.as_ref()?.extra.get("client")?;
+    let mut s = client["path"].as_str()?.to_string();
+    for part in ["delay", "rate"] {
+        if let Some(v) = client["link"][part].as_str() {
+            s.push(' ');
+            s.push_str(v);
+        }
+    }
+    Some(s)
+}
+
 /// Every trial with every parameter and figure, as CSV.
 fn to_csv(rows: &[Row<'_>]) -> String {
     let params: BTreeSet<&str> = rows
         .iter()
         .flat_map(|r| r.params.keys().map(String::as_str))
         .collect();
-    let figures: BTreeSet<String> = rows
-        .iter()
-        .flat_map(|r| r.figures.keys().cloned())
-        .collect();
+    let figures: BTreeSet<&str> = rows.iter().flat_map(|r| r.figures.names()).collect();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = ["address", "trials", "server", "pass", "state", "key"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     header.extend(params.iter().map(|p| p.to_string()));
-    header.extend(figures.iter().cloned());
+    header.extend(figures.iter().map(|f| f.to_string()));
     w.write_record(&header).expect("writes to memory");
     for r in rows {
         let f = &r.figures;
@@ -272,7 +285,7 @@ fn to_csv(rows: &[Row<'_>]) -> String {
         line.extend(
             figures
                 .iter()
-                .map(|k| f.get(k).map_or(String::new(), |v| v.to_string())),
+                .map(|k| f.get_named(k).map_or(String::new(), |v| v.to_string())),
         );
         w.write_record(&line).expect("writes to memory");
     }
@@ -288,5 +301,39 @@ mod tests {
         assert_eq!(server_of("trial/ro/system[threads=2]#3", "ro"), "system");
         assert_eq!(server_of("trial/ro/jemalloc#1", "ro"), "jemalloc");
         assert_eq!(server_of("trial/ro/x", "ro"), "x");
+    }
+
+    #[test]
+    fn old_records_show_shared_names_in_vocabulary_order() {
+        // what records held before the names were shared: OLTP and super-smack spellings
+        let oltp = figures_in(Some(&json!({"tps": 10.0, "p95_ms": 2.5, "mean_ms": 1.0})));
+        let smack = figures_in(Some(&json!({"qps": 50.0, "avg_ms": 0.5, "errors": 0.0})));
+        assert_eq!(
+            oltp.names().collect::<Vec<_>>(),
+            ["latency_mean_ms", "latency_p95_ms", "tps"]
+        );
+        assert_eq!(smack.get(&figures::LATENCY_MEAN_MS), Some(0.5));
+        assert!(figures_in(None).is_empty());
+        assert!(figures_in(Some(&json!("not a map"))).is_empty());
+
+        let params = BTreeMap::new();
+        let row = |figures| Row {
+            address: "trial/t/s",
+            trials: "t",
+            server: "s".into(),
+            params: &params,
+            pass: 1,
+            state: "cached",
+            record: None,
+            figures,
+        };
+        let cols: Vec<&str> = table_columns(&[row(oltp), row(smack)])
+            .iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(
+            cols,
+            ["tps", "qps", "latency_p95_ms", "latency_mean_ms", "errors"]
+        );
     }
 }

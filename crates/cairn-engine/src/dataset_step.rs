@@ -16,9 +16,11 @@ use cairn_workload::{Dataset, DatasetDef};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::execute::{failed, Built, Done, StepContext, StepError};
+use crate::context::Env;
+use crate::error::{failed, StepError};
+use crate::execute::{Built, Done};
 use crate::image_step::{self, ImageOutput};
-use crate::server_run::{LiveServer, ServerDef, StartRequest};
+use crate::server_run::{check_server, LiveServer, ServerDef, StartRequest};
 
 /// The name of a dataset step's output.
 pub const OUTPUT: &str = "dataset.json";
@@ -56,58 +58,86 @@ pub fn input<'a>(step: &Step, inputs: &'a [&'a Done], mount: &str) -> Option<&'a
 
 /// The image a dataset or trial runs in (its `image` input), if any.
 pub fn image_of(
-    ctx: &StepContext<'_>,
+    ctx: &Env<'_>,
     step: &Step,
     inputs: &[&Done],
 ) -> Result<Option<ImageOutput>, StepError> {
     input(step, inputs, "image")
         .map(|d| {
-            image_step::read_output(ctx.store, &d.outputs)
-                .map_err(|e| failed(format!("reading the image manifest: {e}")))
+            let mut out = image_step::read_output(ctx.store, &d.outputs)
+                .map_err(|e| failed(format!("reading the image manifest: {e}")))?;
+            // the id is machine-local, not in the manifest: this engine's image, for the
+            // trial's provenance
+            if out.manifest.image_id.is_empty() {
+                if let Some(id) = ctx
+                    .container_engine()
+                    .ok()
+                    .and_then(|e| e.image_id(&out.reference).ok().flatten())
+                {
+                    out.manifest.image_id = id;
+                }
+            }
+            Ok(out)
         })
         .transpose()
 }
 
-/// The server definition inside a dataset's or trial's definition.
-pub fn server_def(step: &Step) -> Result<ServerDef, StepError> {
-    serde_json::from_value(step.definition["server"].clone())
-        .map_err(|e| failed(format!("the server definition: {e}")))
+/// The generator and properties of a dataset step's definition.
+pub fn dataset_def(step: &Step) -> Result<DatasetDef, String> {
+    step.dataset_def().map(|d| d.dataset)
 }
 
-/// The generator and properties of a dataset step's definition.
-pub fn dataset_def(step: &Step) -> DatasetDef {
-    DatasetDef {
-        generator: step.definition["generator"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        props: step.definition["props"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    }
+/// The server definition of a dataset or trial step, checked ([`check_server`]): what
+/// `check` and `perform` of both kinds start from.
+pub fn checked_server(step: &Step) -> Result<ServerDef, cairn_workload::Error> {
+    let def = step
+        .server_def()
+        .map_err(cairn_workload::Error::Invalid)?
+        .ok_or_else(|| {
+            cairn_workload::Error::Invalid(format!("{} has no server definition", step.address))
+        })?;
+    check_server(&def)?;
+    Ok(def)
+}
+
+/// Everything a dataset step's run needs that its definition alone decides: its server and
+/// the generator's spec. `cairn check` (through [`DatasetKind`]'s `check`) and [`perform`]
+/// both go through here, so nothing `perform` would refuse before loading passes `check`.
+pub fn check(step: &Step) -> Result<(ServerDef, DatasetDef, Dataset), cairn_workload::Error> {
+    let sdef = checked_server(step)?;
+    let def = dataset_def(step).map_err(cairn_workload::Error::Invalid)?;
+    let dataset = Dataset::from_def(&def)?;
+    dataset.supports(crate::server_run::protocol_of(&sdef)?)?;
+    Ok((sdef, def, dataset))
 }
 
 /// Load the dataset and snapshot its datadir.
 pub fn perform(
-    ctx: &StepContext<'_>,
+    ctx: &Env<'_>,
     step: &Step,
     key: &str,
     inputs: &[&Done],
 ) -> Result<Built, StepError> {
     let t0 = Instant::now();
-    let def = dataset_def(step);
-    let dataset = Dataset::from_def(&def).map_err(failed)?;
-    let sdef = server_def(step)?;
+    let (sdef, def, dataset) = check(step).map_err(failed)?;
     let image = image_of(ctx, step, inputs)?;
-    let live = LiveServer::start(&StartRequest {
-        def: &sdef,
-        image: image.as_ref(),
-        run_id: ctx.run_id,
-        step_id: &step.address,
-        snapshot: None,
-        ready_timeout: READY_TIMEOUT,
-    })
+    // the loading server runs with settings that only speed up the load (recorded below;
+    // a trial's server never gets them)
+    let load_settings = crate::server_run::system_of(&sdef)
+        .map_err(failed)?
+        .load_options();
+    let live = LiveServer::start(
+        ctx.runtimes,
+        &StartRequest {
+            def: &sdef,
+            image: image.as_ref(),
+            run_id: ctx.run_id,
+            step_id: &step.address,
+            snapshot: None,
+            ready_timeout: READY_TIMEOUT,
+            extra_options: load_settings.clone(),
+        },
+    )
     .map_err(failed)?;
     let server = live.verify().map_err(failed)?;
     let target = live.target(dataset.database());
@@ -117,15 +147,22 @@ pub fn perform(
         .and_then(|_| dataset.load(&target))
         .map_err(|e| failed(format!("loading {}: {e}", step.address)))?;
     let load_ms = t_load.elapsed().as_secs_f64() * 1e3;
-    if cairn_exec::cancel::is_cancelled() {
-        return Err(StepError::Cancelled);
+    if ctx.is_cancelled() {
+        return Err(StepError::cancelled());
     }
 
     let rel = snapshot_rel(key);
     let dest = ctx.cache_root.join(&rel);
     let dir = dest.parent().expect("has a directory");
     std::fs::create_dir_all(dir).map_err(|e| failed(format!("create {}: {e}", dir.display())))?;
-    let tmp = dir.join(format!("{key}.tar.tmp-{}", std::process::id()));
+    // two dataset steps of one key may run side by side (servers that differ only in where
+    // their clients run): each writes its own temporary file, and the renames are atomic
+    static WRITERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tmp = dir.join(format!(
+        "{key}.tar.tmp-{}-{}",
+        std::process::id(),
+        WRITERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     let t_snap = Instant::now();
     let bytes = match live.stop_archiving(&tmp) {
         Ok(b) => b,
@@ -159,6 +196,15 @@ pub fn perform(
     extra.insert("variant".into(), json!(server));
     extra.insert("load".into(), json!(load));
     extra.insert(
+        "load_settings".into(),
+        Value::Object(
+            load_settings
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect(),
+        ),
+    );
+    extra.insert(
         "timings".into(),
         json!({"load_ms": load_ms, "snapshot_ms": snapshot_ms, "total_ms": t0.elapsed().as_secs_f64() * 1e3}),
     );
@@ -174,6 +220,7 @@ pub fn perform(
     Ok(Built {
         outputs: BTreeMap::from([(OUTPUT.to_string(), blob)]),
         extra,
+        ..Default::default()
     })
 }
 
@@ -198,5 +245,50 @@ pub fn snapshot_present(rec: &Record, cache_root: &Path) -> Result<(), String> {
             "snapshot {} is not in this machine's cache",
             path.display()
         )),
+    }
+}
+
+/// The runtime a dataset's or trial's server runs in (`executor`, default `docker`).
+pub fn server_runtime(step: &Step) -> crate::kind::Requirement {
+    let name = match step.server_def() {
+        Ok(Some(def)) => def.executor_or_default().to_string(),
+        // an unreadable definition fails the step with the reason when it runs
+        _ => cairn_defs::server::DEFAULT_EXECUTOR.to_string(),
+    };
+    crate::kind::Requirement::ServerRuntime(name)
+}
+
+/// The kind of dataset steps: a server loads the data once; a record serves only while its
+/// snapshot is in this machine's cache.
+pub struct DatasetKind;
+
+impl crate::kind::Kind for DatasetKind {
+    fn check(
+        &self,
+        _graph: &cairn_graph::StepGraph,
+        step: &Step,
+    ) -> Result<(), cairn_workload::Error> {
+        check(step).map(|_| ())
+    }
+
+    fn requires(&self, step: &Step) -> Vec<crate::kind::Requirement> {
+        vec![server_runtime(step)]
+    }
+
+    fn usable(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
+        snapshot_present(record, env.cache_root).map_err(|why| crate::kind::Unusable {
+            what: "snapshot_missing",
+            why,
+        })
+    }
+
+    fn perform(
+        &self,
+        env: &Env<'_>,
+        step: &Step,
+        key: &str,
+        inputs: &[&Done],
+    ) -> Result<Built, StepError> {
+        perform(env, step, key, inputs)
     }
 }

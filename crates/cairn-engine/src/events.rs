@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use cairn_graph::Step;
 
+use crate::error::StepError;
+
 #[derive(Debug)]
 pub enum Event<'a> {
     /// `total` selected steps, of which the engine will check each against the store.
@@ -30,15 +32,35 @@ pub enum Event<'a> {
         /// One line for a person (a trial's figures), if the step has one.
         headline: Option<&'a str>,
     },
+    /// A running step entered a phase (a source build: `fetch`, `check-flags`, `configure`,
+    /// `build`, `install`).
+    StepPhase {
+        step: &'a Step,
+        phase: &'a str,
+    },
+    /// It failed for good (its class is permanent, or a transient failure used up its tries).
     StepFailed {
         step: &'a Step,
         key: &'a str,
-        error: &'a str,
+        error: &'a StepError,
+    },
+    /// It failed transiently and runs again; `attempt` is the try about to start (2, 3, …).
+    StepRetrying {
+        step: &'a Step,
+        key: &'a str,
+        attempt: u32,
+        error: &'a StepError,
     },
     /// Not run because an input failed (with `--keep-going`) or the run stopped.
     StepSkipped {
         step: &'a Step,
         because: &'a str,
+    },
+    /// The adaptive rule decided on a conditional pass at its turn: it runs (a
+    /// `StepStarted` follows) or is not needed (nothing follows; it is not recorded).
+    PassDecided {
+        step: &'a Step,
+        decision: &'a crate::adaptive::Decision,
     },
     RunFinished {
         summary: &'a crate::RunSummary,

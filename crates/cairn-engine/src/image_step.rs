@@ -1,16 +1,30 @@
 //! Image steps through the Docker executor: a base (debootstrap → import) or one layer
 //! (`run`, `file`, `env`) on its parent's image; each writes a `manifest.json` output.
 //!
-//! The output of every image step is `manifest.json` ([`ImageOutput`]): the image reference
-//! (`cairn/<name>:<key>`), its id, architecture, installed packages with versions and the
-//! environment declared by `env` layers so far. Dependents (the next layer, servers) find
-//! their image there. The record's `extra` holds `image_id`, `reference`, `mirror` (base
-//! only), `built` (false if an image with this key already existed in the engine), timings
-//! and — when an earlier build of the same address had other packages — `package_changes`.
+//! The output of every image step is `manifest.json` ([`ImageOutput`]): the content that
+//! matters — the image reference (`cairn/<name>:<key>`), architecture, installed packages
+//! with versions, the files its file layers added (path → blake3) and the environment
+//! declared by `env` layers so far. The engine's image id is *not* in it: debootstrap makes
+//! a new id on every build of the same packages, and an id in the output would change every
+//! key below the image on each rebuild. So the same recipe built twice with the same
+//! packages gives the same output, and its record stays as it was (`Store::record`).
+//! Dependents (the next layer, servers) find their image by its reference.
+//!
+//! The id is machine-local detail: the record's `extra` holds the id of the build that
+//! first recorded it, and this machine's build of the key is noted in the cache directory
+//! (`images/<key>.json`: id and output digest), which is what [`ImageKind::usable`] checks
+//! the engine against. The record's `extra` also holds `reference`, `mirror` (base only),
+//! `built` (false if an image with this key already existed in the engine), timings and —
+//! when an earlier build of the same address had other packages — `package_changes`.
 //!
 //! `env` layers: the variables go into the committed image's config `Env` (so servers and
 //! later layers see them), are exported to later `run` layers, and are recorded in the
 //! manifest's `env`.
+//!
+//! Under a lock (`PLAN.lock`, `cairn lock`) an image step must produce exactly the locked
+//! package versions: a base build first checks that the archive's index still serves them
+//! (else it fails naming each package and version), a finished build whose versions differ
+//! fails, and a recorded build that differs is not reused (`lock_mismatch`).
 //!
 //! The Docker Engine is connected lazily, once per process, on the first image step (or
 //! cache check of one); without it every image step fails with [`docker`]'s message.
@@ -20,6 +34,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use cairn_defs::image::{Debian, ImageDef, LayerDef, SourceBuild, SourceOrigin};
+use cairn_defs::{LockedImage, VersionMismatch};
+use cairn_exec::docker::source_build::{BuildFacts, BuildHooks, BuildRecipe, RecipeSource};
 use cairn_exec::docker::{
     resolve_mirror, BaseSpec, Docker, ImageManifest, LayerFile, MirrorOrigin,
 };
@@ -28,7 +45,9 @@ use cairn_store::{BlobRef, Record, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::execute::{failed, Built, Done, StepContext, StepError};
+use crate::context::Env;
+use crate::error::{failed, StepError};
+use crate::execute::{Built, Done};
 
 /// The name of the one output of an image step.
 pub const MANIFEST: &str = "manifest.json";
@@ -41,6 +60,13 @@ pub struct ImageOutput {
     /// Environment declared by `env` layers up to this step.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Files added by `file` layers up to this step: path in the image → blake3.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+    /// How the program of the last `build` layer up to this step was built (compiler and its
+    /// version, flags, phase times, the installed binaries' ELF facts); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildFacts>,
     #[serde(flatten)]
     pub manifest: ImageManifest,
 }
@@ -76,27 +102,60 @@ impl PackageChanges {
     }
 }
 
-/// The Docker Engine of this process, connected on first use. The error says how to start one.
-pub fn docker() -> Result<&'static Docker, &'static str> {
-    static DOCKER: OnceLock<Result<Docker, String>> = OnceLock::new();
-    DOCKER
-        .get_or_init(|| {
-            // the library's message already says how to start an engine
-            Docker::connect().map_err(|e| format!("image steps need a running Docker Engine: {e}"))
-        })
-        .as_ref()
-        .map_err(String::as_str)
+/// This machine's build of an image key (`<cache>/images/<key>.json`): which engine image
+/// it made and the output digest that build's manifest had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalBuild {
+    pub image_id: String,
+    pub output_digest: String,
 }
 
-/// Cache check of an image record: the image it names must still be in the engine, with
-/// the recorded id (the engine may be another machine's, or the image was removed).
-pub fn image_present(rec: &Record) -> Result<(), String> {
+fn local_build_path(cache_root: &Path, key: &str) -> std::path::PathBuf {
+    cache_root.join("images").join(format!("{key}.json"))
+}
+
+/// This machine's note of its build of `key`, if it has one.
+pub fn local_build(cache_root: &Path, key: &str) -> Option<LocalBuild> {
+    let bytes = std::fs::read(local_build_path(cache_root, key)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Notes this machine's build of `key` (best effort: without the note, the next cache check
+/// falls back to the id in the record and may rebuild, which changes no record).
+fn note_local_build(cache_root: &Path, key: &str, build: &LocalBuild) {
+    let path = local_build_path(cache_root, key);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let bytes = serde_json::to_vec(build).expect("serialises");
+    if std::fs::write(&tmp, bytes).is_ok() {
+        let _ = std::fs::rename(&tmp, &path);
+    }
+}
+
+/// Cache check of an image record: the image it names must be in the engine, and be the
+/// build of this record's output — as this machine noted when it built it, or (without a
+/// note) the id the record holds. The engine may be another machine's, or the image was
+/// removed or rebuilt with other packages.
+pub fn image_present(d: &Docker, cache_root: &Path, rec: &Record) -> Result<(), String> {
     let reference = rec.extra.get("reference").and_then(Value::as_str);
-    let id = rec.extra.get("image_id").and_then(Value::as_str);
-    let (Some(reference), Some(id)) = (reference, id) else {
+    let Some(reference) = reference else {
         return Err("its record names no image".into());
     };
-    let d = docker().map_err(str::to_string)?;
+    let local = local_build(cache_root, &rec.key);
+    let id = match &local {
+        Some(b) if b.output_digest == rec.output_digest => b.image_id.as_str(),
+        Some(_) => {
+            return Err(format!(
+                "this machine's image {reference} was built with another output than this record's"
+            ))
+        }
+        None => match rec.extra.get("image_id").and_then(Value::as_str) {
+            Some(id) => id,
+            None => return Err("its record names no image id".into()),
+        },
+    };
     match d.image_id(reference) {
         Ok(Some(found)) if found == id => Ok(()),
         Ok(Some(found)) => Err(format!(
@@ -113,36 +172,78 @@ fn ms(t: Instant) -> f64 {
     (t.elapsed().as_secs_f64() * 1e4).round() / 10.0
 }
 
+/// The packages of a recorded build that the plan's lock pins to other versions, said
+/// for a person; `None` when there is no lock for it or the build holds it.
+fn lock_refuses_record(env: &Env<'_>, record: &Record) -> Option<String> {
+    let locked = env.lock?.images.get(&record.address)?;
+    let out = read_output(env.store, &record.outputs).ok()?;
+    let wrong = locked_mismatches(locked, &out.manifest);
+    (!wrong.is_empty()).then(|| {
+        format!(
+            "this build does not hold the lock: {}",
+            cairn_defs::lock::describe(&wrong)
+        )
+    })
+}
+
+fn locked_mismatches(locked: &LockedImage, m: &ImageManifest) -> Vec<VersionMismatch> {
+    locked.mismatches(|p| m.version_of(p).map(|v| [v]))
+}
+
+/// Before a base image is built under a lock: every locked version must be in the
+/// archive's index, or the build could not install it — fail now, naming them.
+fn check_archive_serves_lock(
+    env: &Env<'_>,
+    locked: &LockedImage,
+    mirror: &str,
+) -> Result<(), StepError> {
+    let offered =
+        cairn_exec::docker::archive_versions(mirror, &locked.suite, &locked.arch, env.cache_root)
+            .map_err(|e| failed(format!("checking the lock against the archive: {e}")))?;
+    let wrong = locked.not_offered(&offered);
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    Err(failed(format!(
+        "the archive {mirror} ({} {}) no longer serves {} locked version(s): {} — Debian's mirrors keep only the current versions; build from a snapshot mirror (`--mirror`) that serves them, or lock again (`cairn lock`) to take the archive's",
+        locked.suite,
+        locked.arch,
+        wrong.len(),
+        cairn_defs::lock::describe(&wrong)
+    )))
+}
+
 /// Build the image of `step` (base or layer) and write its manifest blob.
 pub fn perform(
-    ctx: &StepContext<'_>,
+    ctx: &Env<'_>,
     step: &Step,
     key: &str,
     inputs: &[&Done],
 ) -> Result<Built, StepError> {
     let t0 = Instant::now();
-    let d = docker().map_err(failed)?;
-    let def = &step.definition;
+    let d = ctx
+        .container_engine()
+        .map_err(|e| failed(format!("image steps need a running Docker Engine: {e}")))?;
+    let def = step.image_def().map_err(failed)?;
     let mut extra = Map::new();
     let mut timings = Map::new();
-    let (reference, env) = match def["stage"].as_str() {
-        Some("base") => {
-            let s = |f: &str| def["debian"][f].as_str().unwrap_or_default().to_string();
-            let (suite, arch, variant) = (s("suite"), s("arch"), s("variant"));
+    let mut files = BTreeMap::new();
+    let (reference, env, build) = match def {
+        ImageDef::Base { debian, packages } => {
+            let Debian {
+                suite,
+                arch,
+                variant,
+            } = debian;
             if variant != "minbase" {
                 return Err(failed(format!(
                     "debootstrap variant `{variant}` is not supported: the Docker executor builds `minbase` roots"
                 )));
             }
             let mirror = resolve_mirror(ctx.mirror).map_err(failed)?;
-            let packages: Vec<String> = def["packages"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|p| p.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            if let Some(locked) = ctx.lock.and_then(|l| l.images.get(&step.address)) {
+                check_archive_serves_lock(ctx, locked, &mirror.url)?;
+            }
             let cache_dir = ctx
                 .cache_root
                 .join("debootstrap")
@@ -159,7 +260,7 @@ pub fn perform(
             // one debootstrap at a time per cache directory (it is not safe to share)
             let lock = cache_lock(&cache_dir);
             let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let img = d.build_base(&spec).map_err(failed)?;
+            let img = d.build_base(&spec)?;
             extra.insert(
                 "mirror".into(),
                 json!({"url": mirror.url, "origin": origin(&mirror.origin)}),
@@ -174,47 +275,71 @@ pub fn perform(
                 json!(img.import_time.as_secs_f64() * 1e3),
             );
             extra.insert("tar_bytes".into(), json!(img.tar_bytes));
-            (img.reference, BTreeMap::new())
+            (img.reference, BTreeMap::new(), None)
         }
-        Some("layer") => {
+        ImageDef::Layer { layer } => {
             let parent = parent_output(ctx.store, step, inputs)?;
             let mut env = parent.env.clone();
+            files = parent.files.clone();
+            let mut build = parent.build.clone();
             let env_items = |env: &BTreeMap<String, String>| -> Vec<String> {
                 env.iter().map(|(k, v)| format!("{k}={v}")).collect()
             };
-            let layer = &def["layer"];
-            let img = if let Some(cmd) = layer["run"]["command"].as_str() {
-                d.run_layer(&parent.reference, &step.name, key, cmd, &env_items(&env))
-            } else if let Some(vars) = layer["env"]["vars"].as_object() {
-                let mut own = BTreeMap::new();
-                for (k, v) in vars {
-                    own.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
+            let img = match layer {
+                LayerDef::Run { command } => d.run_layer(
+                    &parent.reference,
+                    &step.name,
+                    key,
+                    &command,
+                    &env_items(&env),
+                ),
+                LayerDef::Env { vars } => {
+                    env.extend(vars.clone());
+                    d.env_layer(&parent.reference, &step.name, key, &env_items(&vars))
                 }
-                env.extend(own.clone());
-                d.env_layer(&parent.reference, &step.name, key, &env_items(&own))
-            } else if let Some(file) = layer["file"].as_object() {
-                let (dir, f) = layer_file(step, file)?;
-                d.file_layer(&parent.reference, &step.name, key, &dir, &[f])
-            } else {
-                return Err(failed(format!("unknown layer {layer}")));
-            }
-            .map_err(failed)?;
+                LayerDef::File { digest, dest } => {
+                    let (dir, f) = layer_file(step, &digest, &dest)?;
+                    let path = format!("{}/{}", dir.trim_end_matches('/'), f.path);
+                    files.insert(path, digest.clone());
+                    d.file_layer(&parent.reference, &step.name, key, &dir, &[f])
+                }
+                LayerDef::Build { build: def } => {
+                    let out = source_build(ctx, &d, step, key, &parent, &def)?;
+                    if let Some(f) = &out.facts {
+                        extra.insert("source_build".into(), build_summary(f));
+                    }
+                    build = out.facts;
+                    Ok(out.layer)
+                }
+            }?;
             extra.insert("built".into(), json!(img.built));
             extra.insert("parent".into(), json!(parent.reference));
-            (img.reference, env)
+            (img.reference, env, build)
         }
-        other => return Err(failed(format!("unknown image stage {other:?}"))),
     };
     timings.insert("build_ms".into(), json!(ms(t0)));
 
     let t_man = Instant::now();
-    let manifest = d.manifest(&reference).map_err(failed)?;
+    let mut manifest = d.manifest(&reference)?;
     timings.insert("manifest_ms".into(), json!(ms(t_man)));
-    extra.insert("image_id".into(), json!(manifest.image_id));
+    // machine-local: in the record's extra and this machine's note, never in the output
+    let image_id = std::mem::take(&mut manifest.image_id);
+    if let Some(locked) = ctx.lock.and_then(|l| l.images.get(&step.address)) {
+        let wrong = locked_mismatches(locked, &manifest);
+        if !wrong.is_empty() {
+            return Err(failed(format!(
+                "{reference} was built with other versions than the lock pins: {}; lock again (`cairn lock`) to accept them",
+                cairn_defs::lock::describe(&wrong)
+            )));
+        }
+    }
+    extra.insert("image_id".into(), json!(image_id));
     extra.insert("reference".into(), json!(reference));
     let out = ImageOutput {
         reference,
         env,
+        files,
+        build,
         manifest,
     };
     if let Some(changes) = package_changes(ctx, step, &out) {
@@ -229,9 +354,137 @@ pub fn perform(
         .put_blob(&bytes)
         .map_err(|e| failed(format!("storing {MANIFEST}: {e}")))?;
     extra.insert("timings".into(), Value::Object(timings));
+    let outputs = BTreeMap::from([(MANIFEST.to_string(), blob)]);
+    note_local_build(
+        ctx.cache_root,
+        key,
+        &LocalBuild {
+            image_id,
+            output_digest: Record::compute_output_digest(&outputs),
+        },
+    );
     Ok(Built {
-        outputs: BTreeMap::from([(MANIFEST.to_string(), blob)]),
+        outputs,
         extra,
+        ..Default::default()
+    })
+}
+
+/// Build a `build` layer: its recipe from the definition (a tarball read from the plan's
+/// directory and checked against the digest in the key), phases reported as they start.
+fn source_build(
+    ctx: &Env<'_>,
+    d: &Docker,
+    step: &Step,
+    key: &str,
+    parent: &ImageOutput,
+    def: &SourceBuild,
+) -> Result<cairn_exec::docker::source_build::SourceBuildOutcome, StepError> {
+    let recipe = recipe_of(step, def)?;
+    let ccache = ctx.cache_root.join("ccache");
+    let cancel = ctx.cancel();
+    let mut on_phase = |phase: &str| crate::progress::phase(phase);
+    let out = d.source_build_layer(
+        &parent.reference,
+        &step.name,
+        key,
+        &recipe,
+        &ccache,
+        BuildHooks {
+            on_phase: &mut on_phase,
+            cancelled: &|| cancel.is_cancelled(),
+        },
+    );
+    if ctx.is_cancelled() {
+        return Err(crate::error::StepError::cancelled());
+    }
+    Ok(out?)
+}
+
+/// The last recorded build of a source: which step and how long its build took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LastBuild {
+    pub address: String,
+    pub seconds: f64,
+}
+
+/// `debian:<package>` or `tarball:<name>`, as the build's facts name it.
+fn source_label(s: &SourceOrigin) -> String {
+    match s {
+        SourceOrigin::Debian { package } => format!("debian:{package}"),
+        SourceOrigin::Tarball { name, .. } => format!("tarball:{name}"),
+    }
+}
+
+/// The study's last recorded build of `source`: this step's own last one if it has one,
+/// else the most recent of any image step of the study.
+fn last_build(env: &Env<'_>, step: &Step, source: &str) -> Option<LastBuild> {
+    let names = env.store.names(env.study).ok()?;
+    let of = |key: &str| -> Option<(String, LastBuild)> {
+        let rec = env.store.get_record(key).ok()??;
+        let b = rec.extra.get("source_build")?;
+        if b.get("source")?.as_str()? != source {
+            return None;
+        }
+        let seconds = b.get("build_s")?.as_f64()?;
+        Some((
+            rec.finished.clone(),
+            LastBuild {
+                address: rec.address.clone(),
+                seconds,
+            },
+        ))
+    };
+    if let Some((_, own)) = names.get(&step.address).and_then(|k| of(k)) {
+        return Some(own);
+    }
+    names
+        .iter()
+        .filter(|(a, _)| a.starts_with("image/"))
+        .filter_map(|(_, k)| of(k))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, l)| l)
+}
+
+/// What the executor needs of a build definition.
+fn recipe_of(step: &Step, def: &SourceBuild) -> Result<BuildRecipe, StepError> {
+    let source = match &def.source {
+        SourceOrigin::Debian { package } => RecipeSource::Debian(package.clone()),
+        SourceOrigin::Tarball { digest, name } => {
+            let (_, contents) = step_file(step, digest, "a tarball build without its tarball")?;
+            RecipeSource::Tarball {
+                name: name.clone(),
+                contents,
+            }
+        }
+    };
+    Ok(BuildRecipe {
+        source,
+        compiler: def.compiler.clone(),
+        cflags: def.cflags.clone(),
+        cxxflags: def.cxxflags.clone(),
+        ldflags: def.ldflags.clone(),
+        build_type: def.build_type.clone(),
+        configure: def.configure.clone(),
+        cmake: def.cmake.clone(),
+        link: def.link.clone(),
+        strip: def.strip,
+        deps: def.deps.clone(),
+        prefix: def.prefix.clone(),
+    })
+}
+
+/// The record's summary of a source build (the manifest has the whole facts).
+fn build_summary(f: &BuildFacts) -> Value {
+    json!({
+        "source": f.source,
+        "source_version": f.source_version,
+        "compiler_version": f.compiler_version,
+        "build_s": f.build_s,
+        "phases_s": f.phases_s,
+        "toolchain_reused": f.toolchain_reused,
+        "ccache_hits": f.ccache_hits,
+        "ccache_misses": f.ccache_misses,
     })
 }
 
@@ -270,19 +523,18 @@ fn parent_output(store: &Store, step: &Step, inputs: &[&Done]) -> Result<ImageOu
         .map_err(|e| failed(format!("reading the parent image's manifest: {e}")))
 }
 
-/// The file of a file layer (from the plan directory, checked against the digest in the
-/// key) and the directory it goes to: `dest` names the file, or a directory if it ends in `/`.
-fn layer_file(step: &Step, file: &Map<String, Value>) -> Result<(String, LayerFile), StepError> {
-    let dest = file.get("dest").and_then(Value::as_str).unwrap_or_default();
-    let digest = file
-        .get("digest")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+/// The host file an image step reads (a file layer's source, a build's tarball) and its
+/// bytes, which must still have the digest its key holds; `missing` says what lacks it.
+fn step_file<'s>(
+    step: &'s Step,
+    digest: &str,
+    missing: &str,
+) -> Result<(&'s cairn_graph::step::InputFile, Vec<u8>), StepError> {
     let src = step
         .command
         .as_ref()
         .and_then(|c| c.files.first())
-        .ok_or_else(|| failed("a file layer without its source file"))?;
+        .ok_or_else(|| failed(missing))?;
     let contents = std::fs::read(&src.abs)
         .map_err(|e| failed(format!("cannot read {}: {e}", src.abs.display())))?;
     if blake3::hash(&contents).to_hex().as_str() != digest {
@@ -291,6 +543,13 @@ fn layer_file(step: &Step, file: &Map<String, Value>) -> Result<(String, LayerFi
             src.abs.display()
         )));
     }
+    Ok((src, contents))
+}
+
+/// The file of a file layer (from the plan directory, checked against the digest in the
+/// key) and the directory it goes to: `dest` names the file, or a directory if it ends in `/`.
+fn layer_file(step: &Step, digest: &str, dest: &str) -> Result<(String, LayerFile), StepError> {
+    let (src, contents) = step_file(step, digest, "a file layer without its source file")?;
     let (dir, name) = match dest.strip_suffix('/') {
         Some(dir) => (
             dir.to_string(),
@@ -316,11 +575,7 @@ fn layer_file(step: &Step, file: &Map<String, Value>) -> Result<(String, LayerFi
 }
 
 /// Compare with the packages of the last recorded build of the same address, if any.
-fn package_changes(
-    ctx: &StepContext<'_>,
-    step: &Step,
-    new: &ImageOutput,
-) -> Option<PackageChanges> {
+fn package_changes(ctx: &Env<'_>, step: &Step, new: &ImageOutput) -> Option<PackageChanges> {
     let names = ctx.store.names(ctx.study).ok()?;
     let prev_key = names.get(&step.address)?;
     let prev = ctx.store.get_record(prev_key).ok()??;
@@ -385,6 +640,61 @@ pub fn recorded_changes(rec: &Record) -> Option<PackageChanges> {
     serde_json::from_value(v.clone()).ok()
 }
 
+/// The kind of image steps: built in the container engine; a record serves only while its
+/// image is still there.
+pub struct ImageKind;
+
+impl crate::kind::Kind for ImageKind {
+    fn requires(&self, _step: &Step) -> Vec<crate::kind::Requirement> {
+        vec![crate::kind::Requirement::ContainerEngine]
+    }
+
+    fn usable(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
+        if let Some(why) = lock_refuses_record(env, record) {
+            return Err(crate::kind::Unusable {
+                what: "lock_mismatch",
+                why,
+            });
+        }
+        let present = env
+            .container_engine()
+            .and_then(|d| image_present(&d, env.cache_root, record));
+        present.map_err(|why| crate::kind::Unusable {
+            what: "image_missing",
+            why,
+        })
+    }
+
+    fn notes(&self, record: &Record) -> Vec<crate::status::Reason> {
+        recorded_changes(record)
+            .map(|changes| crate::status::Reason::PackagesChanged { changes })
+            .into_iter()
+            .collect()
+    }
+
+    fn coming(&self, env: &Env<'_>, step: &Step) -> Vec<crate::status::Reason> {
+        let Ok(ImageDef::Layer {
+            layer: LayerDef::Build { build },
+        }) = step.image_def()
+        else {
+            return Vec::new();
+        };
+        let source = source_label(&build.source);
+        let last = last_build(env, step, &source);
+        vec![crate::status::Reason::SourceBuild { source, last }]
+    }
+
+    fn perform(
+        &self,
+        env: &Env<'_>,
+        step: &Step,
+        key: &str,
+        inputs: &[&Done],
+    ) -> Result<Built, StepError> {
+        perform(env, step, key, inputs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +751,8 @@ mod tests {
         let out = ImageOutput {
             reference: "cairn/x:k".into(),
             env: BTreeMap::from([("A".into(), "1".into())]),
+            files: BTreeMap::new(),
+            build: None,
             manifest: m(&[("mariadb-server", "1:10.11")]),
         };
         let v = serde_json::to_value(&out).unwrap();

@@ -1,64 +1,204 @@
-//! A dataset's or trial's database server, from its resolved `server` definition: started in a container (Docker) or as a host process, checked to be the variant it claims, and stopped — or archived as a dataset snapshot.
+//! A dataset's or trial's database server, from its resolved `server` definition: started by
+//! the server runtime the definition names (`executor`, a container by default), checked to
+//! be the variant it claims, and stopped — or archived as a dataset snapshot.
 //!
-//! The same definition drives both executors: `option`s become the `my.cnf`, `env` and
-//! `allocator` the server's environment (the allocator resolved to the library in the image
-//! or on the host and preloaded), `connect` how clients reach it, `cpus`/`memory` the
-//! container's cgroup limits. After start, [`LiveServer::verify`] records what the server is
-//! (version, word size of the running binary, mapped allocator) and fails when it is not
-//! what the plan asked for — a trial never measures the wrong variant silently.
+//! The same definition drives every runtime: `option`s become the system's configuration
+//! file, `env` and `allocator` the server's environment (the allocator resolved by the runtime
+//! to the library where the server runs, and preloaded), `connect` how clients reach it,
+//! `cpus`/`memory` the runtime's limits. After start, [`LiveServer::verify`] records what the
+//! server is (version, word size of the running binary, mapped allocator) and fails when it is
+//! not what the plan asked for — a trial never measures the wrong variant silently.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cairn_exec::docker::allocator::{host_allocator_library, maps_fragment};
-use cairn_exec::docker::server::render_my_cnf;
-use cairn_exec::docker::{allocator_library, Connect, Docker, Server, ServerSpec, VariantChecks};
-use cairn_exec::host_server::{self, HostServer, HostServerSpec};
-use cairn_plan::Value;
-use cairn_workload::Target;
+use cairn_exec::docker::allocator::maps_fragment;
+use cairn_exec::docker::{Connect, VariantChecks};
+use cairn_exec::runtime::{
+    Address, ClientPath, Link, NativeClient, RunningServer, Runtimes, ServerStart,
+};
+use cairn_exec::system::{self, DbSystem};
+use cairn_workload::{Protocol, Target};
 use serde::{Deserialize, Serialize};
 
 use crate::image_step::ImageOutput;
 
-/// The `server` part of a dataset's or trial's definition (see `cairn-graph`'s `ServerDef`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct ServerDef {
-    #[serde(default)]
-    pub options: BTreeMap<String, Value>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    pub allocator: Option<String>,
-    pub connect: Option<String>,
-    pub cpus: Option<String>,
-    pub memory: Option<u64>,
-    pub executor: Option<String>,
+pub use cairn_defs::ServerDef;
+
+/// The database system a server definition names (`system`), else the default.
+pub fn system_of(def: &ServerDef) -> Result<&'static dyn DbSystem, String> {
+    system::by_name(def.system_or_default())
 }
 
-impl ServerDef {
-    /// Whether it runs in a container (the default) rather than as a host process.
-    pub fn uses_docker(&self) -> bool {
-        self.executor.as_deref() != Some("process")
-    }
+/// Where the definition puts a trial's clients; `None` = each driver's own place.
+pub fn client_path(def: &ServerDef) -> Result<Option<ClientPath>, String> {
+    def.client.as_deref().map(str::parse).transpose()
+}
 
-    /// The `my.cnf` options as (name, value) text; `#true`/`#false` become `ON`/`OFF`, an
-    /// empty string a bare flag.
-    pub fn cnf_options(&self) -> Vec<(String, String)> {
-        self.options
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    Value::Bool(true) => "ON".to_string(),
-                    Value::Bool(false) => "OFF".to_string(),
-                    other => other.to_string(),
-                };
-                (k.clone(), v)
-            })
-            .collect()
-    }
+/// The definition's emulated link, checked; the error names the field.
+fn link_of(def: &ServerDef) -> Result<Option<Link>, (&'static str, String)> {
+    def.link
+        .as_ref()
+        .map(|l| Link::new(l.rate.as_deref(), l.delay.as_deref()))
+        .transpose()
+}
 
-    fn connect(&self) -> Result<Connect, String> {
-        self.connect.as_deref().unwrap_or("tcp").parse()
+/// The client protocol of a server definition's system, for drivers that speak only some.
+pub fn protocol_of(def: &ServerDef) -> Result<Protocol, cairn_workload::Error> {
+    let system = system_of(def).map_err(cairn_workload::Error::Invalid)?;
+    Protocol::of_system(system.client_protocol()).map_err(cairn_workload::Error::Invalid)
+}
+
+/// The configuration options as (name, value) text in `system`'s spelling: `#true`/`#false`
+/// become its flag words (`ON`/`OFF` for MariaDB), an empty string a bare flag.
+pub fn config_options(def: &ServerDef, system: &dyn DbSystem) -> Vec<(String, String)> {
+    def.options
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::Bool(b) => system.flag_text(*b).to_string(),
+                other => cairn_defs::value::value_text(other).unwrap_or_default(),
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// Check a server definition before anything starts, for `cairn check` and for every
+/// dataset and trial step that is about to start it (one path, the kinds' `check`): how
+/// clients connect, its database system, each option as that system's configuration file
+/// must hold it ([`DbSystem::check_option`]) and the environment. The error names the option
+/// or variable (`Error::Param` with `what` = `option` or `env`), so the plan can point at it.
+pub fn check_server(def: &ServerDef) -> Result<(), cairn_workload::Error> {
+    let invalid = cairn_workload::Error::Invalid;
+    let connect: Connect = def.connect_or_default().parse().map_err(invalid)?;
+    let server_param = |name: &str, message: String| cairn_workload::Error::Param {
+        what: "server",
+        name: name.to_string(),
+        message,
+    };
+    let system = system_of(def).map_err(|e| server_param("system", e))?;
+    let protocol =
+        Protocol::of_system(system.client_protocol()).map_err(|e| server_param("system", e))?;
+    if connect == Connect::Tls && !protocol.native_tls() {
+        // the dataset loader and the OLTP driver connect natively, and do not speak TLS in
+        // this protocol yet: refused here rather than once the server is up
+        return Err(server_param(
+            "connect",
+            format!(
+                "`connect \"tls\"` with {}: cairn's native {} client (dataset loads, native workloads) does not speak TLS yet; use \"tcp\" or \"socket\"",
+                system.name(),
+                protocol.as_str()
+            ),
+        ));
+    }
+    if !def.uses_docker() && !system.runs_on_host() {
+        return Err(server_param(
+            "executor",
+            format!(
+                "the process executor does not start {} servers: use the Docker executor",
+                system.name()
+            ),
+        ));
+    }
+    let path = client_path(def).map_err(|e| server_param("client", e))?;
+    let link = link_of(def).map_err(|(field, e)| server_param(field, e))?;
+    if let Some(path) = path {
+        if !def.uses_docker() && path != ClientPath::Host {
+            return Err(server_param(
+                "client",
+                format!(
+                    "a server of the `process` executor runs on this host: its clients can only be on the host, not `{}`",
+                    path.as_str()
+                ),
+            ));
+        }
+    }
+    if link.is_some() {
+        let why = if !def.uses_docker() {
+            Some(
+                "a server of the `process` executor has no network interface of its own to shape"
+                    .to_string(),
+            )
+        } else if connect == Connect::Socket {
+            Some("its clients connect over the socket, which crosses no network".to_string())
+        } else if path == Some(ClientPath::Loopback) {
+            Some("loopback clients do not cross the server's network interface".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(server_param(
+                "link",
+                format!("a `link` cannot apply: {why}"),
+            ));
+        }
+    }
+    if !def.uses_docker() {
+        let field = if def.cpus.is_some() {
+            "cpus"
+        } else if def.memory.is_some() {
+            "memory"
+        } else {
+            "connect"
+        };
+        cairn_exec::runtime::host::refuses(def.cpus.is_some(), def.memory.is_some(), connect)
+            .map_err(|e| server_param(field, e))?;
+    }
+    if let Some(cpus) = &def.cpus {
+        check_cpuset(cpus).map_err(|e| server_param("cpus", e))?;
+    }
+    // the container engine refuses less (Docker: "Minimum memory limit allowed is 6MB")
+    if let Some(bytes) = def.memory.filter(|b| *b < MIN_MEMORY) {
+        return Err(server_param(
+            "memory",
+            format!("`memory` is {bytes} bytes; a server container needs at least 6M"),
+        ));
+    }
+    for (key, value) in config_options(def, system) {
+        system
+            .check_option(&key, &value)
+            .map_err(|e| cairn_workload::Error::Param {
+                what: "option",
+                message: if key.is_empty() {
+                    format!("a server option (value {value:?}): {e}")
+                } else {
+                    format!("server option `{}`: {e}", key.escape_debug())
+                },
+                name: key,
+            })?;
+    }
+    for (name, value) in &def.env {
+        // the plan parser refuses these already; a definition made otherwise is held to the same
+        if let Some(why) = cairn_plan::values::env_var_refusal(name, value) {
+            return Err(cairn_workload::Error::Param {
+                what: "env",
+                message: format!("server environment variable `{name}` has {why}"),
+                name: name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The smallest memory limit a container may have (Docker's minimum).
+const MIN_MEMORY: u64 = 6 * 1024 * 1024;
+
+/// A cgroup cpuset as the container engine takes it: CPU numbers and ranges, comma-separated
+/// (`"0"`, `"0-3"`, `"0,2,4-5"`).
+fn check_cpuset(cpus: &str) -> Result<(), String> {
+    let number = |s: &str| !s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit());
+    let ok = cpus.split(',').all(|part| match part.split_once('-') {
+        Some((a, b)) => number(a) && number(b) && a.parse::<u32>().ok() <= b.parse::<u32>().ok(),
+        None => number(part),
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cpus` must be CPU numbers and ranges, comma-separated (\"0-1\", \"0,2\"), not {cpus:?}"
+        ))
     }
 }
 
@@ -74,6 +214,9 @@ pub struct StartRequest<'a> {
     pub snapshot: Option<&'a Path>,
     /// How long to wait for the server to answer.
     pub ready_timeout: Duration,
+    /// Options after the definition's own (they win): a dataset server's load-only
+    /// settings ([`cairn_exec::system::DbSystem::load_options`]).
+    pub extra_options: Vec<(String, String)>,
 }
 
 /// What a verified server is, recorded with every dataset and trial.
@@ -88,28 +231,23 @@ pub struct Verification {
     pub checks: VariantChecks,
     /// How long the server took to answer after its start, ms.
     pub ready_ms: f64,
-}
-
-enum Kind {
-    Docker {
-        docker: &'static Docker,
-        server: Server,
-    },
-    Host {
-        server: HostServer,
-    },
+    /// For an image with a source build: the running program confirmed as the one it built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<crate::build_check::RunningBuild>,
 }
 
 /// A running server. Dropping it without [`LiveServer::stop`] still removes it.
 pub struct LiveServer {
-    kind: Option<Kind>,
-    /// Short host directory for the socket (and TLS CA); held so it lives as long as the
-    /// server, removed when it is dropped.
+    server: Option<Box<dyn RunningServer>>,
+    /// Short host directory for the socket (and TLS CA); declared after the server so it is
+    /// removed after it, when the server is dropped.
     _dir: tempfile::TempDir,
     allocator: String,
     preload: Option<String>,
-    connect: Connect,
-    ready_after: Duration,
+    /// How native drivers speak to it (the system's client protocol).
+    protocol: Protocol,
+    /// The image's source build, if it has one (checked against the running program).
+    build: Option<cairn_exec::docker::source_build::BuildFacts>,
 }
 
 const STOP_GRACE: Duration = Duration::from_secs(60);
@@ -118,15 +256,18 @@ const STOP_GRACE: Duration = Duration::from_secs(60);
 const ALLOCATOR_FRAGMENTS: [&str; 2] = ["libtcmalloc", "libjemalloc"];
 
 impl LiveServer {
-    /// Start the server and wait until it answers (bounded; the server's log tail is in the
-    /// error if it does not).
-    pub fn start(req: &StartRequest<'_>) -> Result<LiveServer, String> {
+    /// Start the server with the runtime its definition names and wait until it answers
+    /// (bounded; the server's log tail is in the error if it does not).
+    pub fn start(runtimes: &Runtimes, req: &StartRequest<'_>) -> Result<LiveServer, String> {
         let def = req.def;
-        let connect = def.connect()?;
-        let allocator = def.allocator.clone().unwrap_or_else(|| "system".into());
-        // sockets have a 108-byte path limit: keep the directory short
+        let connect: Connect = def.connect_or_default().parse()?;
+        let system = system_of(def)?;
+        let runtime = runtimes.get(def.executor_or_default())?;
+        let allocator = def.allocator_or_default().to_string();
+        // sockets have a 108-byte path limit: keep the directory short; it names the run so
+        // that what a killed run leaves is swept by a later run or `cairn clean`
         let dir = tempfile::Builder::new()
-            .prefix("cairn-")
+            .prefix(&cairn_exec::docker::cleanup::socket_dir_prefix(req.run_id))
             .tempdir_in(std::env::temp_dir())
             .map_err(|e| format!("cannot make a server directory: {e}"))?;
         let mut env: BTreeMap<String, String> = req
@@ -136,244 +277,208 @@ impl LiveServer {
             .into_iter()
             .chain(def.env.clone())
             .collect();
-        let (kind, preload, ready_after) = if def.uses_docker() {
-            let d = crate::image_step::docker().map_err(str::to_string)?;
-            let image = req.image.ok_or_else(|| {
-                "a server run by the Docker executor needs an `image`".to_string()
-            })?;
-            let preload = image_allocator(d, &image.reference, &allocator)?;
-            add_preload(&mut env, preload.as_deref());
-            let mut spec = ServerSpec::new(
-                req.run_id,
-                req.step_id,
-                &image.reference,
-                render_my_cnf(&def.cnf_options()),
-                dir.path().into(),
-            );
-            spec.env = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            spec.connect = connect;
-            spec.cpuset = def.cpus.clone();
-            spec.memory = def.memory;
-            spec.datadir_archive = req.snapshot.map(Path::to_path_buf);
-            spec.ready_timeout = req.ready_timeout;
-            spec.stop_timeout = STOP_GRACE;
-            let server = d.start_server(&spec).map_err(|e| e.to_string())?;
-            let ready = server.ready_after;
-            (Kind::Docker { docker: d, server }, preload, ready)
-        } else {
-            if def.cpus.is_some() || def.memory.is_some() {
-                return Err(
-                    "`cpus` and `memory` limits need the Docker executor (cgroups); remove them or drop `executor \"process\"`"
-                        .into(),
-                );
-            }
-            if connect == Connect::Tls {
-                return Err("`connect \"tls\"` needs the Docker executor; the process executor's server listens on its socket".into());
-            }
-            let preload = host_allocator_library(&allocator).map_err(|e| e.to_string())?;
-            add_preload(&mut env, preload.as_deref());
-            let mut spec = HostServerSpec::new(dir.path().join("server"));
-            spec.options = def.cnf_options();
-            spec.env = env.into_iter().collect();
-            spec.ready_timeout = req.ready_timeout;
-            spec.datadir_archive = req.snapshot.map(Path::to_path_buf);
-            if connect == Connect::Tcp {
-                spec.tcp_port = Some(free_port()?);
-            }
-            let server = host_server::start(&spec).map_err(|e| e.to_string())?;
-            let ready = server.ready_after;
-            (Kind::Host { server }, preload, ready)
-        };
+        let image = req.image.map(|i| i.reference.as_str());
+        let preload = runtime.allocator_library(image, &allocator)?;
+        add_preload(&mut env, preload.as_deref());
+        let server = runtime.start(&ServerStart {
+            run_id: req.run_id,
+            step_id: req.step_id,
+            image,
+            system,
+            options: config_options(def, system)
+                .into_iter()
+                .chain(req.extra_options.iter().cloned())
+                .collect(),
+            env: env.into_iter().collect(),
+            connect,
+            cpus: def.cpus.clone(),
+            memory: def.memory,
+            snapshot: req.snapshot,
+            ready_timeout: req.ready_timeout,
+            stop_grace: STOP_GRACE,
+            cancel: runtimes.cancel().clone(),
+            socket_dir: dir.path(),
+        })?;
         Ok(LiveServer {
-            kind: Some(kind),
+            server: Some(server),
             _dir: dir,
             allocator,
             preload,
-            connect,
-            ready_after,
+            protocol: Protocol::of_system(system.client_protocol())?,
+            build: req.image.and_then(|i| i.build.clone()),
         })
+    }
+
+    fn running(&self) -> &dyn RunningServer {
+        self.server.as_deref().expect("running until stopped")
+    }
+
+    /// Put the trial's clients where the definition says (`client`, `link`); `None` when
+    /// it says nothing (each driver at its own place: the native driver on the host,
+    /// external tools on the bridge).
+    pub fn place_clients(&mut self, def: &ServerDef) -> Result<Option<NativeClient>, String> {
+        let Some(path) = client_path(def)? else {
+            return Ok(None);
+        };
+        let link = link_of(def).map_err(|(_, e)| e)?;
+        let server = self.server.as_mut().expect("running until stopped");
+        server.place_clients(path, link.as_ref()).map(Some)
     }
 
     /// How the workload reaches the server, as a user with all privileges, in `database`.
     pub fn target(&self, database: &str) -> Target {
-        let mut t = match self.kind.as_ref().expect("running") {
-            Kind::Docker { server, .. } => match self.connect {
-                Connect::Socket => {
-                    Target::socket(&server.socket_path.display().to_string(), "cairn")
-                }
-                Connect::Tcp | Connect::Tls => {
-                    let mut t = Target::tcp(&server.ip, server.port, "cairn");
-                    t.tls_ca = server.tls_ca.clone();
-                    t
-                }
-            },
-            // the process executor's server runs as this user: root over the socket
-            Kind::Host { server } => match server.tcp_port {
-                Some(port) if self.connect == Connect::Tcp => {
-                    Target::tcp("127.0.0.1", port, "root")
-                }
-                _ => Target::socket(&server.socket.display().to_string(), "root"),
-            },
-        };
-        t.database = database.to_string();
-        t
+        target_of(self.running().endpoint(), database, self.protocol)
     }
 
+    /// How native drivers speak to it (its system's client protocol).
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+}
+
+/// How a workload reaches `endpoint`, in `database`, speaking `protocol`.
+pub fn target_of(
+    endpoint: cairn_exec::runtime::Endpoint,
+    database: &str,
+    protocol: Protocol,
+) -> Target {
+    {
+        let mut t = match endpoint.address {
+            Address::Socket { path } => Target::socket(&path, &endpoint.user),
+            Address::Tcp { host, port } => Target::tcp(&host, port, &endpoint.user),
+            Address::Tls { host, port, ca } => {
+                let mut t = Target::tcp(&host, port, &endpoint.user);
+                t.tls_ca = ca;
+                t
+            }
+        };
+        t.database = database.to_string();
+        t.protocol = protocol;
+        t
+    }
+}
+
+impl LiveServer {
     /// Check what runs: version, word size, allocator. Fails if the requested allocator is
     /// not mapped into the server, or another allocator is where none was asked for.
     pub fn verify(&self) -> Result<Verification, String> {
-        let checks = match self.kind.as_ref().expect("running") {
-            Kind::Docker { docker, server } => docker
-                .variant_checks(server, &ALLOCATOR_FRAGMENTS)
-                .map_err(|e| format!("checking the server variant: {e}"))?,
-            Kind::Host { server } => server
-                .variant_checks(&ALLOCATOR_FRAGMENTS)
-                .map_err(|e| format!("checking the server variant: {e}"))?,
-        };
-        let mapped: Vec<&str> = checks
-            .allocators
-            .iter()
-            .filter(|a| a.mapped)
-            .map(|a| a.library.as_str())
-            .collect();
-        match &self.preload {
-            Some(lib) => {
-                let want = maps_fragment(lib);
-                if !checks
-                    .allocators
-                    .iter()
-                    .any(|a| a.mapped && a.paths.iter().any(|p| p.contains(want)))
-                {
-                    return Err(format!(
-                        "variant check failed: allocator `{}` was requested ({lib} preloaded) but it is not mapped into {} (pid {}); mapped allocators: {mapped:?}",
-                        self.allocator, checks.process_name, checks.host_pid
-                    ));
-                }
-            }
-            None if self.allocator == "system" && !mapped.is_empty() => {
-                return Err(format!(
-                    "variant check failed: the system allocator was requested but {mapped:?} is mapped into {} (an LD_PRELOAD in the image or `env`?)",
-                    checks.process_name
-                ));
-            }
-            None => {}
-        }
+        let server = self.running();
+        let checks = server
+            .variant_checks(&ALLOCATOR_FRAGMENTS)
+            .map_err(|e| format!("checking the server variant: {e}"))?;
+        check_allocator(&checks, &self.allocator, self.preload.as_deref())?;
+        let build = self
+            .build
+            .as_ref()
+            .map(|b| crate::build_check::confirm_running(b, checks.host_pid, &checks.binary))
+            .transpose()?;
         Ok(Verification {
-            executor: if self.is_docker() {
-                "docker"
-            } else {
-                "process"
-            }
-            .into(),
+            executor: server.runtime().into(),
             allocator: self.allocator.clone(),
             preload: self.preload.clone(),
             checks,
-            ready_ms: self.ready_after.as_secs_f64() * 1e3,
+            ready_ms: server.ready_after().as_secs_f64() * 1e3,
+            build,
         })
     }
 
-    /// Where external tools (`tool="external"`) run beside this server: a client container
-    /// from its image on its run network, connecting as `cairn` the way the server's
-    /// `connect` says. `None` for the process executor.
-    pub fn tool_runner(&self) -> Option<crate::tools::DockerTools> {
-        match self.kind.as_ref()? {
-            Kind::Docker { docker, server } => Some(crate::tools::DockerTools::new(docker, server)),
-            _ => None,
-        }
+    /// Where external tools (`tool="external"`) run beside this server (for the Docker
+    /// runtime: a client container from its image on its run network, connecting as `cairn`
+    /// the way the server's `connect` says). `None` if its runtime cannot run tools.
+    pub fn tool_runner(&self) -> Option<crate::tools::RuntimeTools<'_>> {
+        crate::tools::RuntimeTools::new(self.running())
     }
 
-    fn is_docker(&self) -> bool {
-        matches!(self.kind, Some(Kind::Docker { .. }))
+    /// A reader of the server's CPU time and context switches, from its runtime.
+    pub fn resource_probe(&self) -> Result<cairn_exec::usage::ResourceProbe, String> {
+        self.running().resource_probe()
+    }
+
+    /// How the runtime restored the datadir from the snapshot, if it says.
+    pub fn restore(&self) -> Option<cairn_exec::runtime::Restore> {
+        self.running().restore()
     }
 
     /// Whether the server is still running (a crash shows here).
     pub fn is_running(&mut self) -> bool {
-        match self.kind.as_mut() {
-            Some(Kind::Docker { docker, server }) => docker.server_running(server).unwrap_or(false),
-            Some(Kind::Host { server }) => server.is_running(),
-            None => false,
-        }
+        self.server.as_mut().is_some_and(|s| s.is_running())
     }
 
     /// The last lines of the server's log (for errors).
     pub fn log_tail(&self) -> String {
-        match self.kind.as_ref() {
-            Some(Kind::Docker { docker, server }) => docker
-                .server_log(server, Some(400))
-                .map(|o| cairn_exec::docker::server::log_excerpt(&o.tail(usize::MAX), 30))
-                .unwrap_or_else(|e| format!("(no log: {e})")),
-            Some(Kind::Host { server }) => server.log_tail(),
-            None => String::new(),
-        }
+        self.server
+            .as_ref()
+            .map(|s| s.log_tail())
+            .unwrap_or_default()
     }
 
     /// The whole server log, for the record.
     pub fn log(&self) -> String {
-        match self.kind.as_ref() {
-            Some(Kind::Docker { docker, server }) => docker
-                .server_log(server, None)
-                .map(|o| o.tail(usize::MAX))
-                .unwrap_or_default(),
-            Some(Kind::Host { server }) => std::fs::read_to_string(&server.log).unwrap_or_default(),
-            None => String::new(),
-        }
+        self.server.as_ref().map(|s| s.log()).unwrap_or_default()
     }
 
     /// Stop the server and remove it.
     pub fn stop(mut self) -> Result<(), String> {
-        match self.kind.take() {
-            Some(Kind::Docker { docker, server }) => docker
-                .stop_server(&server, STOP_GRACE)
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            Some(Kind::Host { server }) => server
-                .stop(STOP_GRACE)
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
+        match self.server.take() {
+            Some(s) => s.stop(),
             None => Ok(()),
         }
     }
 
     /// Stop cleanly and write the datadir to `dest` as a snapshot archive; returns its size.
     pub fn stop_archiving(mut self, dest: &Path) -> Result<u64, String> {
-        match self.kind.take() {
-            Some(Kind::Docker { docker, server }) => docker
-                .stop_server_archiving(&server, STOP_GRACE, dest)
-                .map_err(|e| e.to_string()),
-            Some(Kind::Host { server }) => server
-                .stop_archiving(STOP_GRACE, dest)
-                .map_err(|e| e.to_string()),
+        match self.server.take() {
+            Some(s) => s.stop_archiving(dest),
             None => Err("the server is not running".into()),
         }
     }
 }
 
-impl Drop for LiveServer {
-    fn drop(&mut self) {
-        // an error path: remove the server without waiting for a clean shutdown
-        if let Some(Kind::Docker { docker, server }) = self.kind.take() {
-            let _ = docker.stop_server(&server, Duration::from_secs(1));
+/// The allocator check of [`LiveServer::verify`]: the preloaded library must be mapped, and
+/// where the system allocator was asked for, no other than the binary links itself (Debian's
+/// MySQL links tcmalloc: that is its system allocator).
+fn check_allocator(
+    checks: &VariantChecks,
+    allocator: &str,
+    preload: Option<&str>,
+) -> Result<(), String> {
+    let mapped: Vec<&str> = checks
+        .allocators
+        .iter()
+        .filter(|a| a.mapped)
+        .map(|a| a.library.as_str())
+        .collect();
+    match preload {
+        Some(lib) => {
+            let want = maps_fragment(lib);
+            if !checks
+                .allocators
+                .iter()
+                .any(|a| a.mapped && a.paths.iter().any(|p| p.contains(want)))
+            {
+                return Err(format!(
+                    "variant check failed: allocator `{allocator}` was requested ({lib} preloaded) but it is not mapped into {} (pid {}); mapped allocators: {mapped:?}",
+                    checks.process_name, checks.host_pid
+                ));
+            }
         }
-        // a host server is killed by HostServer's own Drop
+        None if allocator == "system" => {
+            let loaded: Vec<&str> = checks
+                .allocators
+                .iter()
+                .filter(|a| a.mapped && !a.linked)
+                .map(|a| a.library.as_str())
+                .collect();
+            if !loaded.is_empty() {
+                return Err(format!(
+                    "variant check failed: the system allocator was requested but {loaded:?} is mapped into {} and its binary does not link it (an LD_PRELOAD in the image or `env`?)",
+                    checks.process_name
+                ));
+            }
+        }
+        None => {}
     }
-}
-
-/// The library to preload for `allocator` in `image`, looked up once per image and allocator
-/// in this process (each lookup starts a container: the trials of a study ask again and again).
-fn image_allocator(d: &Docker, image: &str, allocator: &str) -> Result<Option<String>, String> {
-    type Cache = std::sync::Mutex<BTreeMap<(String, String), Option<String>>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-    let key = (image.to_string(), allocator.to_string());
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Ok(hit.clone());
-    }
-    let lib = allocator_library(d, image, allocator).map_err(|e| e.to_string())?;
-    cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, lib.clone());
-    Ok(lib)
+    Ok(())
 }
 
 /// `LD_PRELOAD` with `lib` first (kept if the plan set one too).
@@ -387,17 +492,25 @@ fn add_preload(env: &mut BTreeMap<String, String>, lib: Option<&str>) {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (for a host server's `connect "tcp"`).
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_exec::cancel::CancelToken;
+
+    /// The plan parser's `system` choices are the systems the registry runs: a name the
+    /// parser lets through always resolves, and every system can be named.
+    #[test]
+    fn plan_systems_are_the_registry_s() {
+        assert_eq!(cairn_plan::SYSTEMS, &system::KNOWN[..]);
+        assert_eq!(cairn_plan::SYSTEMS[0], system::DEFAULT);
+        for name in cairn_plan::SYSTEMS {
+            let def = ServerDef {
+                system: Some(name.to_string()),
+                ..ServerDef::default()
+            };
+            assert_eq!(system_of(&def).unwrap().name(), *name);
+        }
+    }
 
     #[test]
     fn options_and_preload() {
@@ -408,9 +521,10 @@ mod tests {
             "cpus": null, "memory": null, "executor": null,
         }))
         .unwrap();
-        assert!(def.uses_docker());
+        assert_eq!(def.executor_or_default(), "docker");
+        let mariadb = system::by_name("mariadb").unwrap();
         assert_eq!(
-            def.cnf_options(),
+            config_options(&def, mariadb),
             [
                 ("innodb_buffer_pool_size".to_string(), "256M".to_string()),
                 ("max_connections".into(), "512".into()),
@@ -421,5 +535,124 @@ mod tests {
         let mut env = BTreeMap::from([("LD_PRELOAD".to_string(), "/x.so".to_string())]);
         add_preload(&mut env, Some("/lib/libjemalloc.so.2"));
         assert_eq!(env["LD_PRELOAD"], "/lib/libjemalloc.so.2:/x.so");
+    }
+
+    #[test]
+    fn server_check_names_the_bad_option_or_variable() {
+        let mut def = ServerDef::default();
+        def.options
+            .insert("max_connections".into(), serde_json::json!(512));
+        def.options
+            .insert("performance_schema".into(), serde_json::json!(false));
+        check_server(&def).unwrap();
+        def.options.insert(
+            "wait_timeout".into(),
+            serde_json::json!("100\nmax_connections=7"),
+        );
+        match check_server(&def).unwrap_err() {
+            cairn_workload::Error::Param {
+                what,
+                name,
+                message,
+            } => {
+                assert_eq!((what, name.as_str()), ("option", "wait_timeout"));
+                assert!(message.contains("line feed"), "{message}");
+            }
+            e => panic!("{e:?}"),
+        }
+        def.options.remove("wait_timeout");
+        def.env.insert("A=B".into(), "1".into());
+        let e = check_server(&def).unwrap_err();
+        assert!(
+            matches!(&e, cairn_workload::Error::Param { what: "env", .. }),
+            "{e:?}"
+        );
+        def.env.clear();
+        def.connect = Some("carrier-pigeon".into());
+        assert!(check_server(&def).is_err());
+        def.connect = None;
+        for (cpus, ok) in [
+            ("0", true),
+            ("0-3", true),
+            ("0,2,4-5", true),
+            ("3-1", false),
+            ("x", false),
+            ("0,", false),
+        ] {
+            def.cpus = Some(cpus.into());
+            assert_eq!(check_server(&def).is_ok(), ok, "{cpus}");
+        }
+        def.executor = Some("process".into());
+        let e = check_server(&def).unwrap_err();
+        assert!(
+            matches!(&e, cairn_workload::Error::Param { what: "server", name, .. } if name == "cpus"),
+            "{e:?}"
+        );
+        def.cpus = None;
+        def.memory = Some(1 << 20);
+        def.executor = None;
+        assert!(check_server(&def)
+            .unwrap_err()
+            .to_string()
+            .contains("at least 6M"));
+    }
+
+    #[test]
+    fn an_unknown_executor_is_named_with_the_known_ones() {
+        let def = ServerDef {
+            executor: Some("kubernetes".into()),
+            ..ServerDef::default()
+        };
+        let runtimes = Runtimes::new(CancelToken::new());
+        let e = LiveServer::start(
+            &runtimes,
+            &StartRequest {
+                def: &def,
+                image: None,
+                run_id: "r",
+                step_id: "trial/1",
+                snapshot: None,
+                ready_timeout: Duration::from_secs(1),
+                extra_options: Vec::new(),
+            },
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(
+            e.contains("`kubernetes`") && e.contains("docker, process"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn allocator_checks() {
+        use cairn_exec::docker::AllocatorCheck;
+        let mut checks = VariantChecks {
+            version: "10.11.11-MariaDB".into(),
+            compile_machine: "x86_64".into(),
+            malloc_library: "system".into(),
+            word_size: 64,
+            process_name: "mariadbd".into(),
+            binary: "/usr/sbin/mariadbd".into(),
+            host_pid: 7,
+            allocators: vec![AllocatorCheck {
+                library: "libjemalloc".into(),
+                mapped: true,
+                paths: vec!["/lib/libjemalloc.so.2".into()],
+                linked: false,
+            }],
+        };
+        check_allocator(&checks, "jemalloc", Some("/lib/libjemalloc.so.2")).unwrap();
+        let e = check_allocator(&checks, "system", None).unwrap_err();
+        assert!(e.contains("the system allocator was requested"), "{e}");
+        // an allocator the binary links is its system allocator (Debian's MySQL: tcmalloc)
+        checks.allocators[0].linked = true;
+        check_allocator(&checks, "system", None).unwrap();
+        checks.allocators[0].linked = false;
+        checks.allocators[0].mapped = false;
+        checks.allocators[0].paths.clear();
+        check_allocator(&checks, "system", None).unwrap();
+        let e = check_allocator(&checks, "jemalloc", Some("/lib/libjemalloc.so.2")).unwrap_err();
+        assert!(e.contains("not mapped into mariadbd (pid 7)"), "{e}");
     }
 }

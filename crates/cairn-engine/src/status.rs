@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, HashSet};
 
 use cairn_graph::diff::diff;
-use cairn_graph::{step_key, Fingerprint, Selector, StepGraph, StepId, StepKind};
+use cairn_graph::{step_key, Selector, StepGraph, StepId};
 use cairn_store::Store;
 use serde_json::Value;
 
 use crate::cache::{usable_record, Lookup};
+use crate::context::Env;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -21,6 +22,9 @@ pub enum Status {
     Pending,
     /// It cannot run (no executor for its kind yet, or an input is blocked).
     Blocked,
+    /// A conditional pass the adaptive rule does not need, from the recorded passes of its
+    /// point: it will not run, and its dependents read the passes that exist.
+    NotNeeded,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -66,21 +70,39 @@ pub enum Reason {
     NotExecutable {
         kind: String,
     },
-    /// An image step's record exists but its Docker image does not (or cannot be checked).
-    ImageMissing {
+    /// Its record exists but its kind cannot use it on this machine (e.g. `image_missing`: the
+    /// image is gone from the engine; `snapshot_missing`: the snapshot is not in the cache;
+    /// `stalled_measurement`: a trial whose window overran its duration, recorded before
+    /// the watchdog's rule).
+    Unusable {
+        what: String,
         why: String,
     },
-    /// A dataset step's record exists but its snapshot is not in this machine's cache.
-    SnapshotMissing {
-        why: String,
-    },
-    /// Image steps cannot run: no Docker Engine is reachable.
-    DockerUnavailable {
+    /// It cannot run here: something it requires is missing (e.g. no Docker Engine answers).
+    Unavailable {
         error: String,
+    },
+    /// A pass beyond its block's `min`: it runs only if, at its turn, the adaptive rule
+    /// finds its point's CI half-width of `metric` above `until_ci`.
+    Conditional {
+        min: u32,
+        max: u32,
+        until_ci: Option<f64>,
+        metric: String,
+    },
+    /// The adaptive rule's decision on a conditional pass from its point's recorded passes.
+    Decided {
+        decision: crate::adaptive::Decision,
     },
     /// A note on a cached image step: its last build installed other packages than the build before.
     PackagesChanged {
         changes: crate::image_step::PackageChanges,
+    },
+    /// A note on an image step that will run: it builds `source` from source; the last
+    /// recorded build of the same source (this step's own if there is one) took `last_s`.
+    SourceBuild {
+        source: String,
+        last: Option<crate::image_step::LastBuild>,
     },
 }
 
@@ -99,12 +121,11 @@ pub struct StepStatus {
 /// Status of every step, in graph order (indexed by step id).
 pub fn statuses(
     graph: &StepGraph,
-    store: &Store,
-    cache_root: &std::path::Path,
-    fingerprint: &Fingerprint,
+    env: &Env<'_>,
     fresh: &[Selector],
     with_key_json: bool,
 ) -> Vec<StepStatus> {
+    let store = env.store;
     let remembered: BTreeMap<String, String> = store.names(&graph.study).unwrap_or_default();
     let mut digests: Vec<Option<String>> = vec![None; graph.steps.len()];
     let mut out: Vec<Option<StepStatus>> = vec![None; graph.steps.len()];
@@ -117,7 +138,7 @@ pub fn statuses(
             let from = &graph.steps[i.from];
             let st = out[i.from].as_ref().expect("topological order").status;
             match st {
-                Status::Cached => {}
+                Status::Cached | Status::NotNeeded => {}
                 Status::Blocked => {
                     blocked = true;
                     reasons.push(Reason::InputBlocked {
@@ -134,23 +155,16 @@ pub fn statuses(
                 }
             }
         }
-        let docker = if needs_docker(step) {
-            crate::image_step::docker().err()
-        } else {
-            None
-        };
-        let executable = matches!(
-            step.kind,
-            StepKind::Command | StepKind::Image | StepKind::Dataset | StepKind::Trial
-        ) && docker.is_none();
-        if let Some(error) = docker {
-            reasons.insert(
-                0,
-                Reason::DockerUnavailable {
-                    error: error.into(),
-                },
-            );
-        } else if !executable {
+        let kind = env.kinds.get(step);
+        let unavailable = kind.and_then(|k| {
+            k.requires(step)
+                .iter()
+                .find_map(|need| env.available(need).err())
+        });
+        let executable = kind.is_some() && unavailable.is_none();
+        if let Some(error) = unavailable {
+            reasons.insert(0, Reason::Unavailable { error });
+        } else if kind.is_none() {
             reasons.insert(
                 0,
                 Reason::NotExecutable {
@@ -180,26 +194,26 @@ pub fn statuses(
                 .iter()
                 .map(|i| digests[i.from].as_deref().expect("cached input"))
                 .collect();
-            let key = step_key(step, &ds, Some(fingerprint));
+            let key = step_key(step, &ds, Some(env.fingerprint));
             let hash = key.hash();
             let key_json = key.to_json();
             if executable {
                 let is_fresh = cairn_graph::select::any_matches(fresh, step);
-                match usable_record(store, cache_root, &hash) {
+                match usable_record(env, step, &hash) {
                     Lookup::Hit(r) if !is_fresh => {
                         st.status = Status::Cached;
                         digests[id] = Some(r.output_digest.clone());
-                        if let Some(changes) = crate::image_step::recorded_changes(&r) {
-                            st.reasons.push(Reason::PackagesChanged { changes });
+                        if let Some(kind) = kind {
+                            st.reasons.extend(kind.notes(&r));
                         }
                     }
                     Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
                     Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
                     Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
-                    Lookup::ImageMissing(why) => st.reasons.push(Reason::ImageMissing { why }),
-                    Lookup::SnapshotMissing(why) => {
-                        st.reasons.push(Reason::SnapshotMissing { why })
-                    }
+                    Lookup::Unusable(u) => st.reasons.push(Reason::Unusable {
+                        what: u.what.into(),
+                        why: u.why,
+                    }),
                     Lookup::Miss => st.reasons.extend(why_new_key(
                         store,
                         graph,
@@ -215,21 +229,75 @@ pub fn statuses(
                 st.key_json = Some(key_json);
             }
         }
+        if st.status == Status::Run && step.is_conditional() {
+            // decided now if every earlier pass of its point is settled, as the run will
+            let mut earlier = crate::adaptive::earlier_passes(graph, step);
+            let settled = earlier.all(|s| {
+                matches!(
+                    out[s.id].as_ref().map(|o| o.status),
+                    Some(Status::Cached | Status::NotNeeded)
+                )
+            });
+            let metric = step
+                .adaptive
+                .as_ref()
+                .map(|a| a.metric.clone())
+                .unwrap_or_default();
+            let decision = settled
+                .then(|| {
+                    crate::adaptive::decide_with(graph, step, |id| {
+                        let o = out[id].as_ref()?;
+                        if o.status != Status::Cached {
+                            return None;
+                        }
+                        crate::adaptive::recorded_metric(store, o.key.as_deref()?, &metric)
+                    })
+                })
+                .flatten();
+            if let Some(decision) = decision {
+                if !decision.needed {
+                    st.status = Status::NotNeeded;
+                    st.reasons.clear();
+                    digests[id] = Some(crate::adaptive::NOT_NEEDED_DIGEST.to_string());
+                }
+                st.reasons.insert(0, Reason::Decided { decision });
+            }
+        }
+        if st.status != Status::Cached && step.is_conditional() {
+            if let Some(a) = &step.adaptive {
+                st.reasons.insert(
+                    0,
+                    Reason::Conditional {
+                        min: a.min,
+                        max: a.max,
+                        until_ci: a.until_ci,
+                        metric: a.metric.clone(),
+                    },
+                );
+            }
+        }
+        if matches!(st.status, Status::Run | Status::Pending) {
+            if let Some(kind) = kind {
+                st.reasons.extend(kind.coming(env, step));
+            }
+        }
         out[id] = Some(st);
     }
     out.into_iter().map(|s| s.expect("every step")).collect()
 }
 
-/// Whether a step runs in the Docker Engine: images always; datasets and trials unless
-/// their server runs with `executor "process"`.
-pub fn needs_docker(step: &cairn_graph::Step) -> bool {
-    match step.kind {
-        StepKind::Image => true,
-        StepKind::Dataset | StepKind::Trial => {
-            step.definition["server"]["executor"].as_str() != Some("process")
-        }
-        _ => false,
-    }
+/// Whether a step uses the container engine on this machine (an image build, or a server in
+/// a container): its measurements then carry the engine's version in the fingerprint.
+pub fn uses_container_engine(
+    kinds: &crate::kind::Registry,
+    runtimes: &cairn_exec::runtime::Runtimes,
+    step: &cairn_graph::Step,
+) -> bool {
+    kinds.get(step).is_some_and(|k| {
+        k.requires(step)
+            .iter()
+            .any(|need| need.in_container_engine(runtimes))
+    })
 }
 
 /// Compare the key this step has now with the key its last recorded run had.

@@ -1,66 +1,66 @@
-//! External tools next to a trial's server (`tool="external"`): a [`ToolRunner`] that runs them in a client container from the server's image on the server's run network.
+//! External tools next to a trial's server (`tool="external"`): cairn_workload's
+//! [`ToolRunner`] over any [`RunningServer`] whose runtime can run tools beside it.
 //!
-//! The client container carries the run's label like the server, so a killed run's cleanup
-//! removes it, and `cairn_exec::docker::Docker::run_client` removes it itself on every
-//! path (Ctrl-C included). The tool reaches the server the way the plan's server says
-//! clients connect, as the password-less user `cairn` the server was started with: over TCP
-//! at its address on that network, port 3306; over its socket, the server's socket directory
-//! bind-mounted where the server has it; or over TLS, in that directory's client
-//! certificate directory (sysbench 1.0 reads its TLS files from the working directory).
+//! Where the tool runs and how it reaches the server is the runtime's business (for the Docker
+//! runtime: a client container from the server's image on its run network, removed on every
+//! path, Ctrl-C included); this adapter translates between the two vocabularies, and kills a
+//! tool still running at the trial watchdog's deadline.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use cairn_exec::docker::server::{CONTAINER_SOCKET_DIR, SOCKET_NAME};
-use cairn_exec::docker::tls::CLIENT_DIR;
-use cairn_exec::docker::{ClientSpec, Connect, Docker, Server};
+use cairn_exec::runtime::{Address, RunningServer};
 use cairn_workload::cpu::CpuTime;
 use cairn_workload::workload::{ToolEndpoint, ToolOutput, ToolRunner};
 
-/// Runs tools in client containers beside a Docker server.
-#[derive(Debug, Clone)]
-pub struct DockerTools {
-    docker: &'static Docker,
-    server: Server,
+/// Runs tools beside a running server.
+pub struct RuntimeTools<'a> {
+    server: &'a dyn RunningServer,
+    endpoint: ToolEndpoint,
+    /// No tool runs past this (the trial's watchdog); `None` = only the tool's own limit.
+    deadline: Option<Instant>,
 }
 
-impl DockerTools {
-    /// Tools from `server`'s image, on its network, pointed at its address.
-    pub fn new(docker: &'static Docker, server: &Server) -> Self {
-        DockerTools {
-            docker,
-            server: server.clone(),
+impl<'a> RuntimeTools<'a> {
+    /// Tools beside `server`; `None` if its runtime cannot run them.
+    pub fn new(server: &'a dyn RunningServer) -> Option<Self> {
+        let endpoint = tool_endpoint(server.tool_endpoint()?);
+        Some(RuntimeTools {
+            server,
+            endpoint,
+            deadline: None,
+        })
+    }
+
+    /// Kill any tool still running at `deadline`, whatever limit it asks for.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The shorter of the tool's own `limit` and the time left until the deadline.
+    fn limit(&self, limit: Option<Duration>) -> Option<Duration> {
+        let left = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        match (limit, left) {
+            (Some(l), Some(left)) => Some(l.min(left)),
+            (l, left) => l.or(left),
         }
     }
 }
 
-/// The client container that runs `argv` beside `server`.
-fn client_spec(server: &Server, argv: &[String], limit: Option<Duration>) -> ClientSpec {
-    let mut spec = ClientSpec::new(
-        &server.run_id,
-        &server.image,
-        &server.network,
-        argv.to_vec(),
-    );
-    spec.step_id = Some(server.step_id.clone());
-    spec.timeout = limit;
-    if server.connect != Connect::Tcp {
-        spec.binds = vec![format!(
-            "{}:{CONTAINER_SOCKET_DIR}",
-            server.socket_dir().display()
-        )];
+/// The workload's name for where a tool reaches the server.
+fn tool_endpoint(address: Address) -> ToolEndpoint {
+    match address {
+        Address::Tcp { host, port } => ToolEndpoint::Tcp { host, port },
+        Address::Socket { path } => ToolEndpoint::Socket { path },
+        Address::Tls { host, port, .. } => ToolEndpoint::Tls { host, port },
     }
-    if server.connect == Connect::Tls {
-        spec.working_dir = Some(format!("{CONTAINER_SOCKET_DIR}/{CLIENT_DIR}"));
-    }
-    spec
 }
 
-impl ToolRunner for DockerTools {
+impl ToolRunner for RuntimeTools<'_> {
     fn run(&self, argv: &[String], limit: Option<Duration>) -> Result<ToolOutput, String> {
-        let out = self
-            .docker
-            .run_client(&client_spec(&self.server, argv, limit))
-            .map_err(|e| e.to_string())?;
+        let out = self.server.run_tool(argv, self.limit(limit))?;
         Ok(ToolOutput {
             exit_code: out.exit_code,
             stdout: out.stdout,
@@ -73,79 +73,129 @@ impl ToolRunner for DockerTools {
     }
 
     fn server(&self) -> ToolEndpoint {
-        endpoint(&self.server)
-    }
-}
-
-/// How a client container reaches `server` (see [`client_spec`] for the mounts).
-fn endpoint(server: &Server) -> ToolEndpoint {
-    let (host, port) = (server.ip.clone(), server.port);
-    match server.connect {
-        Connect::Tcp => ToolEndpoint::Tcp { host, port },
-        Connect::Socket => ToolEndpoint::Socket {
-            path: format!("{CONTAINER_SOCKET_DIR}/{SOCKET_NAME}"),
-        },
-        Connect::Tls => ToolEndpoint::Tls { host, port },
+        self.endpoint.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use cairn_exec::docker::{ClientCpu, VariantChecks};
+    use cairn_exec::runtime::{Endpoint, ToolRun};
+
     use super::*;
 
-    fn server_json() -> Server {
-        serde_json::from_value(serde_json::json!({
-            "container_id": "c0ffee", "container_name": "cairn-r1-trial-1",
-            "run_id": "r1", "step_id": "trial/1", "image": "cairn/mariadb-bookworm:k",
-            "network": "cairn-r1", "ip": "172.18.0.2", "port": 3306, "host_pid": 42,
-            "socket_path": "/tmp/cairn-x/mysqld.sock", "greeting_version": "10.11.11-MariaDB",
-            "ready_after": {"secs": 1, "nanos": 0}, "tcp_user": "cairn",
-        }))
-        .unwrap()
+    /// A server whose runtime runs tools (or not) and echoes their argv.
+    struct Fake {
+        tools: Option<Address>,
+    }
+
+    thread_local! {
+        /// The limit the last `run_tool` was given.
+        static LIMIT: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
+    }
+
+    impl RunningServer for Fake {
+        fn runtime(&self) -> &'static str {
+            "fake"
+        }
+        fn endpoint(&self) -> Endpoint {
+            unimplemented!("not used by the adapter")
+        }
+        fn variant_checks(&self, _: &[&str]) -> Result<VariantChecks, String> {
+            Err("fake".into())
+        }
+        fn is_running(&mut self) -> bool {
+            true
+        }
+        fn log_tail(&self) -> String {
+            String::new()
+        }
+        fn log(&self) -> String {
+            String::new()
+        }
+        fn ready_after(&self) -> Duration {
+            Duration::ZERO
+        }
+        fn stop(self: Box<Self>) -> Result<(), String> {
+            Ok(())
+        }
+        fn stop_archiving(self: Box<Self>, _: &Path) -> Result<u64, String> {
+            Ok(0)
+        }
+        fn tool_endpoint(&self) -> Option<Address> {
+            self.tools.clone()
+        }
+        fn run_tool(&self, argv: &[String], limit: Option<Duration>) -> Result<ToolRun, String> {
+            LIMIT.set(limit);
+            Ok(ToolRun {
+                exit_code: 3,
+                stdout: argv.join(" "),
+                stderr: String::new(),
+                cpu: Some(ClientCpu {
+                    user_s: 1.0,
+                    system_s: 0.5,
+                }),
+            })
+        }
     }
 
     #[test]
-    fn clients_join_the_servers_run_network_and_image() {
-        let server = server_json();
-        let limit = Some(Duration::from_secs(70));
-        let spec = client_spec(&server, &["sysbench".into(), "--version".into()], limit);
-        assert_eq!(spec.timeout, limit, "a hung tool is killed");
+    fn runs_tools_where_the_runtime_can() {
+        assert!(RuntimeTools::new(&Fake { tools: None }).is_none());
+        let fake = Fake {
+            tools: Some(Address::Tls {
+                host: "172.18.0.2".into(),
+                port: 3306,
+                ca: None,
+            }),
+        };
+        let tools = RuntimeTools::new(&fake).unwrap();
         assert_eq!(
-            (spec.run_id.as_str(), spec.step_id.as_deref()),
-            ("r1", Some("trial/1"))
-        );
-        assert_eq!(
-            (spec.image.as_str(), spec.network.as_str()),
-            ("cairn/mariadb-bookworm:k", "cairn-r1")
-        );
-        assert_eq!(spec.argv, ["sysbench", "--version"]);
-        assert!(spec.measure_cpu);
-        assert!(spec.binds.is_empty() && spec.working_dir.is_none());
-        assert_eq!(
-            endpoint(&server),
-            ToolEndpoint::Tcp {
+            tools.server(),
+            ToolEndpoint::Tls {
                 host: "172.18.0.2".into(),
                 port: 3306
             }
         );
+        let out = tools.run(&["sysbench".into(), "run".into()], None).unwrap();
+        assert_eq!((out.exit_code, out.stdout.as_str()), (3, "sysbench run"));
+        assert_eq!(out.client_cpu.map(|c| c.user_s + c.system_s), Some(1.5));
     }
 
     #[test]
-    fn socket_and_tls_clients_see_the_servers_socket_directory() {
-        let mut server = server_json();
-        server.connect = Connect::Socket;
-        let spec = client_spec(&server, &["sysbench".into()], None);
-        assert_eq!(spec.binds, ["/tmp/cairn-x:/run/cairn"]);
-        assert_eq!(spec.working_dir, None);
+    fn a_tool_is_killed_at_the_watchdogs_deadline() {
+        let fake = Fake {
+            tools: Some(Address::Tcp {
+                host: "h".into(),
+                port: 3306,
+            }),
+        };
+        let hour = Duration::from_secs(3600);
+        let tools = RuntimeTools::new(&fake).unwrap();
+        tools.run(&["sysbench".into()], Some(hour)).unwrap();
+        assert_eq!(LIMIT.get(), Some(hour), "no deadline: the tool's own limit");
+        let tools = RuntimeTools::new(&fake)
+            .unwrap()
+            .with_deadline(Instant::now() + Duration::from_secs(60));
+        tools.run(&["sysbench".into()], Some(hour)).unwrap();
+        let limit = LIMIT.get().expect("a limit");
+        assert!(limit <= Duration::from_secs(60), "{limit:?}");
+        // an events run asks for no limit: the deadline still bounds it
+        tools.run(&["sysbench".into()], None).unwrap();
+        assert!(LIMIT.get().is_some_and(|l| l <= Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn socket_paths_pass_through() {
         assert_eq!(
-            endpoint(&server),
+            tool_endpoint(Address::Socket {
+                path: "/run/cairn/mysqld.sock".into()
+            }),
             ToolEndpoint::Socket {
                 path: "/run/cairn/mysqld.sock".into()
             }
         );
-        server.connect = Connect::Tls;
-        let spec = client_spec(&server, &["sysbench".into()], None);
-        assert_eq!(spec.binds, ["/tmp/cairn-x:/run/cairn"]);
-        assert_eq!(spec.working_dir.as_deref(), Some("/run/cairn/client-tls"));
     }
 }

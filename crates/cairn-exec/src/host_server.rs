@@ -1,7 +1,7 @@
-//! The process executor's database server: a host-installed `mariadbd` in a private
-//! datadir and socket, for users without Docker. Same lifecycle as the container one —
-//! initialise, start, wait until it answers (log tail on failure), verify the variant,
-//! stop — and the same [`VariantChecks`].
+//! The process executor's database server: a host-installed server program of a
+//! [`DbSystem`] in a private datadir and socket, for users without Docker. Same lifecycle as
+//! the container one — initialise, start, wait until it answers (log tail on failure), verify
+//! the variant, stop — and the same [`VariantChecks`].
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -10,14 +10,16 @@ use std::time::{Duration, Instant};
 
 use std::os::unix::process::CommandExt;
 
-use crate::cancel;
-use crate::docker::checks::{allocator_in_maps, elf_word_size, VariantChecks};
-use crate::docker::server::log_excerpt;
+use crate::cancel::CancelToken;
+use crate::docker::checks::{allocator_in_maps, elf_needed, elf_word_size, VariantChecks};
+use crate::server_log::log_excerpt;
+use crate::system::{self, DbSystem, ServerLayout};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostServerError {
-    #[error("no `{0}` on this host: install Debian's mariadb-server-core (or mariadb-server), or use the Docker executor")]
-    NotInstalled(&'static str),
+    /// A program the system needs is missing; the message says what to install.
+    #[error("{0}")]
+    NotInstalled(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -25,14 +27,17 @@ pub enum HostServerError {
     },
     #[error("initialising the datadir failed ({status}):\n{output}")]
     InstallDb { status: ExitStatus, output: String },
-    #[error("mariadbd exited before it answered ({status}); its log ends with:\n{log}")]
+    #[error("the server exited before it answered ({status}); its log ends with:\n{log}")]
     Exited { status: ExitStatus, log: String },
-    #[error("mariadbd did not answer within {after:?}; its log ends with:\n{log}")]
+    #[error("the server did not answer within {after:?}; its log ends with:\n{log}")]
     NotReady { after: Duration, log: String },
     #[error("query `{query}` failed: {output}")]
     Query { query: String, output: String },
     #[error("checking the running server: {0}")]
     Check(String),
+    /// The configuration file cannot be written as asked (a bad option).
+    #[error("{0}")]
+    Config(String),
 }
 
 type Result<T> = std::result::Result<T, HostServerError>;
@@ -42,21 +47,13 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostServerEr
     move |source| HostServerError::Io { context, source }
 }
 
-/// Find a program in PATH or the sbin directories (mariadbd lives in /usr/sbin).
-pub fn find_program(name: &'static str) -> Result<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .ok_or(HostServerError::NotInstalled(name))
-}
-
 /// How to start a host server.
 #[derive(Debug, Clone)]
 pub struct HostServerSpec {
-    /// Private directory: `data/`, `mariadbd.sock`, `my.cnf`, `error.log` go inside.
+    /// Private directory: `data/`, the socket, the configuration file and `error.log` go inside.
     pub base_dir: PathBuf,
+    /// The database system whose host server program runs.
+    pub system: &'static dyn DbSystem,
     /// `option key=value` entries of the server node, in order.
     pub options: Vec<(String, String)>,
     /// Extra environment (e.g. `LD_PRELOAD` for an allocator).
@@ -67,17 +64,21 @@ pub struct HostServerSpec {
     /// A datadir archive made by [`HostServer::stop_archiving`] (entries `data/…`), unpacked
     /// into an empty datadir before the server starts: a dataset snapshot.
     pub datadir_archive: Option<PathBuf>,
+    /// The run's cancellation: the server's process group is registered with it.
+    pub cancel: CancelToken,
 }
 
 impl HostServerSpec {
     pub fn new(base_dir: impl Into<PathBuf>) -> HostServerSpec {
         HostServerSpec {
             base_dir: base_dir.into(),
+            system: system::by_name(system::DEFAULT).expect("the default system is known"),
             options: Vec::new(),
             env: Vec::new(),
             tcp_port: None,
             ready_timeout: Duration::from_secs(60),
             datadir_archive: None,
+            cancel: CancelToken::new(),
         }
     }
 }
@@ -92,34 +93,25 @@ pub struct HostServer {
     pub log: PathBuf,
     pub tcp_port: Option<u16>,
     pub ready_after: Duration,
+    /// The configuration file (its client section reaches the server over the socket).
+    pub config: PathBuf,
+    system: &'static dyn DbSystem,
+    cancel: CancelToken,
 }
 
-fn my_cnf(spec: &HostServerSpec, datadir: &Path, socket: &Path, log: &Path) -> String {
-    let mut s = String::from("# generated by cairn\n[mariadbd]\n");
-    for (k, v) in &spec.options {
-        if v.is_empty() {
-            s.push_str(&format!("{k}\n"));
-        } else {
-            s.push_str(&format!("{k} = {v}\n"));
-        }
+/// Where a host server's files are: all inside its private directory `base`.
+fn host_layout(spec: &HostServerSpec, base: &Path) -> ServerLayout {
+    let path = |p: PathBuf| p.display().to_string();
+    ServerLayout {
+        datadir: path(base.join("data")),
+        socket: path(base.join(spec.system.socket_name())),
+        pid_file: path(base.join("server.pid")),
+        log_file: Some(path(base.join("error.log"))),
+        listen: spec.tcp_port.map(|p| ("127.0.0.1".to_string(), p)),
+        // servers refuse to run as root unless told to
+        run_as: is_root().then(|| "root".to_string()),
+        tls: None,
     }
-    // cairn's own settings last, so they win over the plan's options
-    s.push_str(&format!(
-        "# cairn's fixed settings\ndatadir = {}\nsocket = {}\nlog-error = {}\npid-file = {}/mariadbd.pid\n",
-        datadir.display(),
-        socket.display(),
-        log.display(),
-        spec.base_dir.display()
-    ));
-    match spec.tcp_port {
-        Some(p) => s.push_str(&format!("port = {p}\nbind-address = 127.0.0.1\n")),
-        None => s.push_str("skip-networking\n"),
-    }
-    if is_root() {
-        // mariadbd refuses to run as root unless told to
-        s.push_str("user = root\n");
-    }
-    s
 }
 
 fn is_root() -> bool {
@@ -132,23 +124,22 @@ fn read_log(log: &Path) -> String {
     log_excerpt(&String::from_utf8_lossy(&text), 30)
 }
 
-/// Initialise the datadir (if empty), start `mariadbd`, wait until it answers.
+/// Initialise the datadir (if empty), start the server, wait until it answers.
 pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
-    let mariadbd = find_program("mariadbd")?;
-    let install_db = find_program("mariadb-install-db")?;
-    let client = find_program("mariadb")?;
+    let system = spec.system;
+    check_installed(system)?;
     let base = std::path::absolute(&spec.base_dir).map_err(io("resolving the server directory"))?;
-    let datadir = base.join("data");
-    let socket = base.join("mariadbd.sock");
+    let layout = host_layout(spec, &base);
+    let datadir = PathBuf::from(&layout.datadir);
+    let socket = PathBuf::from(&layout.socket);
     let log = base.join("error.log");
-    let cnf = base.join("my.cnf");
+    let cnf = base.join(system.config_name());
+    // before anything is made, so a bad option leaves nothing behind
+    let config = system
+        .config_file(&spec.options, &layout)
+        .map_err(HostServerError::Config)?;
     std::fs::create_dir_all(&datadir).map_err(io(format!("creating {}", datadir.display())))?;
-    let spec = HostServerSpec {
-        base_dir: base.clone(),
-        ..spec.clone()
-    };
-    std::fs::write(&cnf, my_cnf(&spec, &datadir, &socket, &log))
-        .map_err(io(format!("writing {}", cnf.display())))?;
+    std::fs::write(&cnf, config).map_err(io(format!("writing {}", cnf.display())))?;
 
     let is_empty = |d: &Path| -> Result<bool> {
         Ok(std::fs::read_dir(d)
@@ -157,22 +148,16 @@ pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
             .is_none())
     };
     if let (Some(archive), true) = (&spec.datadir_archive, is_empty(&datadir)?) {
-        let f = std::fs::File::open(archive)
-            .map_err(io(format!("opening the snapshot {}", archive.display())))?;
-        let mut a = tar::Archive::new(std::io::BufReader::new(f));
-        a.set_preserve_permissions(true);
-        a.unpack(&base)
+        crate::datadir::restore(archive, &base)
             .map_err(io(format!("unpacking the snapshot {}", archive.display())))?;
     }
     if is_empty(&datadir)? {
-        let mut cmd = Command::new(&install_db);
-        cmd.arg(format!("--defaults-file={}", cnf.display()))
-            .arg("--auth-root-authentication-method=normal")
-            .arg("--skip-test-db");
-        if is_root() {
-            cmd.arg("--user=root");
-        }
-        let out = cmd.output().map_err(io("running mariadb-install-db"))?;
+        let mut cmd = system
+            .host_init_command(&cnf, is_root())
+            .map_err(HostServerError::NotInstalled)?;
+        let out = cmd
+            .output()
+            .map_err(io(format!("running {:?}", cmd.get_program())))?;
         if !out.status.success() {
             // the server's own complaint is in its error log, not in install-db's advice
             let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -185,17 +170,18 @@ pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
     }
 
     let started = Instant::now();
-    let mut child = Command::new(&mariadbd)
-        .arg(format!("--defaults-file={}", cnf.display()))
+    let mut child = system
+        .host_server_command(&cnf)
+        .map_err(HostServerError::NotInstalled)?
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(io("starting mariadbd"))?;
+        .map_err(io(format!("starting {}", system.process_name())))?;
     let pid = child.id();
-    cancel::register(pid as i32);
+    spec.cancel.register(pid as i32);
     let mut server = HostServer {
         child: None,
         pid,
@@ -204,29 +190,25 @@ pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
         log,
         tcp_port: spec.tcp_port,
         ready_after: Duration::ZERO,
+        config: cnf.clone(),
+        system,
+        cancel: spec.cancel.clone(),
     };
     loop {
-        if let Some(status) = child.try_wait().map_err(io("waiting for mariadbd"))? {
-            cancel::unregister(pid as i32);
+        if let Some(status) = child.try_wait().map_err(io("waiting for the server"))? {
+            spec.cancel.unregister(pid as i32);
             return Err(HostServerError::Exited {
                 status,
                 log: read_log(&server.log),
             });
         }
-        if server.socket.exists() {
-            let ping = Command::new(&client)
-                .args(["--no-defaults", "-uroot", "-N", "-B", "-e", "SELECT 1"])
-                .arg(format!("--socket={}", server.socket.display()))
-                .stdin(Stdio::null())
-                .output();
-            if ping.is_ok_and(|o| o.status.success()) {
-                break;
-            }
+        if server.socket.exists() && server.sql("SELECT 1").is_ok() {
+            break;
         }
         if started.elapsed() > spec.ready_timeout {
             let _ = child.kill();
             let _ = child.wait();
-            cancel::unregister(pid as i32);
+            spec.cancel.unregister(pid as i32);
             return Err(HostServerError::NotReady {
                 after: spec.ready_timeout,
                 log: read_log(&server.log),
@@ -240,15 +222,24 @@ pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
 }
 
 impl HostServer {
-    /// Run one SQL statement as root over the socket; tab-separated rows.
+    /// The database system the server is.
+    pub fn system(&self) -> &'static dyn DbSystem {
+        self.system
+    }
+
+    /// Run one SQL statement as the administrator over the socket; tab-separated rows.
     pub fn sql(&self, query: &str) -> Result<String> {
-        let client = find_program("mariadb")?;
-        let out = Command::new(client)
-            .args(["--no-defaults", "-uroot", "-N", "-B", "-e", query])
-            .arg(format!("--socket={}", self.socket.display()))
+        let argv = self
+            .system
+            .sql_argv(&self.config.display().to_string(), query);
+        let program = system::find_program(&argv[0]).ok_or_else(|| {
+            HostServerError::NotInstalled(format!("no `{}` on this host", argv[0]))
+        })?;
+        let out = Command::new(program)
+            .args(&argv[1..])
             .stdin(Stdio::null())
             .output()
-            .map_err(io("running the mariadb client"))?;
+            .map_err(io(format!("running {}", argv[0])))?;
         if !out.status.success() {
             return Err(HostServerError::Query {
                 query: query.to_string(),
@@ -261,8 +252,7 @@ impl HostServer {
     /// What the running server is: version, build machine, allocator, word size of the
     /// running binary and whether each of `allocators` is mapped into it.
     pub fn variant_checks(&self, allocators: &[&str]) -> Result<VariantChecks> {
-        let row =
-            self.sql("SELECT @@version, @@version_compile_machine, @@version_malloc_library")?;
+        let row = self.sql(self.system.variant_query())?;
         let mut f = row.split('\t').map(str::to_string);
         let (version, compile_machine, malloc_library) = (
             f.next().unwrap_or_default(),
@@ -276,6 +266,16 @@ impl HostServer {
         std::fs::File::open(proc_dir.join("maps"))
             .and_then(|mut m| m.read_to_string(&mut maps))
             .map_err(io("reading the server's memory map"))?;
+        let needed =
+            elf_needed(&proc_dir.join("exe")).map_err(|e| HostServerError::Check(e.to_string()))?;
+        let allocators: Vec<_> = allocators
+            .iter()
+            .map(|a| allocator_in_maps(&maps, a).linked_by(&needed))
+            .collect();
+        let malloc_library = match malloc_library.as_str() {
+            "" => crate::docker::checks::mapped_allocator(&allocators),
+            _ => malloc_library,
+        };
         Ok(VariantChecks {
             version,
             compile_machine,
@@ -289,10 +289,7 @@ impl HostServer {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
             host_pid: self.pid,
-            allocators: allocators
-                .iter()
-                .map(|a| allocator_in_maps(&maps, a))
-                .collect(),
+            allocators,
         })
     }
 
@@ -305,16 +302,16 @@ impl HostServer {
         }
         let deadline = Instant::now() + grace;
         let status = loop {
-            if let Some(s) = child.try_wait().map_err(io("waiting for mariadbd"))? {
+            if let Some(s) = child.try_wait().map_err(io("waiting for the server"))? {
                 break s;
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                break child.wait().map_err(io("waiting for mariadbd"))?;
+                break child.wait().map_err(io("waiting for the server"))?;
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        cancel::unregister(self.pid as i32);
+        self.cancel.unregister(self.pid as i32);
         Ok(status)
     }
 }
@@ -362,12 +359,25 @@ impl HostServer {
     }
 }
 
+/// Whether every host program `system` needs is installed.
+pub fn check_installed(system: &dyn DbSystem) -> Result<()> {
+    for p in system.host_programs() {
+        if system::find_program(p).is_none() {
+            return Err(HostServerError::NotInstalled(format!(
+                "no `{p}` on this host: install {}, or use the Docker executor",
+                system.host_install_hint()
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Drop for HostServer {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
-            cancel::unregister(self.pid as i32);
+            self.cancel.unregister(self.pid as i32);
         }
     }
 }

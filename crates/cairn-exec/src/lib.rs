@@ -1,7 +1,18 @@
-//! cairn-exec: the places a step runs — host processes (`process`) and Docker containers (`docker`).
+//! cairn-exec: the places a step runs — host processes (`process`) and Docker containers
+//! (`docker`) — and the database servers started there: server runtimes (`runtime`) and the
+//! database systems they run (`system`).
 
 pub mod cancel;
+pub mod counters;
+pub mod datadir;
 pub mod docker;
+pub mod elf;
 pub mod host_server;
 pub mod machine;
+pub mod netpath;
 pub mod process;
+pub mod runtime;
+pub mod server_log;
+pub mod slurm;
+pub mod system;
+pub mod usage;

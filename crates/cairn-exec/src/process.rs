@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use cairn_store::{BlobRef, Store, StoreError};
 use wait_timeout::ChildExt;
 
-use crate::cancel;
+use crate::cancel::CancelToken;
 
 /// One command to run.
 #[derive(Debug)]
@@ -29,6 +29,9 @@ pub struct CommandJob<'a> {
     pub timeout: Option<Duration>,
     /// Where working directories are made (machine-local, outside `results/`).
     pub work_root: &'a Path,
+    /// The run's cancellation: the command's process group is registered with it, so
+    /// Ctrl-C ends it.
+    pub cancel: &'a CancelToken,
 }
 
 #[derive(Debug)]
@@ -107,7 +110,7 @@ fn ensure_parent(p: &Path) -> Result<(), ExecError> {
 }
 
 pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome, ExecError> {
-    if cancel::is_cancelled() {
+    if job.cancel.is_cancelled() {
         return Err(ExecError::Cancelled);
     }
     let scratch = tempfile::Builder::new()
@@ -155,7 +158,7 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(io("starting /bin/sh"))?;
     let pgid = child.id() as i32;
-    cancel::register(pgid);
+    job.cancel.register(pgid);
     let waited = match job.timeout {
         Some(t) => child.wait_timeout(t),
         None => child.wait().map(Some),
@@ -165,7 +168,7 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         Ok(None) => {
             kill_group(pgid);
             let _ = child.wait();
-            cancel::unregister(pgid);
+            job.cancel.unregister(pgid);
             return Err(ExecError::Timeout {
                 after: job.timeout.unwrap_or_default(),
                 stderr_tail: tail(&stderr_path, 20),
@@ -174,7 +177,7 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         Err(e) => {
             kill_group(pgid);
             let _ = child.wait();
-            cancel::unregister(pgid);
+            job.cancel.unregister(pgid);
             return Err(ExecError::Io {
                 context: "waiting for the command".into(),
                 source: e,
@@ -183,10 +186,10 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     };
     // end any stragglers the command left in its group
     kill_group(pgid);
-    cancel::unregister(pgid);
+    job.cancel.unregister(pgid);
     let child_time = started.elapsed();
 
-    if cancel::is_cancelled() {
+    if job.cancel.is_cancelled() {
         return Err(ExecError::Cancelled);
     }
     if let Some(signal) = status.signal() {

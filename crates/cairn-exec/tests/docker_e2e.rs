@@ -12,11 +12,11 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use cairn_exec::docker::allocator::maps_fragment;
-use cairn_exec::docker::server::{read_greeting, render_my_cnf, Greeting};
 use cairn_exec::docker::{
     allocator_library, clean_all, clean_runs, BaseImage, BaseSpec, Connect, Docker, DockerError,
     LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,
 };
+use cairn_exec::system::greeting::{read_mysql_greeting as read_greeting, Greeting};
 
 const TCMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
 
@@ -146,7 +146,7 @@ fn server_lifecycle_socket_tcp_and_checks() {
         &run.id,
         "s1",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
 
@@ -240,6 +240,32 @@ fn server_lifecycle_socket_tcp_and_checks() {
     assert!(nets.is_empty(), "networks left: {nets}");
 }
 
+/// Option values that my.cnf's reader would change (a `#` comment, outer spaces, quotes,
+/// backslash escapes, non-ASCII) reach the real server exactly as the plan wrote them: the
+/// record's options and the server's variables never disagree.
+#[test]
+fn option_values_reach_the_server_exactly() {
+    let base = bookworm_amd64();
+    let d = docker();
+    let run = RunGuard::new("optvalues");
+    let sock = tempfile::tempdir().unwrap();
+    // string variables the server keeps as given (neither runs for root's connections)
+    let connect = "SET @a = 'x # y'; SET @b = \"q\\\"\" ";
+    let slave = "  C:\\new\\table \\s à'";
+    let mut options = small_server_options();
+    options.extend(opts(&[("init_connect", connect), ("init_slave", slave)]));
+    let spec = ServerSpec::new(&run.id, "values", &base.id, options, sock.path().into());
+    let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
+    assert_eq!(
+        d.sql(&server, "SELECT HEX(@@init_connect), HEX(@@init_slave)")
+            .unwrap()
+            .trim(),
+        format!("{}\t{}", hex(connect), hex(slave))
+    );
+    d.stop_server(&server, spec.stop_timeout).unwrap();
+}
+
 #[test]
 fn invalid_option_fails_with_the_servers_error() {
     let base = bookworm_amd64();
@@ -248,13 +274,7 @@ fn invalid_option_fails_with_the_servers_error() {
     let sock = tempfile::tempdir().unwrap();
     let mut options = small_server_options();
     options.push(("no_such_option".into(), "1".into()));
-    let spec = ServerSpec::new(
-        &run.id,
-        "bad",
-        &base.id,
-        render_my_cnf(&options),
-        sock.path().into(),
-    );
+    let spec = ServerSpec::new(&run.id, "bad", &base.id, options, sock.path().into());
     let t = Instant::now();
     let err = d
         .start_server(&spec)
@@ -276,13 +296,7 @@ fn invalid_option_fails_with_the_servers_error() {
 
     // a bad value of a known option
     let options = opts(&[("innodb_buffer_pool_size", "banana")]);
-    let spec = ServerSpec::new(
-        &run.id,
-        "banana",
-        &base.id,
-        render_my_cnf(&options),
-        sock.path().into(),
-    );
+    let spec = ServerSpec::new(&run.id, "banana", &base.id, options, sock.path().into());
     let err = d
         .start_server(&spec)
         .expect_err("the server must not start")
@@ -304,7 +318,7 @@ fn tcmalloc_preload_is_mapped() {
         &run.id,
         "tcmalloc",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
     spec.env = vec![format!("LD_PRELOAD={TCMALLOC}")];
@@ -330,7 +344,7 @@ fn tcmalloc_preload_is_mapped() {
         &run.id,
         "system",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock2.path().into(),
     );
     let server = d.start_server(&plain).unwrap_or_else(|e| panic!("{e}"));
@@ -460,6 +474,76 @@ fn layers_and_manifest() {
     assert_eq!(base_label, key);
 }
 
+/// Names of the containers (running or not) labelled `cairn.run=<run>`.
+fn containers_labelled(run: &str) -> Vec<String> {
+    docker_cli(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label={LABEL_RUN}={run}"),
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn build_containers_carry_the_run_label_and_their_images_name_no_run() {
+    let base = bookworm_amd64();
+    let run = RunGuard::new("buildlabel");
+    let d = docker().for_run(&run.id);
+    assert_eq!(d.run_id(), run.id);
+    let key = format!("{}-buildlabel", run.id);
+    let reference = cairn_exec::docker::image_ref("e2e-buildlabel", &key);
+    let _images = ImageGuard(vec![reference.clone()]);
+    let seen = std::thread::scope(|s| {
+        let build = s.spawn(|| {
+            d.run_layer(
+                &base.id,
+                "e2e-buildlabel",
+                &key,
+                "sleep 3; echo x > /etc/cairn-x",
+                &[],
+            )
+        });
+        // while the layer builds, one label query finds its throwaway container
+        let deadline = Instant::now() + std::time::Duration::from_secs(120);
+        let mut seen = Vec::new();
+        while seen.is_empty() && !build.is_finished() {
+            assert!(Instant::now() < deadline, "no labelled build container");
+            seen = containers_labelled(&run.id);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let layer = build.join().expect("build thread").unwrap();
+        assert!(layer.built);
+        seen
+    });
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].starts_with("cairn-build-"), "{seen:?}");
+    assert!(
+        containers_labelled(&run.id).is_empty(),
+        "removed after the build"
+    );
+    // the engine merges a committed container's labels into the image: the run label is
+    // there, empty, so containers made from the image belong to no run
+    let labels: std::collections::HashMap<String, String> = serde_json::from_str(&docker_cli(&[
+        "image",
+        "inspect",
+        "-f",
+        "{{json .Config.Labels}}",
+        &reference,
+    ]))
+    .expect("labels as JSON");
+    assert_eq!(
+        labels.get(LABEL_RUN).map(String::as_str),
+        Some(""),
+        "{labels:?}"
+    );
+    assert_eq!(labels.get(LABEL_KEY), Some(&key), "{labels:?}");
+}
+
 #[test]
 fn cleanup_stale_removes_a_killed_runs_leftovers() {
     let base = bookworm_amd64();
@@ -470,7 +554,7 @@ fn cleanup_stale_removes_a_killed_runs_leftovers() {
         &run.id,
         "orphan",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
     let _server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
@@ -524,7 +608,7 @@ fn i386_server_is_32_bit() {
         &run.id,
         "s32",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
     let mut spec = spec;
@@ -575,7 +659,7 @@ fn tls_server_requires_and_verifies_tls() {
         &run.id,
         "secure",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
     spec.connect = Connect::Tls;
@@ -684,7 +768,7 @@ fn resource_limits_are_applied() {
         &run.id,
         "limited",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -748,7 +832,7 @@ fn allocators_resolve_and_are_mapped() {
             &run.id,
             alloc,
             &base.id,
-            render_my_cnf(&small_server_options()),
+            small_server_options(),
             sock.path().into(),
         );
         spec.env = vec![format!("LD_PRELOAD={lib}")];
@@ -798,7 +882,7 @@ fn a_leased_network_outlives_the_last_server_to_stop() {
         &run.id,
         "only",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         sock.path().into(),
     );
     let server = d.start_server(&spec).unwrap_or_else(|e| panic!("{e}"));
@@ -817,7 +901,7 @@ fn leave_stopped_and_running(run: &RunGuard) -> (tempfile::TempDir, tempfile::Te
         &run.id,
         "running",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         s1.path().into(),
     );
     d.start_server(&running).unwrap_or_else(|e| panic!("{e}"));
@@ -825,7 +909,7 @@ fn leave_stopped_and_running(run: &RunGuard) -> (tempfile::TempDir, tempfile::Te
         &run.id,
         "stopped",
         &base.id,
-        render_my_cnf(&small_server_options()),
+        small_server_options(),
         s2.path().into(),
     );
     let server = d.start_server(&stopped).unwrap_or_else(|e| panic!("{e}"));
@@ -893,4 +977,104 @@ fn clean_all_removes_everything_cairn_left() {
     assert_run_gone(&run);
     let builds = docker_cli(&["ps", "-a", "-q", "--filter", "name=cairn-build-"]);
     assert!(builds.is_empty(), "{builds}");
+}
+
+/// A dataset snapshot made by the Docker runtime (the server's datadir in a host directory,
+/// archived from there) restores, trial after trial, to the same datadir: the runtime's
+/// restore ([`cairn_exec::datadir::restore`], zero blocks left as holes) gives the digest of
+/// a plain unpack of the archive every time, and servers start from it.
+#[test]
+fn every_restore_of_a_snapshot_is_the_same_datadir() {
+    use cairn_exec::runtime::Runtimes;
+    let base = bookworm_amd64();
+    let run = RunGuard::new("restore");
+    let runtimes = Runtimes::new(cairn_exec::cancel::CancelToken::new());
+    let sock = tempfile::tempdir().unwrap();
+    let start = |step: &str, snapshot: Option<&std::path::Path>| {
+        start_with(
+            &run.id,
+            &base.reference,
+            sock.path(),
+            &runtimes,
+            step,
+            snapshot,
+        )
+    };
+
+    let dataset = start("dataset", None);
+    assert!(dataset.restore().is_none(), "nothing to restore");
+    let dir = tempfile::tempdir().unwrap();
+    let tar = &dir.path().join("snap.tar");
+    dataset.stop_archiving(tar).unwrap();
+
+    // the runtime's restore, twice, against a plain unpack of the same archive
+    let plain = dir.path().join("plain");
+    let mut a = tar::Archive::new(std::fs::File::open(tar).unwrap());
+    a.set_preserve_permissions(true);
+    a.set_preserve_ownerships(true);
+    a.unpack(&plain).unwrap();
+    let want = cairn_exec::datadir::digest(&plain.join("data")).unwrap();
+    for i in 0..2 {
+        let d = dir.path().join(format!("r{i}"));
+        let r = cairn_exec::datadir::restore(tar, &d).unwrap();
+        assert!(r.written < r.bytes, "zero blocks are not written: {r:?}");
+        assert_eq!(
+            cairn_exec::datadir::digest(&d.join("data")).unwrap(),
+            want,
+            "restore {i}"
+        );
+    }
+
+    // servers started from it, restored by the runtime the same way
+    for step in ["trial-1", "trial-2"] {
+        let t = Instant::now();
+        let mut server = start(step, Some(tar));
+        let restore = server.restore().expect("the runtime restored the datadir");
+        eprintln!(
+            "TIMING {step}: restore {:.0} ms ({restore:?}), restore and start until it answers {:.2?}",
+            restore.ms,
+            t.elapsed()
+        );
+        assert_eq!(restore.how, "host directory");
+        let restored = restore.restored.unwrap();
+        assert!(
+            restored.files > 50 && restored.written < restored.bytes,
+            "{restored:?}"
+        );
+        assert!(server.is_running());
+        server.stop().unwrap();
+    }
+}
+
+/// A small MariaDB server from `image` through the Docker runtime, for `step` of `run_id`.
+fn start_with(
+    run_id: &str,
+    image: &str,
+    socket_dir: &std::path::Path,
+    runtimes: &cairn_exec::runtime::Runtimes,
+    step: &str,
+    snapshot: Option<&std::path::Path>,
+) -> Box<dyn cairn_exec::runtime::RunningServer> {
+    use std::time::Duration;
+    let s = cairn_exec::runtime::ServerStart {
+        run_id,
+        step_id: step,
+        image: Some(image),
+        system: cairn_exec::system::by_name("mariadb").unwrap(),
+        options: small_server_options(),
+        env: Vec::new(),
+        connect: Connect::Tcp,
+        cpus: None,
+        memory: None,
+        snapshot,
+        ready_timeout: Duration::from_secs(120),
+        stop_grace: Duration::from_secs(60),
+        cancel: runtimes.cancel().clone(),
+        socket_dir,
+    };
+    runtimes
+        .get("docker")
+        .unwrap()
+        .start(&s)
+        .unwrap_or_else(|e| panic!("{step}: {e}"))
 }

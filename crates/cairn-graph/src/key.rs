@@ -70,8 +70,66 @@ pub fn step_key<'a>(
         kind: step.kind.as_str(),
         definition: &step.definition,
         inputs,
-        code: step.kind.code_version(),
+        code: &step.code,
         fingerprint: if step.measure { fingerprint } else { None },
         pass: step.pass,
+    }
+}
+
+/// Version of the definition-key layout. Bumping it changes every definition key (never a
+/// step key).
+pub const DEFINITION_KEY_SCHEMA: u32 = 1;
+
+/// What a definition key hashes: like [`StepKey`] without the machine and with the
+/// *definition keys* of the inputs in place of their output digests.
+#[derive(Serialize)]
+struct DefinitionKey<'a> {
+    schema: u32,
+    kind: &'a str,
+    definition: &'a serde_json::Value,
+    inputs: Vec<KeyInput<'a>>,
+    code: &'a str,
+    pass: u32,
+}
+
+/// The definition key of `step`, given the definition keys of its inputs (same order as
+/// `step.inputs`). Two records with one definition key are the same step of the same
+/// recipe, whichever machine made them and whatever its images' ids were: `cairn compare`,
+/// `history` and `gc` match results by it.
+pub fn definition_key(step: &Step, input_keys: &[&str]) -> String {
+    assert_eq!(input_keys.len(), step.inputs.len(), "one key per input");
+    let mut inputs: Vec<KeyInput<'_>> = step
+        .inputs
+        .iter()
+        .zip(input_keys)
+        .map(|(i, d)| KeyInput {
+            mount: &i.mount,
+            digest: d,
+        })
+        .collect();
+    inputs.sort();
+    let k = DefinitionKey {
+        schema: DEFINITION_KEY_SCHEMA,
+        kind: step.kind.as_str(),
+        definition: &step.definition,
+        inputs,
+        code: &step.code,
+        pass: step.pass,
+    };
+    blake3::hash(&serde_json::to_vec(&k).expect("key serialises"))
+        .to_hex()
+        .to_string()
+}
+
+/// Fills [`Step::definition_key`] of every step, walking `order` (a topological order).
+pub(crate) fn fill_definition_keys(steps: &mut [Step], order: &[usize]) {
+    for &id in order {
+        let input_keys: Vec<String> = steps[id]
+            .inputs
+            .iter()
+            .map(|i| steps[i.from].definition_key.clone())
+            .collect();
+        let refs: Vec<&str> = input_keys.iter().map(String::as_str).collect();
+        steps[id].definition_key = definition_key(&steps[id], &refs);
     }
 }

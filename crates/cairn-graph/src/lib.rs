@@ -12,7 +12,7 @@ pub mod select;
 pub mod step;
 
 pub use fingerprint::Fingerprint;
-pub use key::{step_key, KeyInput, StepKey, KEY_SCHEMA};
-pub use resolve::{resolve, ResolveError, StepGraph};
+pub use key::{definition_key, step_key, KeyInput, StepKey, DEFINITION_KEY_SCHEMA, KEY_SCHEMA};
+pub use resolve::{resolve, resolve_with_driver_versions, ResolveError, StepGraph};
 pub use select::Selector;
-pub use step::{CommandSpec, InputFile, Step, StepId, StepKind};
+pub use step::{AdaptivePasses, CommandSpec, InputFile, Step, StepId, StepKind};

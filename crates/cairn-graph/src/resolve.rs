@@ -4,13 +4,20 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use cairn_plan::{Layer, Plan, Server, Sp, Value, Workload};
+use cairn_defs::image::{
+    SourceBuild, SourceOrigin, DEFAULT_BUILD_TYPE, DEFAULT_COMPILER, DEFAULT_LINK, DEFAULT_PREFIX,
+};
+use cairn_defs::{
+    driver_code_version, trial_code, DatasetDef, DatasetStepDef, Debian, ImageDef, LayerDef, Props,
+    ServerDef, TrialStepDef, WorkloadDef,
+};
+use cairn_plan::{BuildSource, Layer, Plan, Server, Sp, Value, Workload};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::expand;
-use crate::step::{CommandSpec, Input, InputFile, Step, StepId, StepKind};
+use crate::step::{AdaptivePasses, CommandSpec, Input, InputFile, Step, StepId, StepKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
@@ -19,6 +26,12 @@ pub enum ResolveError {
         step: String,
         path: PathBuf,
         source: std::io::Error,
+    },
+    #[error("step `{step}` may not read {path}: {why}")]
+    HostFile {
+        step: String,
+        path: PathBuf,
+        why: cairn_plan::limits::HostFileError,
     },
     #[error("dependency cycle through step `{0}`")]
     Cycle(String),
@@ -33,6 +46,10 @@ pub struct StepGraph {
     pub graph: DiGraph<StepId, ()>,
     /// A topological order of all steps.
     pub order: Vec<StepId>,
+    /// The plan's lock file (`PLAN.lock`), when one is beside it: the package versions its
+    /// images must have. A constraint on image outputs, never in a key; the resolver leaves
+    /// it empty and whoever reads the plan's folder fills it.
+    pub lock: Option<cairn_defs::Lock>,
 }
 
 impl StepGraph {
@@ -60,54 +77,87 @@ struct CommandDef<'a> {
     measure: bool,
 }
 
-#[derive(Serialize)]
-struct ServerDef<'a> {
-    options: BTreeMap<&'a str, &'a Value>,
-    env: BTreeMap<&'a str, &'a str>,
-    allocator: Option<&'a str>,
-    connect: Option<&'a str>,
-    cpus: Option<&'a str>,
-    memory: Option<u64>,
-    executor: Option<&'a str>,
+/// A plan value as it appears in definitions: the same JSON scalar (plan values serialise
+/// untagged), so the key text does not change.
+fn json_value(v: &Value) -> serde_json::Value {
+    serde_json::to_value(v).expect("a plan value serialises")
 }
 
-fn server_def(s: &Server) -> serde_json::Value {
-    let d = ServerDef {
+fn server_def(s: &Server) -> ServerDef {
+    ServerDef {
         options: s
             .options
             .iter()
-            .map(|(k, v)| (k.as_str(), &v.value))
+            .map(|(k, v)| (k.clone(), json_value(&v.value)))
             .collect(),
         env: s
             .env
             .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect(),
-        allocator: s.allocator.as_deref().map(String::as_str),
-        connect: s.connect.as_deref().map(String::as_str),
-        cpus: s.cpus.as_deref().map(String::as_str),
+        allocator: s.allocator.as_ref().map(|v| v.value.clone()),
+        connect: s.connect.as_ref().map(|v| v.value.clone()),
+        cpus: s.cpus.as_ref().map(|v| v.value.clone()),
         memory: s.memory.as_ref().map(|m| m.value),
-        executor: s.executor.as_deref().map(String::as_str),
-    };
-    serde_json::to_value(d).expect("serialises")
+        executor: s.executor.as_ref().map(|v| v.value.clone()),
+        system: s.system.as_ref().map(|v| v.value.clone()),
+        client: s.client.as_ref().map(|v| v.value.clone()),
+        link: s.link.as_ref().map(|l| cairn_defs::LinkDef {
+            rate: l.value.rate.as_ref().map(|v| v.value.clone()),
+            delay: l.value.delay.as_ref().map(|v| v.value.clone()),
+        }),
+    }
 }
 
-fn props_json(props: &BTreeMap<String, Sp<Value>>) -> serde_json::Value {
-    let m: BTreeMap<&str, &Value> = props.iter().map(|(k, v)| (k.as_str(), &v.value)).collect();
-    serde_json::to_value(m).expect("serialises")
+/// A node's properties as definitions hold them.
+fn plan_props(props: &BTreeMap<String, Sp<Value>>) -> Props {
+    props
+        .iter()
+        .map(|(k, v)| (k.clone(), json_value(&v.value)))
+        .collect()
 }
 
-fn workload_def(w: &Workload, point: &BTreeMap<String, Value>) -> serde_json::Value {
-    json!({
-        "driver": w.driver.value,
-        "test": w.test.value,
-        "driver_props": props_json(&w.driver_props),
-        "params": point,
-    })
+fn workload_def(w: &Workload, point: &BTreeMap<String, Value>) -> WorkloadDef {
+    WorkloadDef {
+        driver: w.driver.value.clone(),
+        test: w.test.value.clone(),
+        driver_props: plan_props(&w.driver_props),
+        params: point
+            .iter()
+            .map(|(k, v)| (k.clone(), json_value(v)))
+            .collect(),
+    }
 }
 
-fn hash_file(step: &str, path: &std::path::Path) -> Result<String, ResolveError> {
-    let bytes = std::fs::read(path).map_err(|source| ResolveError::InputFile {
+/// The JSON of a typed definition, as it goes into the step's key.
+fn definition_json<T: Serialize>(def: &T) -> serde_json::Value {
+    serde_json::to_value(def).expect("a definition serialises")
+}
+
+/// The digest of a file the plan reads from the host, `rel` as written in the plan file
+/// whose directory is `dir`. The plan reader checked that it is a regular file the plan may
+/// read; checked again here, since a cached plan skips that and the file may have changed
+/// (a symlink turned towards /etc, a FIFO that never ends).
+fn hash_file(
+    step: &str,
+    plan: &Plan,
+    dir: &std::path::Path,
+    rel: &str,
+) -> Result<String, ResolveError> {
+    let host_paths: Vec<PathBuf> = plan
+        .study
+        .host_paths
+        .iter()
+        .map(|p| p.value.clone())
+        .collect();
+    let path = cairn_plan::limits::host_file(dir, rel, &host_paths).map_err(|why| {
+        ResolveError::HostFile {
+            step: step.to_string(),
+            path: dir.join(rel),
+            why,
+        }
+    })?;
+    let bytes = std::fs::read(&path).map_err(|source| ResolveError::InputFile {
         step: step.to_string(),
         path: path.to_path_buf(),
         source,
@@ -174,7 +224,18 @@ fn expansion_dir(step: &Step) -> String {
         .replace('/', "_")
 }
 
+/// Resolve `plan` with the drivers' code versions of [`cairn_defs::driver_code_version`].
 pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
+    resolve_with_driver_versions(plan, &driver_code_version)
+}
+
+/// Resolve `plan`, taking each driver's code version from `driver_version` (trial keys carry
+/// it once it is above 1). [`resolve`] uses the real table; tests pass another to see what a
+/// bump would change.
+pub fn resolve_with_driver_versions(
+    plan: &Plan,
+    driver_version: &dyn Fn(&str) -> u32,
+) -> Result<StepGraph, ResolveError> {
     let mut b = Builder {
         steps: Vec::new(),
         by_name: HashMap::new(),
@@ -183,7 +244,7 @@ pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
     };
 
     resolve_images(plan, &mut b)?;
-    resolve_trials(plan, &mut b);
+    resolve_trials(plan, &mut b, driver_version);
     resolve_analyses(plan, &mut b);
     resolve_commands(plan, &mut b)?;
 
@@ -198,11 +259,13 @@ pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
     }
     let order =
         stable_order(&graph).map_err(|id| ResolveError::Cycle(b.steps[id].address.clone()))?;
+    crate::key::fill_definition_keys(&mut b.steps, &order);
     Ok(StepGraph {
         study: plan.study.name.clone(),
         steps: b.steps,
         graph,
         order,
+        lock: None,
     })
 }
 
@@ -249,26 +312,26 @@ fn base_step(kind: StepKind, name: &str, address: String, loc: cairn_plan::Loc) 
         pass: 1,
         params: BTreeMap::new(),
         definition: serde_json::Value::Null,
+        code: kind.code_version().to_string(),
         inputs: Vec::new(),
         command: None,
+        adaptive: None,
+        definition_key: String::new(),
         loc,
     }
 }
 
-/// Debian suite of an image whose `debian` node does not name one.
-pub const DEFAULT_SUITE: &str = "bookworm";
-/// Debian architecture of an image whose `debian` node does not name one.
-pub const DEFAULT_ARCH: &str = "amd64";
-/// debootstrap variant of an image whose `debian` node does not name one.
-pub const DEFAULT_VARIANT: &str = "minbase";
+// The defaults live with the image definition; re-exported for callers that name them here.
+pub use cairn_defs::image::{DEFAULT_ARCH, DEFAULT_SUITE, DEFAULT_VARIANT};
 
 /// An image becomes a chain of steps: the base (`image/<name>`: debootstrap of
-/// `{"stage":"base","debian":{suite,arch,variant},"packages":[sorted]}`; missing Debian
-/// fields take [`DEFAULT_SUITE`]/[`DEFAULT_ARCH`]/[`DEFAULT_VARIANT`], written into the
-/// definition so explicit and defaulted values give the same key), then one step per layer
-/// (`image/<name>/<n>`, 1-based: `{"stage":"layer","layer":…}`, its parent mounted as
-/// `parent`). A file layer's definition holds the file's content digest and destination, not
-/// its path; the path travels in `step.command.files` (the executor reads it from there).
+/// [`ImageDef::Base`], `{"stage":"base","debian":{suite,arch,variant},"packages":[sorted]}`;
+/// missing Debian fields take [`DEFAULT_SUITE`]/[`DEFAULT_ARCH`]/[`DEFAULT_VARIANT`], written
+/// into the definition so explicit and defaulted values give the same key), then one step per
+/// layer (`image/<name>/<n>`, 1-based: [`ImageDef::Layer`], `{"stage":"layer","layer":…}`, its
+/// parent mounted as `parent`). A file layer's definition holds the file's content digest and
+/// destination, not its path; the path travels in `step.command.files` (the executor reads it
+/// from there).
 /// The Debian mirror is machine-local configuration and is in no key.
 ///
 /// Images declared in the root plan file are always built; an image from an imported file
@@ -290,31 +353,29 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
         if !in_root && !used.contains(img.name.as_str()) {
             continue;
         }
-        let dir = plan.sources[img.name.loc.source.0].dir.clone();
         let deb = img.debian.as_ref();
         let field = |f: Option<&Option<String>>, default: &str| {
             f.and_then(|v| v.clone())
                 .unwrap_or_else(|| default.to_string())
         };
-        let mut packages: Vec<&str> = img.packages.iter().map(|p| p.as_str()).collect();
+        let mut packages: Vec<String> = img.packages.iter().map(|p| p.value.clone()).collect();
         packages.sort_unstable();
         packages.dedup();
-        let definition = json!({
-            "stage": "base",
-            "debian": {
-                "suite": field(deb.map(|d| &d.suite), DEFAULT_SUITE),
-                "arch": field(deb.map(|d| &d.arch), DEFAULT_ARCH),
-                "variant": field(deb.map(|d| &d.variant), DEFAULT_VARIANT),
+        let definition = ImageDef::Base {
+            debian: Debian {
+                suite: field(deb.map(|d| &d.suite), DEFAULT_SUITE),
+                arch: field(deb.map(|d| &d.arch), DEFAULT_ARCH),
+                variant: field(deb.map(|d| &d.variant), DEFAULT_VARIANT),
             },
-            "packages": packages,
-        });
+            packages,
+        };
         let mut s = base_step(
             StepKind::Image,
             &img.name,
             format!("image/{}", img.name.value),
             img.name.loc,
         );
-        s.definition = definition;
+        s.definition = definition_json(&definition);
         let mut last = b.push_shared(s);
         for (n, l) in img.layers.iter().enumerate() {
             let mut s = base_step(
@@ -325,8 +386,11 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
             );
             let layer = match &l.value {
                 Layer::File { src, dest } => {
+                    // relative to the file that declared the layer (a parent image may
+                    // live in another file)
+                    let dir = &plan.sources[l.loc.source.0].dir;
                     let abs = dir.join(src);
-                    let digest = hash_file(&s.address, &abs)?;
+                    let digest = hash_file(&s.address, plan, dir, src)?;
                     s.command = Some(CommandSpec {
                         run: String::new(),
                         env: BTreeMap::new(),
@@ -339,11 +403,66 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
                         timeout: None,
                         params: BTreeMap::new(),
                     });
-                    json!({"file": {"digest": digest, "dest": dest}})
+                    LayerDef::File {
+                        digest,
+                        dest: dest.clone(),
+                    }
                 }
-                other => serde_json::to_value(other).expect("serialises"),
+                Layer::Run { command } => LayerDef::Run {
+                    command: command.clone(),
+                },
+                Layer::Env { vars } => LayerDef::Env { vars: vars.clone() },
+                Layer::Build(b) => {
+                    let source = match &b.source {
+                        BuildSource::Debian { package } => SourceOrigin::Debian {
+                            package: package.clone(),
+                        },
+                        BuildSource::Tarball { path } => {
+                            // found like a file layer's file; the key holds its content
+                            let dir = &plan.sources[l.loc.source.0].dir;
+                            let digest = hash_file(&s.address, plan, dir, path)?;
+                            s.command = Some(CommandSpec {
+                                run: String::new(),
+                                env: BTreeMap::new(),
+                                files: vec![InputFile {
+                                    rel: path.clone(),
+                                    abs: dir.join(path),
+                                    digest: digest.clone(),
+                                }],
+                                outputs: Vec::new(),
+                                timeout: None,
+                                params: BTreeMap::new(),
+                            });
+                            let name = std::path::Path::new(path)
+                                .file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default();
+                            SourceOrigin::Tarball { digest, name }
+                        }
+                    };
+                    let mut deps = b.deps.clone();
+                    deps.sort_unstable();
+                    deps.dedup();
+                    let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.into());
+                    LayerDef::Build {
+                        build: Box::new(SourceBuild {
+                            source,
+                            compiler: or(&b.compiler, DEFAULT_COMPILER),
+                            cflags: b.cflags.clone(),
+                            cxxflags: b.cxxflags.clone(),
+                            ldflags: b.ldflags.clone(),
+                            build_type: or(&b.build_type, DEFAULT_BUILD_TYPE),
+                            configure: b.configure.clone(),
+                            cmake: b.cmake.clone(),
+                            link: or(&b.link, DEFAULT_LINK),
+                            strip: b.strip.unwrap_or(false),
+                            deps,
+                            prefix: or(&b.prefix, DEFAULT_PREFIX),
+                        }),
+                    }
+                }
             };
-            s.definition = json!({"stage": "layer", "layer": layer});
+            s.definition = definition_json(&ImageDef::Layer { layer });
             s.inputs.push(Input {
                 from: last,
                 mount: "parent".into(),
@@ -355,7 +474,7 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
     Ok(())
 }
 
-fn resolve_trials(plan: &Plan, b: &mut Builder) {
+fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) -> u32) {
     let servers: HashMap<&str, &Server> =
         plan.servers.iter().map(|s| (s.name.as_str(), s)).collect();
     let workloads: HashMap<&str, &Workload> = plan
@@ -397,10 +516,17 @@ fn resolve_trials(plan: &Plan, b: &mut Builder) {
                         format!("dataset/{}@{}", ds.name.value, sname.value),
                         ds.name.loc,
                     );
-                    s.definition = json!({
-                        "generator": ds.generator.value,
-                        "props": props_json(&ds.props),
-                        "server": sdef,
+                    s.definition = definition_json(&DatasetStepDef {
+                        dataset: DatasetDef {
+                            generator: ds.generator.value.clone(),
+                            props: plan_props(&ds.props),
+                        },
+                        // where the trial's clients run does not change the data
+                        server: ServerDef {
+                            client: None,
+                            link: None,
+                            ..sdef.clone()
+                        },
                     });
                     s.inputs.extend(image_input.clone());
                     b.push(s)
@@ -410,20 +536,32 @@ fn resolve_trials(plan: &Plan, b: &mut Builder) {
                     mount: "dataset".into(),
                 })
             });
+            let passes = &t.passes.value;
             for point in &points {
-                for pass in 1..=t.passes.value {
-                    let address = expand::address(
-                        &format!("trial/{}/{}", t.name.value, sname.value),
-                        point,
-                        &axes,
-                        pass,
-                        t.passes.value,
-                    );
+                let base = format!("trial/{}/{}", t.name.value, sname.value);
+                let adaptive = passes.is_adaptive().then(|| AdaptivePasses {
+                    min: passes.min,
+                    max: passes.max,
+                    until_ci: passes.until_ci,
+                    metric: passes.metric.clone(),
+                    point: expand::address(&base, point, &axes, 1, 1),
+                });
+                for pass in 1..=passes.max {
+                    let address = expand::address(&base, point, &axes, pass, passes.max);
                     let mut s = base_step(StepKind::Trial, &t.name, address, t.name.loc);
                     s.measure = true;
                     s.pass = pass;
+                    s.adaptive = adaptive.clone();
                     s.params = point.clone();
-                    s.definition = json!({"server": sdef, "workload": workload_def(w, point)});
+                    s.definition = definition_json(&TrialStepDef {
+                        server: sdef.clone(),
+                        workload: workload_def(w, point),
+                    });
+                    s.code = trial_code(
+                        StepKind::Trial.code_version(),
+                        &w.driver.value,
+                        driver_version(&w.driver.value),
+                    );
                     s.inputs.extend(image_input.clone());
                     s.inputs.extend(dataset_input.clone());
                     b.push(s);
@@ -460,7 +598,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             format!("analysis/{}", a.name.value),
             a.name.loc,
         );
-        s.definition = json!({"kind": a.kind.value, "props": props_json(&a.props)});
+        s.definition = json!({"kind": a.kind.value, "props": plan_props(&a.props)});
         s.inputs = trial_inputs(b, &names);
         b.push(s);
     }
@@ -473,10 +611,14 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         );
         s.definition = json!({
             "metric": c.metric.value,
-            "where": props_json(&c.filter),
+            "where": plan_props(&c.filter),
             "expect": c.expect.value,
             "within": c.within.as_ref().map(|w| w.value),
         });
+        // `by` only when written, so claims without it keep their keys
+        if let Some(by) = &c.by {
+            s.definition["by"] = json!(by.value);
+        }
         s.inputs = trial_inputs(b, &all_trials);
         b.push(s);
     }
@@ -487,7 +629,12 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             format!("report/{}", r.name.value),
             r.name.loc,
         );
-        s.definition = json!({"format": r.format.as_ref().map(|f| f.value.clone())});
+        // the title is the report's content: retitling re-renders the report, nothing else
+        let title = plan.study.title.as_deref().unwrap_or(&plan.study.name);
+        s.definition = json!({
+            "format": r.format.as_ref().map(|f| f.value.clone()),
+            "title": title,
+        });
         for a in &r.analyses {
             for &id in b.ids(StepKind::Analysis, a) {
                 s.inputs.push(Input {
@@ -508,6 +655,9 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
                 mount: b.steps[id].address.clone(),
             });
         }
+        // every trial: the report's data.csv has one row per trial, and its provenance
+        // section reads their records
+        s.inputs.extend(trial_inputs(b, &all_trials));
         b.push(s);
     }
 }
@@ -519,7 +669,7 @@ fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
         let mut files = Vec::new();
         for i in &cs.inputs {
             let abs = cs.dir.join(i.as_str());
-            let digest = hash_file(&cs.name, &abs)?;
+            let digest = hash_file(&cs.name, plan, &cs.dir, i)?;
             files.push(InputFile {
                 rel: i.value.clone(),
                 abs,

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cairn_defs::{DatasetStepDef, ImageDef, ServerDef, TrialStepDef};
 use cairn_plan::{Loc, Value};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// Index of a step in [`crate::StepGraph::steps`].
@@ -42,11 +44,13 @@ impl StepKind {
         match self {
             StepKind::Command => "command/1",
             StepKind::Image => "image/1",
-            StepKind::Dataset => "dataset/1",
+            // 2: the loading server runs with load-only settings (`DbSystem::load_options`)
+            StepKind::Dataset => "dataset/2",
             StepKind::Trial => "trial/1",
             StepKind::Analysis => "analysis/1",
             StepKind::Claim => "claim/1",
-            StepKind::Report => "report/1",
+            // 2: report.html, series.csv and the plot files joined the outputs
+            StepKind::Report => "report/2",
         }
     }
 
@@ -107,10 +111,93 @@ pub struct Step {
     pub pass: u32,
     /// Parameters of this matrix point.
     pub params: BTreeMap<String, Value>,
-    /// Fully resolved definition (after defaults and `extends`), without names.
+    /// Fully resolved definition (after defaults and `extends`), without names: the JSON of
+    /// the kind's typed definition (`cairn_defs`), as it goes into the key. Read it with
+    /// [`Step::image_def`], [`Step::dataset_def`], [`Step::trial_def`] or [`Step::def`].
     pub definition: serde_json::Value,
+    /// Version of the code that performs this step, as it goes into the key: the kind's
+    /// [`StepKind::code_version`], for trials with the driver's version once it is above 1
+    /// ([`cairn_defs::trial_code`]).
+    pub code: String,
     pub inputs: Vec<Input>,
     pub command: Option<CommandSpec>,
+    /// The adaptive-passes rule of its trials block (`passes min max until-ci`), on every
+    /// pass of such a block; never part of the key (a pass's key knows only its index, so
+    /// raising `max` adds passes and keeps the earlier ones cached).
+    pub adaptive: Option<AdaptivePasses>,
+    /// [`crate::key::definition_key`]: blake3 of the definitions of this step and its
+    /// ancestors — never their outputs, never the machine — so the same step is recognised
+    /// across machines and rebuilds (filled by `resolve`).
+    pub definition_key: String,
     /// Where it was declared, for diagnostics.
     pub loc: Loc,
+}
+
+/// The rule a trials block's passes follow (`passes min=3 max=12 until-ci="2%"`), and the
+/// point a pass belongs to, so the scheduler can gather the passes before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptivePasses {
+    pub min: u32,
+    pub max: u32,
+    /// Target relative CI half-width (0.02 = 2%).
+    pub until_ci: Option<f64>,
+    /// The figure whose CI is watched.
+    pub metric: String,
+    /// The point (one variant at one matrix point): the address without its `#pass`.
+    pub point: String,
+}
+
+impl Step {
+    /// A pass beyond its block's `min`: it runs only when the adaptive rule says its point
+    /// needs it (the scheduler decides when its turn comes).
+    pub fn is_conditional(&self) -> bool {
+        self.adaptive.as_ref().is_some_and(|a| self.pass > a.min)
+    }
+
+    /// The definition read as `T`; the error names the step and what does not fit.
+    pub fn def<T: DeserializeOwned>(&self) -> Result<T, String> {
+        T::deserialize(&self.definition)
+            .map_err(|e| format!("the definition of {}: {e}", self.address))
+    }
+
+    /// The definition of an image step (base or layer).
+    pub fn image_def(&self) -> Result<ImageDef, String> {
+        self.expect_kind(StepKind::Image)?;
+        self.def()
+    }
+
+    /// The definition of a dataset step (what to load, into which server).
+    pub fn dataset_def(&self) -> Result<DatasetStepDef, String> {
+        self.expect_kind(StepKind::Dataset)?;
+        self.def()
+    }
+
+    /// The definition of a trial step (which server, which workload point).
+    pub fn trial_def(&self) -> Result<TrialStepDef, String> {
+        self.expect_kind(StepKind::Trial)?;
+        self.def()
+    }
+
+    /// The server of a dataset or trial step; `None` for steps of other kinds, which start
+    /// no server.
+    pub fn server_def(&self) -> Result<Option<ServerDef>, String> {
+        Ok(match self.kind {
+            StepKind::Dataset => Some(self.dataset_def()?.server),
+            StepKind::Trial => Some(self.trial_def()?.server),
+            _ => None,
+        })
+    }
+
+    fn expect_kind(&self, kind: StepKind) -> Result<(), String> {
+        if self.kind == kind {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is a {} step, not a {} step",
+                self.address,
+                self.kind.as_str(),
+                kind.as_str()
+            ))
+        }
+    }
 }

@@ -11,7 +11,7 @@ fn fingerprint() -> Fingerprint {
         cpu_model: "Test CPU".into(),
         cores: 2,
         threads: 2,
-        memory_bytes: 1 << 30,
+        memory_gib: 1,
         kernel: "6.1.0-test".into(),
         runtime: "host".into(),
     }

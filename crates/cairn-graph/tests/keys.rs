@@ -15,7 +15,7 @@ fn fingerprint() -> Fingerprint {
         cpu_model: "Test CPU @ 1.00GHz".into(),
         cores: 2,
         threads: 2,
-        memory_bytes: 24 << 30,
+        memory_gib: 24,
         kernel: "6.1.0-test".into(),
         runtime: "host".into(),
     }
@@ -74,8 +74,9 @@ fn golden_keys() {
         "gen[n=1] 8b8e2152736f655ae3c770ae7289f764a4653197957957f875ca05124417ef92",
         "gen[n=2] 1858779fbb3a8558ec4b2785360aa6620f8132fe0006a02fad5474f3c365d566",
         "sum 712620cca485604d4c759c888ac7af412f3a9eaaa47f6ad439bc5e0a20ea3b12",
-        "time#1 f489051f98f31134b3499484b85b875d1cd90487a8b8e11daa81052d5d9433bc",
-        "time#2 5f7afedfc1dfc09b2ececdf269025bcbbfc96c5a2c14b7cb109e3a0a4048c95d",
+        // measurement keys changed deliberately when the fingerprint became the machine's class
+        "time#1 1db2fb6c3832ab9f2cf2e4aa7dab041a9284e6b0bafbab08fa2e16eda23bb214",
+        "time#2 48eef1f2fef28007fe0ef6149863e6c902bc0161de8310490a59242aaa91506e",
     ];
     assert_eq!(got, want);
 }
@@ -209,4 +210,38 @@ proptest! {
             }
         }
     }
+}
+
+/// The definition key: from definitions only — the same whatever the inputs' outputs or
+/// the machine, and different when a definition upstream changes.
+#[test]
+fn definition_keys_follow_definitions_not_outputs() {
+    let plan = r#"
+study "s"
+step "gen" { run "echo 1 > out"; output "out" }
+step "sum" { run "cat gen/out > total"; output "total"; needs "gen" }
+"#;
+    let g = graph(plan);
+    let changed = graph(&plan.replace("echo 1", "echo 2"));
+    let dk = |g: &StepGraph, a: &str| {
+        g.steps
+            .iter()
+            .find(|s| s.address == a)
+            .unwrap()
+            .definition_key
+            .clone()
+    };
+    assert_eq!(dk(&g, "sum"), dk(&graph(plan), "sum"), "stable");
+    assert_ne!(dk(&g, "gen"), dk(&changed, "gen"));
+    assert_ne!(
+        dk(&g, "sum"),
+        dk(&changed, "sum"),
+        "an ancestor's definition changed"
+    );
+    // outputs never enter: the step key changes with the input's digest, the definition key cannot
+    let sum = g.steps.iter().find(|s| s.address == "sum").unwrap();
+    let a = step_key(sum, &["0".repeat(64).as_str()], None).hash();
+    let b = step_key(sum, &["1".repeat(64).as_str()], None).hash();
+    assert_ne!(a, b);
+    assert_eq!(sum.definition_key.len(), 64);
 }

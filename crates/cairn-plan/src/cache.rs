@@ -94,7 +94,8 @@ fn try_hit(entry_file: &Path, parser: &str) -> Option<Plan> {
         return None;
     }
     for (source, want) in entry.plan.sources.iter_mut().zip(&entry.hashes) {
-        let text = std::fs::read_to_string(&source.path).ok()?;
+        // bounded like a first read: a file swapped for a FIFO or /dev/zero must not hang
+        let text = crate::limits::read_plan_file(&source.path).ok()?;
         if &hash(&text) != want {
             return None;
         }

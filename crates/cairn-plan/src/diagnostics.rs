@@ -315,6 +315,8 @@ fn code_str(short: &'static str) -> &'static str {
         path,
         unexpected,
         fmt,
+        limit,
+        host_path,
     )
 }
 

@@ -15,6 +15,9 @@ const INDENT: &str = "    ";
 pub fn format_text(text: &str) -> Result<String, PlanError> {
     let mut r = Reporter::default();
     let id = r.add_source("<input>".to_string(), Arc::from(text));
+    if crate::imports::too_deep(&mut r, id, text) {
+        return Err(r.finish().expect_err("a problem was reported"));
+    }
     let comments = scan_comments(text);
     let prepared = detach_trailing_comments(text, &comments);
     let mut doc = match KdlDocument::parse_v2(&prepared) {

@@ -43,6 +43,26 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
     }
 }
 
+/// Reports (and answers true) when `text` nests deeper than the KDL parser may be asked
+/// to go; the caller must not parse it then.
+pub(crate) fn too_deep(r: &mut Reporter, id: SourceId, text: &str) -> bool {
+    let Some(deep) = crate::limits::too_deep(text) else {
+        return false;
+    };
+    let (message, label) = deep.describe();
+    let p = problem("limit", message)
+        .label(
+            Loc {
+                source: id,
+                span: (deep.at, 1).into(),
+            },
+            label,
+        )
+        .help("the parser would need a stack this deep; the rest of this file was not read");
+    r.push(p);
+    true
+}
+
 fn display(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }
@@ -90,6 +110,9 @@ impl Loader {
         });
         if is_root {
             self.plan.study.name = stem(path);
+        }
+        if too_deep(&mut self.r, id, &text) {
+            return (id, Vec::new());
         }
         let doc = match kdl::KdlDocument::parse_v2(&text) {
             Ok(doc) => doc,
@@ -150,7 +173,7 @@ impl Loader {
             if !self.seen.insert(canonical.clone()) {
                 continue; // read already through another route
             }
-            match std::fs::read_to_string(&canonical) {
+            match crate::limits::read_plan_file(&canonical) {
                 Ok(text) => self.visit(&target, canonical, Arc::from(text), false),
                 Err(e) => {
                     let p = problem(
@@ -166,7 +189,12 @@ impl Loader {
     }
 
     pub(crate) fn finish(mut self) -> Result<Plan, PlanError> {
-        crate::validate::validate(&mut self.plan, &self.declared, &mut self.r);
+        crate::validate::validate(
+            &mut self.plan,
+            &self.declared,
+            &mut self.r,
+            self.check_files,
+        );
         self.r.finish()?;
         Ok(self.plan)
     }
@@ -178,7 +206,7 @@ pub fn load(path: &Path) -> Result<Plan, PlanError> {
         path: path.to_path_buf(),
         source,
     };
-    let text = std::fs::read_to_string(path).map_err(io)?;
+    let text = crate::limits::read_plan_file(path).map_err(io)?;
     let canonical = path.canonicalize().map_err(io)?;
     let mut loader = Loader::new(true);
     loader.seen.insert(canonical.clone());

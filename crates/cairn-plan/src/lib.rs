@@ -4,6 +4,7 @@ mod cache;
 mod diagnostics;
 mod fmt;
 mod imports;
+pub mod limits;
 pub mod model;
 mod parse;
 mod validate;

@@ -107,6 +107,10 @@ pub struct Study {
     pub name: String,
     pub title: Option<String>,
     pub loc: Option<Loc>,
+    /// `host-path "/srv/dumps" …`: directories outside the plan's own from which `input`s
+    /// and image `file`s may be read (canonical when the plan was loaded from disk).
+    #[serde(default)]
+    pub host_paths: Vec<Sp<PathBuf>>,
 }
 
 /// `image "name" { … }`: how a server's root filesystem is built.
@@ -122,7 +126,7 @@ pub struct Image {
     pub debian: Option<Debian>,
     /// `packages "a" "b=1.2"`: installed at bootstrap.
     pub packages: Vec<Sp<String>>,
-    /// `file`, `run`, `env` children in order: each becomes its own layer step.
+    /// `file`, `run`, `env`, `build` children in order: each becomes its own layer step.
     pub layers: Vec<Sp<Layer>>,
 }
 
@@ -142,6 +146,47 @@ pub enum Layer {
     Run { command: String },
     /// `env KEY="value" …`
     Env { vars: BTreeMap<String, String> },
+    /// `build "debian:hello" { cflags "-O2"; strip #true; … }`: a program built from source
+    /// in a container and installed into the image.
+    Build(Box<Build>),
+}
+
+/// Where a source build's code comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuildSource {
+    /// `debian:<source package>`: fetched with `apt-get source` from the image's own mirror.
+    Debian { package: String },
+    /// `tarball:<path>`: an archive in the plan's directory (relative to the declaring file).
+    Tarball { path: String },
+}
+
+/// A `build` layer as written; defaults are filled in later (`cairn-graph`), so a plan that
+/// spells a default out and one that leaves it have the same key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Build {
+    pub source: BuildSource,
+    /// `compiler "gcc"` | `"clang"`
+    pub compiler: Option<String>,
+    /// One flag per string, in order.
+    pub cflags: Vec<String>,
+    pub cxxflags: Vec<String>,
+    pub ldflags: Vec<String>,
+    /// `type "release"` | `"debug"`
+    pub build_type: Option<String>,
+    /// Options for `./configure`.
+    pub configure: Vec<String>,
+    /// Options for `cmake` (given: the build uses cmake).
+    pub cmake: Vec<String>,
+    /// `link "dynamic"` | `"static"`
+    pub link: Option<String>,
+    /// `strip #true`
+    pub strip: Option<bool>,
+    /// Extra Debian packages the build needs (beyond the compiler and, for a Debian source
+    /// package, its build dependencies).
+    pub deps: Vec<String>,
+    /// Installation prefix (`/usr/local` if not given).
+    pub prefix: Option<String>,
 }
 
 /// `server "name" { … }`: a configured database server.
@@ -166,6 +211,30 @@ pub struct Server {
     pub memory: Option<Sp<u64>>,
     /// "docker" | "process"
     pub executor: Option<Sp<String>>,
+    /// The database system the image's server is: one of [`crate::SYSTEMS`], "mariadb" (the
+    /// default), "mysql" or "postgresql"; another name is refused by the parser at its span.
+    #[serde(default)]
+    pub system: Option<Sp<String>>,
+    /// Where a trial's clients run relative to the server: "loopback" | "bridge" | "host".
+    #[serde(default)]
+    pub client: Option<Sp<String>>,
+    /// `link rate="100mbit" delay="2ms"`: an emulated link on the server's network interface.
+    #[serde(default)]
+    pub link: Option<Sp<Link>>,
+}
+
+/// The database systems a server may name (`system "…"`); the first is the default. The
+/// same names as cairn-exec's system registry (`cairn_exec::system::KNOWN`), which a test in
+/// cairn-engine holds them to: the plan language cannot depend on the crate that runs servers.
+pub const SYSTEMS: &[&str] = &["mariadb", "mysql", "postgresql"];
+
+/// `link rate=… delay=…` of a server: what the server's replies cross (tc netem).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Link {
+    /// e.g. "100mbit"
+    pub rate: Option<Sp<String>>,
+    /// e.g. "2ms"
+    pub delay: Option<Sp<String>>,
 }
 
 /// `dataset "name" { sysbench tables=4 rows=10000 engine="InnoDB" }`
@@ -201,10 +270,45 @@ pub struct Trials {
     pub servers: Vec<Sp<String>>,
     pub dataset: Option<Sp<String>>,
     pub workload: Sp<String>,
-    /// `passes N` (>= 1); defaults to 1, then located at the trials' name.
-    pub passes: Sp<u32>,
+    /// `passes N` (>= 1) or `passes min=3 max=12 until-ci="2%"`; defaults to 1, then
+    /// located at the trials' name.
+    pub passes: Sp<Passes>,
     /// Seed for the interleaved trial order; recorded.
     pub seed: Option<Sp<u64>>,
+}
+
+/// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`
+/// the engine adds passes beyond `min`, up to `max`, while a point's CI half-width (of
+/// `metric`) is above the target (the rule is `cairn_analysis::adaptive::next_passes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Passes {
+    pub min: u32,
+    pub max: u32,
+    /// Target relative CI half-width (0.02 for "2%"); `None`: exactly `min` passes…
+    /// unless `max` is above `min`, then the passes beyond `min` are never needed.
+    pub until_ci: Option<f64>,
+    /// The figure whose CI the rule watches (`metric="tps"`, the default).
+    pub metric: String,
+}
+
+impl Passes {
+    /// The figure the rule watches when the plan names none.
+    pub const DEFAULT_METRIC: &'static str = "tps";
+
+    /// `passes N`: a fixed number of passes.
+    pub fn fixed(n: u32) -> Passes {
+        Passes {
+            min: n,
+            max: n,
+            until_ci: None,
+            metric: Passes::DEFAULT_METRIC.to_string(),
+        }
+    }
+
+    /// More passes may run than `min`: the ones beyond it are conditional.
+    pub fn is_adaptive(&self) -> bool {
+        self.max > self.min
+    }
 }
 
 /// `analysis "name" { table metric="tps" rows="server" columns="threads" baseline="system" }`
@@ -213,20 +317,24 @@ pub struct Analysis {
     pub name: Sp<String>,
     /// Trials it reads; empty = every trials block of the study.
     pub trials: Vec<Sp<String>>,
-    /// "table" | "plot"
+    /// "table" | "compare" | "plot" | "scaling"
     pub kind: Sp<String>,
     pub props: BTreeMap<String, Sp<Value>>,
 }
 
-/// `claim "text" { metric "tps"; where threads=8; expect "a >= b" within="5%" }`
+/// `claim "text" { metric "tps"; where threads=8; expect "a >= b" within="5%" }` (or
+/// `expect "a > b" by="5%"`: a at least 5% above b)
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Claim {
     pub name: Sp<String>,
     pub metric: Sp<String>,
     pub filter: BTreeMap<String, Sp<Value>>,
     pub expect: Sp<String>,
-    /// fraction, from a percentage like "5%"
+    /// The tolerance of `>=` / `<=`: a fraction, from a percentage like "5%".
     pub within: Option<Sp<f64>>,
+    /// The least size of `>` / `<`: a fraction, from a percentage like "5%".
+    #[serde(default)]
+    pub by: Option<Sp<f64>>,
 }
 
 /// `report "name" { analyses "tps" …; format "markdown" }`

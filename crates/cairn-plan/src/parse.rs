@@ -19,7 +19,8 @@ pub(crate) const DRIVERS: &[&str] = &["sysbench", "smack", "sqlbench"];
 const ALLOCATORS: &[&str] = &["system", "tcmalloc", "jemalloc"];
 const CONNECTS: &[&str] = &["socket", "tcp", "tls"];
 const EXECUTORS: &[&str] = &["docker", "process"];
-const ANALYSIS_KINDS: &[&str] = &["table", "plot"];
+const CLIENT_PATHS: &[&str] = &["loopback", "bridge", "host"];
+const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
 const REPORT_FORMATS: &[&str] = &["markdown", "html"];
 const DISTRIBUTIONS: &[&str] = &["uniform", "gaussian", "special", "pareto", "zipfian"];
 
@@ -83,6 +84,9 @@ const PARAMS: &[(&str, ParamKind)] = &[
     ("seed", ParamKind::Count),
     ("statement-timeout", ParamKind::Duration(true)),
     ("tables", ParamKind::Positive),
+    // every driver: bounds the whole run, a run still going after it is stopped (the
+    // trial's watchdog)
+    ("timeout", ParamKind::Duration(true)),
 ];
 
 /// Every declared name per kind, including declarations too broken to enter the [`Plan`],
@@ -143,6 +147,34 @@ pub(crate) fn escapes(path: &str) -> bool {
         || p.components().any(|c| matches!(c, Component::ParentDir))
 }
 
+/// Why `name` cannot name a declaration, if it cannot. A name appears in step addresses
+/// (`trial/t/s[threads=8]#2`, parsed back by selectors) and, for steps, as the directory a
+/// dependent finds its outputs under; `strict` also refuses what would break those.
+fn bad_name(name: &str, strict: bool) -> Option<&'static str> {
+    if name.trim().is_empty() {
+        return Some("it is empty");
+    }
+    if name.chars().any(char::is_control) {
+        return Some("it holds a control character (a newline, a tab, NUL, …)");
+    }
+    if strict && (name == "." || name == "..") {
+        return Some("`.` and `..` name directories");
+    }
+    if strict && name.contains(['/', '\\', '[', ']', '#', ',', '=']) {
+        return Some("`/`, `\\`, `[`, `]`, `#`, `,` and `=` have a meaning in step addresses");
+    }
+    None
+}
+
+/// A Debian name (suite, architecture, variant, package): a letter or digit, then letters,
+/// digits, `.`, `+`, `-`, `_` and the characters of `extra` (`=`, `:`, `~` in a pinned
+/// package). Spaces, commas and a leading `-` would reach debootstrap as other arguments.
+fn debian_word(s: &str, extra: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c) || extra.contains(c))
+}
+
 impl FileParser<'_> {
     fn loc(&self, span: SourceSpan) -> Loc {
         Loc {
@@ -196,6 +228,41 @@ impl FileParser<'_> {
         .help_opt(did_you_mean(name, allowed.iter().copied()))
         .help(format!("`{parent}` accepts {}", one_of(allowed)));
         self.push(p);
+    }
+
+    /// For children that hold one value (`run`, `passes`, `image`, …): false, with a
+    /// problem, when `c` repeats one already seen in `parent` (the second would silently win).
+    fn first_of(
+        &mut self,
+        seen: &mut BTreeMap<String, Loc>,
+        single: &[&str],
+        parent: &str,
+        c: &KdlNode,
+    ) -> bool {
+        let name = node_name(c);
+        if !single.contains(&name) {
+            return true;
+        }
+        let here = self.name_loc(c);
+        match seen.get(name) {
+            Some(first) => {
+                let p = problem(
+                    "duplicate",
+                    format!("`{name}` is given twice in `{parent}`"),
+                )
+                .label(here, "given again here")
+                .label(*first, "first given here")
+                .help(format!(
+                    "`{parent}` takes one `{name}`; keep the one you mean"
+                ));
+                self.push(p);
+                false
+            }
+            None => {
+                seen.insert(name.to_string(), here);
+                true
+            }
+        }
     }
 
     fn no_children(&mut self, node: &KdlNode) {
@@ -386,6 +453,105 @@ impl FileParser<'_> {
             .map(|v| Sp::new(v.value as u32, v.loc))
     }
 
+    /// A trials block's `passes N` (min = max = N) or `passes min=3 max=12 until-ci="2%"`
+    /// (`metric="tps"` names the figure whose CI is watched). `1 <= min <= max`; a `max`
+    /// above `min` needs `until-ci` (else the extra passes could never be needed).
+    fn trial_passes(&mut self, node: &KdlNode) -> Option<Sp<Passes>> {
+        const PROPS: &[&str] = &["min", "max", "until-ci", "metric"];
+        let loc = self.name_loc(node);
+        if args(node).next().is_some() || props(node).next().is_none() {
+            return self
+                .passes(node)
+                .map(|n| Sp::new(Passes::fixed(n.value), n.loc));
+        }
+        self.no_children(node);
+        let (mut min, mut max, mut until_ci, mut metric) = (None, None, None, None);
+        let mut ok = true;
+        for e in self.props_only(node, PROPS) {
+            match prop_name(e) {
+                "min" => min = self.int_of("min", e, 1, u32::MAX as i128),
+                "max" => max = self.int_of("max", e, 1, u32::MAX as i128),
+                "metric" => metric = self.string_of(e),
+                _ => {
+                    let Some(s) = self.string_of(e) else {
+                        ok = false;
+                        continue;
+                    };
+                    match parse_percentage(&s) {
+                        Ok(x) if x > 0.0 && x < 1.0 => until_ci = Some(Sp::new(x, s.loc)),
+                        Ok(_) => {
+                            ok = false;
+                            self.bad_value(
+                                e,
+                                format!(
+                                    "`until-ci` must lie above 0% and below 100%, found `{}`",
+                                    s.value
+                                ),
+                                Some("a target half-width like \"2%\"".into()),
+                            );
+                        }
+                        Err(why) => {
+                            ok = false;
+                            self.bad_value(
+                                e,
+                                format!("`{}` is not a percentage: {why}", s.value),
+                                Some("write a percentage like \"2%\"".into()),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let Some(min) = min else {
+            let p = problem(
+                "missing",
+                "`passes` with properties needs `min`".to_string(),
+            )
+            .label(loc, "no `min`")
+            .help(
+                "write `passes min=3 max=12 until-ci=\"2%\"`, or `passes 3` for a fixed number"
+                    .to_string(),
+            );
+            self.push(p);
+            return None;
+        };
+        let max_value = max.as_ref().map_or(min.value, |m| m.value);
+        if let Some(max) = &max {
+            if max.value < min.value {
+                let p = problem(
+                    "bad_value",
+                    format!("`passes`: max ({}) is below min ({})", max.value, min.value),
+                )
+                .label(max.loc, "below min")
+                .help("max is the most passes a point may get; min the fewest".to_string());
+                self.push(p);
+                return None;
+            }
+            if max.value > min.value && until_ci.is_none() && ok {
+                let p = problem(
+                    "missing",
+                    "`passes`: max above min needs `until-ci`, the CI target that decides whether a point needs more passes".to_string(),
+                )
+                .label(max.loc, "no `until-ci` to decide on")
+                .help("add `until-ci=\"2%\"`, or write `passes N` for a fixed number".to_string());
+                self.push(p);
+                return None;
+            }
+        }
+        if !ok {
+            return None;
+        }
+        Some(Sp::new(
+            Passes {
+                min: min.value as u32,
+                max: max_value as u32,
+                until_ci: until_ci.map(|u| u.value),
+                metric: metric.map_or_else(|| Passes::DEFAULT_METRIC.to_string(), |m| m.value),
+            },
+            loc,
+        ))
+    }
+
     fn duration_of(&mut self, e: &KdlEntry) -> Option<Sp<Duration>> {
         let s = self.string_of(e)?;
         match parse_duration(&s) {
@@ -445,6 +611,26 @@ impl FileParser<'_> {
         map
     }
 
+    /// `env KEY="value" …`: keys non-empty without `=` or NUL, values without NUL (the
+    /// operating system cannot pass them to a process).
+    fn env_vars(&mut self, node: &KdlNode) -> BTreeMap<String, Sp<String>> {
+        let mut vars = self.string_props(node);
+        vars.retain(|k, v| {
+            let Some(why) = crate::values::env_var_refusal(k, v) else {
+                return true;
+            };
+            let p = problem(
+                "bad_value",
+                format!("environment variable `{}` has {why}", k.escape_debug()),
+            )
+            .label(v.loc, "invalid variable")
+            .help("write `env NAME=\"value\"`; a process cannot be given this variable");
+            self.r.push(p);
+            false
+        });
+        vars
+    }
+
     fn string_props(&mut self, node: &KdlNode) -> BTreeMap<String, Sp<String>> {
         self.value_props(node)
             .into_iter()
@@ -456,6 +642,13 @@ impl FileParser<'_> {
     fn decl_name(&mut self, node: &KdlNode, kind: &'static str) -> Option<Sp<String>> {
         self.props_only(node, &[]);
         let name = self.single_arg(node).and_then(|e| self.string_of(e))?;
+        // claims are named by a sentence; other names are addresses and directory names
+        if let Some(why) = bad_name(&name, kind != "claim") {
+            let p = problem("bad_value", format!("invalid {kind} name `{}`: {why}", name.value.escape_debug()))
+                .label(name.loc, "invalid name")
+                .help("names become step addresses (`trial/<trials>/<server>[threads=8]#2`) and directory names: letters, digits, `-`, `_`, `.`, spaces");
+            self.push(p);
+        }
         self.declared
             .by_kind
             .entry(kind)
@@ -505,16 +698,81 @@ impl FileParser<'_> {
         self.props_only(node, &[]);
         if args(node).next().is_some() {
             if let Some(name) = self.single_arg(node).and_then(|e| self.string_of(e)) {
-                self.plan.study.name = name.value;
+                if let Some(why) = bad_name(&name, true) {
+                    let p = problem(
+                        "bad_value",
+                        format!("invalid study name `{}`: {why}", name.value.escape_debug()),
+                    )
+                    .label(name.loc, "invalid name")
+                    .help(
+                        "the study's name names its results; leave it out to use the file's name",
+                    );
+                    self.push(p);
+                } else {
+                    self.plan.study.name = name.value;
+                }
             }
         }
         self.plan.study.loc = Some(self.name_loc(node));
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(&mut seen, &["title"], "study", c) {
+                continue;
+            }
             match node_name(c) {
                 "title" => self.plan.study.title = self.one_string(c).map(|s| s.value),
-                _ => self.unknown_child("study", c, &["title"]),
+                "host-path" => {
+                    for s in self.strings(c) {
+                        if let Some(dir) = self.host_path(&s) {
+                            self.plan.study.host_paths.push(Sp::new(dir, s.loc));
+                        }
+                    }
+                }
+                _ => self.unknown_child("study", c, &["title", "host-path"]),
             }
         }
+    }
+
+    /// A `host-path` directory, resolved against the plan's directory; on disk it must
+    /// exist and be a directory, and is kept canonical (symlinks and `..` resolved).
+    fn host_path(&mut self, s: &Sp<String>) -> Option<PathBuf> {
+        let path = self.dir.join(&s.value);
+        if s.is_empty() {
+            self.bad_value_at(s.loc, "`host-path` is empty".into(), None);
+            return None;
+        }
+        if !self.check_files {
+            return Some(path);
+        }
+        match path.canonicalize() {
+            Ok(dir) if dir.is_dir() => Some(dir),
+            Ok(_) => {
+                self.bad_value_at(
+                    s.loc,
+                    format!("host-path `{}` is not a directory", s.value),
+                    Some("a host-path names a directory whose files the plan may read".into()),
+                );
+                None
+            }
+            Err(e) => {
+                self.bad_value_at(
+                    s.loc,
+                    format!("host-path `{}` cannot be used: {e}", s.value),
+                    Some(format!(
+                        "relative host-paths are relative to the plan's directory `{}`",
+                        self.dir.display()
+                    )),
+                );
+                None
+            }
+        }
+    }
+
+    fn bad_value_at(&mut self, loc: Loc, message: String, help: Option<String>) {
+        let p = problem("bad_value", message)
+            .label(loc, "invalid value")
+            .help_opt(help);
+        self.push(p);
     }
 
     fn import(&mut self, node: &KdlNode) {
@@ -524,7 +782,9 @@ impl FileParser<'_> {
     }
 
     fn image(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &["extends", "debian", "packages", "file", "run", "env"];
+        const CHILDREN: &[&str] = &[
+            "extends", "debian", "packages", "file", "run", "env", "build",
+        ];
         let Some(name) = self.decl_name(node, "image") else {
             return;
         };
@@ -535,7 +795,11 @@ impl FileParser<'_> {
             packages: Vec::new(),
             layers: Vec::new(),
         };
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(&mut seen, &["extends"], "image", c) {
+                continue;
+            }
             let at = self.loc(c.span());
             match node_name(c) {
                 "extends" => image.extends = self.one_string(c),
@@ -549,6 +813,21 @@ impl FileParser<'_> {
                     });
                     for e in self.props_only(c, &["suite", "arch", "variant"]) {
                         let Some(v) = self.string_of(e) else { continue };
+                        if !debian_word(&v, "") {
+                            self.bad_value(
+                                e,
+                                format!(
+                                    "`{}` is not a Debian {}",
+                                    v.value.escape_debug(),
+                                    prop_name(e)
+                                ),
+                                Some(
+                                    "write a name like \"bookworm\", \"amd64\" or \"minbase\""
+                                        .into(),
+                                ),
+                            );
+                            continue;
+                        }
                         match prop_name(e) {
                             "suite" => d.suite = Some(v.value),
                             "arch" => d.arch = Some(v.value),
@@ -557,7 +836,21 @@ impl FileParser<'_> {
                     }
                     image.debian = Some(d);
                 }
-                "packages" => image.packages.extend(self.strings(c)),
+                "packages" => {
+                    for p in self.strings(c) {
+                        if debian_word(&p, ":~=") {
+                            image.packages.push(p);
+                        } else {
+                            let pr = problem(
+                                "bad_value",
+                                format!("`{}` is not a Debian package", p.value.escape_debug()),
+                            )
+                            .label(p.loc, "invalid package")
+                            .help("write one package per string: \"name\" or \"name=version\"");
+                            self.push(pr);
+                        }
+                    }
+                }
                 "file" => {
                     self.props_only(c, &[]);
                     self.no_children(c);
@@ -590,14 +883,201 @@ impl FileParser<'_> {
                     }
                 }
                 "env" => {
-                    let vars = self.string_props(c);
+                    let vars = self.env_vars(c);
                     let vars = vars.into_iter().map(|(k, v)| (k, v.value)).collect();
                     image.layers.push(Sp::new(Layer::Env { vars }, at));
+                }
+                "build" => {
+                    if let Some(b) = self.build(c) {
+                        image.layers.push(Sp::new(Layer::Build(Box::new(b)), at));
+                    }
                 }
                 _ => self.unknown_child("image", c, CHILDREN),
             }
         }
         self.plan.images.push(image);
+    }
+
+    /// `build "debian:hello" { compiler "gcc"; cflags "-O2"; link "static"; strip #true; … }`.
+    fn build(&mut self, node: &KdlNode) -> Option<Build> {
+        const CHILDREN: &[&str] = &[
+            "compiler",
+            "cflags",
+            "cxxflags",
+            "ldflags",
+            "type",
+            "configure",
+            "cmake",
+            "link",
+            "strip",
+            "deps",
+            "prefix",
+        ];
+        const SINGLE: &[&str] = &["compiler", "type", "link", "strip", "prefix"];
+        self.props_only(node, &[]);
+        let source = self.single_arg(node).and_then(|e| self.string_of(e))?;
+        let source = match source.value.split_once(':') {
+            Some(("debian", pkg)) if !pkg.is_empty() && debian_word(pkg, "=~:") => {
+                Some(BuildSource::Debian {
+                    package: pkg.to_string(),
+                })
+            }
+            Some(("tarball", path)) if !path.is_empty() => Some(BuildSource::Tarball {
+                path: path.to_string(),
+            }),
+            _ => {
+                self.bad_value_at(
+                    source.loc,
+                    format!(
+                        "`{}` is not a build source",
+                        source.value.escape_debug()
+                    ),
+                    Some(
+                        "write \"debian:<source package>\" (fetched with apt-get source) or \"tarball:<path in the plan's directory>\""
+                            .into(),
+                    ),
+                );
+                None
+            }
+        };
+        // the children are checked even when the source is bad: every problem at once
+        let mut ok = source.is_some();
+        let source = source.unwrap_or(BuildSource::Debian {
+            package: String::new(),
+        });
+        let mut b = Build {
+            source,
+            compiler: None,
+            cflags: Vec::new(),
+            cxxflags: Vec::new(),
+            ldflags: Vec::new(),
+            build_type: None,
+            configure: Vec::new(),
+            cmake: Vec::new(),
+            link: None,
+            strip: None,
+            deps: Vec::new(),
+            prefix: None,
+        };
+        let mut seen = BTreeMap::new();
+        for c in children(node) {
+            if !self.first_of(&mut seen, SINGLE, "build", c) {
+                ok = false;
+                continue;
+            }
+            let name = node_name(c);
+            let choice = |this: &mut Self, allowed: &[&str]| -> Option<String> {
+                let v = this.one_string(c)?;
+                if allowed.contains(&v.value.as_str()) {
+                    Some(v.value)
+                } else {
+                    this.bad_value_at(
+                        v.loc,
+                        format!("`{}` is not a {name} of a build", v.value.escape_debug()),
+                        Some(format!("`{name}` is {}", one_of(allowed))),
+                    );
+                    None
+                }
+            };
+            match name {
+                "compiler" => b.compiler = choice(self, &["gcc", "clang"]),
+                "type" => b.build_type = choice(self, &["release", "debug"]),
+                "link" => b.link = choice(self, &["dynamic", "static"]),
+                "prefix" => {
+                    if let Some(p) = self.one_string(c) {
+                        if p.value.starts_with('/') && !p.value.contains(char::is_whitespace) {
+                            b.prefix = Some(p.value);
+                        } else {
+                            self.bad_value_at(
+                                p.loc,
+                                format!("`{}` is not an absolute path", p.value.escape_debug()),
+                                Some("write e.g. `prefix \"/usr/local\"`".into()),
+                            );
+                        }
+                    }
+                }
+                "strip" => {
+                    self.props_only(c, &[]);
+                    self.no_children(c);
+                    if let Some(e) = self.single_arg(c) {
+                        match e.value() {
+                            KdlValue::Bool(v) => b.strip = Some(*v),
+                            _ => self.wrong_type(
+                                e,
+                                "a boolean",
+                                Some("write `strip #true` or `strip #false`".into()),
+                            ),
+                        }
+                    }
+                }
+                "deps" => {
+                    for p in self.strings(c) {
+                        if debian_word(&p, ":~=") {
+                            b.deps.push(p.value);
+                        } else {
+                            self.bad_value_at(
+                                p.loc,
+                                format!("`{}` is not a Debian package", p.value.escape_debug()),
+                                Some("write one package per string".into()),
+                            );
+                        }
+                    }
+                }
+                "cflags" | "cxxflags" | "ldflags" | "configure" | "cmake" => {
+                    let mut vals = Vec::new();
+                    for f in self.strings(c) {
+                        // each string is one argument: refuse what a shell would split or
+                        // expand, so what is recorded is what the compiler was given
+                        if f.value.is_empty()
+                            || f.value
+                                .contains(|ch: char| ch.is_whitespace() || ch.is_control())
+                        {
+                            self.bad_value_at(
+                                f.loc,
+                                format!("`{}` is not one flag", f.value.escape_debug()),
+                                Some(format!(
+                                    "write each flag as its own string: `{name} \"-O2\" \"-g\"`"
+                                )),
+                            );
+                        } else {
+                            vals.push(f.value);
+                        }
+                    }
+                    match name {
+                        "cflags" => b.cflags.extend(vals),
+                        "cxxflags" => b.cxxflags.extend(vals),
+                        "ldflags" => b.ldflags.extend(vals),
+                        "configure" => b.configure.extend(vals),
+                        _ => b.cmake.extend(vals),
+                    }
+                }
+                _ => {
+                    ok = false;
+                    self.unknown_child("build", c, CHILDREN)
+                }
+            }
+        }
+        if b.build_type.as_deref() == Some("debug") && b.strip == Some(true) {
+            let p = problem(
+                "conflict",
+                "a debug build that is stripped keeps no debug information",
+            )
+            .label(self.name_loc(node), "this build")
+            .help("leave out `strip #true`, or build `type \"release\"`");
+            self.push(p);
+            ok = false;
+        }
+        if !b.configure.is_empty() && !b.cmake.is_empty() {
+            let p = problem(
+                "conflict",
+                "a build uses either `configure` or `cmake`, not both",
+            )
+            .label(self.name_loc(node), "this build")
+            .help("keep the options of the build system the source uses");
+            self.push(p);
+            ok = false;
+        }
+        ok.then_some(b)
     }
 
     fn server(&mut self, node: &KdlNode) {
@@ -611,6 +1091,9 @@ impl FileParser<'_> {
             "cpus",
             "memory",
             "executor",
+            "system",
+            "client",
+            "link",
         ];
         let Some(name) = self.decl_name(node, "server") else {
             return;
@@ -626,16 +1109,58 @@ impl FileParser<'_> {
             cpus: None,
             memory: None,
             executor: None,
+            system: None,
+            client: None,
+            link: None,
         };
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(
+                &mut seen,
+                &[
+                    "extends",
+                    "image",
+                    "allocator",
+                    "connect",
+                    "cpus",
+                    "memory",
+                    "executor",
+                    "system",
+                    "client",
+                    "link",
+                ],
+                "server",
+                c,
+            ) {
+                continue;
+            }
             match node_name(c) {
                 "extends" => s.extends = self.one_string(c),
                 "image" => s.image = self.one_string(c),
                 "option" => s.options.extend(self.value_props(c)),
-                "env" => s.env.extend(self.string_props(c)),
+                "env" => s.env.extend(self.env_vars(c)),
                 "allocator" => s.allocator = self.choice(c, ALLOCATORS),
                 "connect" => s.connect = self.choice(c, CONNECTS),
                 "executor" => s.executor = self.choice(c, EXECUTORS),
+                // refused here, at its span; cairn-exec's registry holds the same names
+                "system" => s.system = self.choice(c, SYSTEMS),
+                "client" => s.client = self.choice(c, CLIENT_PATHS),
+                "link" => {
+                    self.no_args(c, "write `link rate=\"100mbit\" delay=\"2ms\"`");
+                    self.no_children(c);
+                    let mut link = Link {
+                        rate: None,
+                        delay: None,
+                    };
+                    for e in self.props_only(c, &["rate", "delay"]) {
+                        let Some(v) = self.string_of(e) else { continue };
+                        match prop_name(e) {
+                            "rate" => link.rate = Some(v),
+                            _ => link.delay = Some(v),
+                        }
+                    }
+                    s.link = Some(Sp::new(link, self.name_loc(c)));
+                }
                 "cpus" => {
                     self.props_only(c, &[]);
                     self.no_children(c);
@@ -741,6 +1266,24 @@ impl FileParser<'_> {
             .filter_map(|e| self.value_of(e))
             .collect();
         Some(Param { name, values })
+    }
+
+    /// Two equal values on one axis would make two steps with one address and one key.
+    fn check_duplicate_values(&mut self, params: &[Param]) {
+        for p in params {
+            for (i, v) in p.values.iter().enumerate() {
+                if let Some(first) = p.values[..i].iter().find(|w| w.value == v.value) {
+                    let pr = problem(
+                        "duplicate",
+                        format!("`{}` lists the value {} twice", p.name.value, v.value),
+                    )
+                    .label(v.loc, "given again here")
+                    .label(first.loc, "first given here")
+                    .help("each value is one step (or trial); list it once");
+                    self.push(pr);
+                }
+            }
+        }
     }
 
     fn check_duplicate_axes(&mut self, params: &[Param], what: &str) {
@@ -893,6 +1436,7 @@ impl FileParser<'_> {
             }
         }
         self.check_duplicate_axes(&params, "parameter");
+        self.check_duplicate_values(&params);
         let driver = self.require(
             driver,
             &name,
@@ -922,7 +1466,16 @@ impl FileParser<'_> {
         let mut servers = Vec::new();
         let mut saw_servers = false;
         let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(
+                &mut seen,
+                &["dataset", "workload", "passes", "seed"],
+                "trials",
+                c,
+            ) {
+                continue;
+            }
             match node_name(c) {
                 "servers" => {
                     saw_servers = true;
@@ -930,13 +1483,25 @@ impl FileParser<'_> {
                 }
                 "dataset" => dataset = self.one_string(c),
                 "workload" => workload = self.one_string(c),
-                "passes" => passes = self.passes(c),
+                "passes" => passes = self.trial_passes(c),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
                         .map(|v| Sp::new(v.value as u64, v.loc))
                 }
                 _ => self.unknown_child("trials", c, CHILDREN),
+            }
+        }
+        for (i, s) in servers.iter().enumerate() {
+            if let Some(first) = servers[..i].iter().find(|f| f.value == s.value) {
+                let p = problem(
+                    "duplicate",
+                    format!("trials `{}` lists server `{}` twice", name.value, s.value),
+                )
+                .label(s.loc, "listed again here")
+                .label(first.loc, "first listed here")
+                .help("each server is measured once per point and pass; use `passes` to repeat");
+                self.push(p);
             }
         }
         if !saw_servers {
@@ -954,7 +1519,7 @@ impl FileParser<'_> {
                 "add `workload \"name\"`".into(),
             );
         }
-        let passes = passes.unwrap_or_else(|| Sp::new(1, name.loc));
+        let passes = passes.unwrap_or_else(|| Sp::new(Passes::fixed(1), name.loc));
         if let Some(workload) = workload {
             self.plan.trials.push(Trials {
                 name,
@@ -999,7 +1564,11 @@ impl FileParser<'_> {
                 }
                 kind = Some((Sp::new(n.to_string(), self.name_loc(c)), map));
             } else {
-                self.unknown_child("analysis", c, &["trials", "table", "plot"]);
+                self.unknown_child(
+                    "analysis",
+                    c,
+                    &["trials", "table", "compare", "plot", "scaling"],
+                );
             }
         }
         let kind = self.require(
@@ -1024,18 +1593,23 @@ impl FileParser<'_> {
         let Some(name) = self.decl_name(node, "claim") else {
             return;
         };
-        let (mut metric, mut expect, mut within) = (None, None, None);
+        let (mut metric, mut expect, mut within, mut by) = (None, None, None, None);
         let mut filter = BTreeMap::new();
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(&mut seen, &["metric", "expect"], "claim", c) {
+                continue;
+            }
             match node_name(c) {
                 "metric" => metric = self.one_string(c),
                 "where" => filter.extend(self.value_props(c)),
                 "expect" => {
                     self.no_children(c);
                     expect = self.single_arg(c).and_then(|e| self.string_of(e));
-                    for e in self.props_only(c, &["within"]) {
+                    for e in self.props_only(c, &["within", "by"]) {
                         let Some(s) = self.string_of(e) else { continue };
                         match parse_percentage(&s) {
+                            Ok(x) if prop_name(e) == "by" => by = Some(Sp::new(x, s.loc)),
                             Ok(x) => within = Some(Sp::new(x, s.loc)),
                             Err(why) => self.bad_value(
                                 e,
@@ -1063,6 +1637,7 @@ impl FileParser<'_> {
                 filter,
                 expect,
                 within,
+                by,
             });
         }
     }
@@ -1073,7 +1648,11 @@ impl FileParser<'_> {
         };
         let mut analyses = Vec::new();
         let mut format = None;
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(&mut seen, &["format"], "report", c) {
+                continue;
+            }
             match node_name(c) {
                 "analyses" => analyses.extend(self.strings(c)),
                 "format" => format = self.choice(c, REPORT_FORMATS),
@@ -1101,7 +1680,16 @@ impl FileParser<'_> {
         let mut env = BTreeMap::new();
         let mut matrix = Vec::new();
         let (mut passes, mut timeout, mut measure) = (None, None, false);
+        let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !self.first_of(
+                &mut seen,
+                &["run", "passes", "timeout", "measure"],
+                "step",
+                c,
+            ) {
+                continue;
+            }
             match node_name(c) {
                 "run" => run = self.one_string(c),
                 "needs" => {
@@ -1150,7 +1738,7 @@ impl FileParser<'_> {
                         }
                     }
                 }
-                "env" => env.extend(self.string_props(c)),
+                "env" => env.extend(self.env_vars(c)),
                 "matrix" => {
                     self.props_only(c, &[]);
                     self.no_args(c, "write the axes in a block: `matrix { threads 1 2 4 }`");
@@ -1215,7 +1803,23 @@ impl FileParser<'_> {
                 _ => self.unknown_child("step", c, CHILDREN),
             }
         }
+        for (i, n) in needs.iter().enumerate() {
+            if let Some(first) = needs[..i].iter().find(|f| f.as_dir == n.as_dir) {
+                let p = problem(
+                    "duplicate",
+                    format!(
+                        "step `{}` places two needed steps under `./{}/`",
+                        name.value, n.as_dir
+                    ),
+                )
+                .label(n.step.loc, "placed there again")
+                .label(first.step.loc, "first placed there")
+                .help("give one of them another directory: `needs \"step\" as=\"dir\"`");
+                self.push(p);
+            }
+        }
         self.check_duplicate_axes(&matrix, "matrix axis");
+        self.check_duplicate_values(&matrix);
         let has_run = children(node).iter().any(|c| node_name(c) == "run");
         if !has_run {
             self.missing(

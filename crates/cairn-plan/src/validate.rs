@@ -7,8 +7,11 @@ use crate::diagnostics::{did_you_mean, problem, Reporter};
 use crate::model::*;
 use crate::parse::Declared;
 
-pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter) {
+pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, on_disk: bool) {
     duplicates(declared, r);
+    if on_disk {
+        host_files(plan, r);
+    }
     references(plan, declared, r);
     let image_edges: Vec<(String, Option<Sp<String>>)> = plan
         .images
@@ -23,6 +26,7 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter) {
     let bad_images = extends_cycles("image", &image_edges, r);
     let bad_servers = extends_cycles("server", &server_edges, r);
     needs_cycles(plan, r);
+    expansion_limits(plan, r);
     resolve_images(plan, &bad_images);
     resolve_servers(plan, &bad_servers);
 }
@@ -266,6 +270,250 @@ fn needs_cycles(plan: &Plan, r: &mut Reporter) {
     }
 }
 
+/// Every file the plan reads from the host — a step's `input`, an image's `file` — must be a
+/// regular file inside the directory of the plan file that names it, or inside a `host-path`
+/// of the study: a shared plan cannot quietly copy `/etc/shadow` or `~/.ssh` into the store.
+/// (Imports may come from anywhere: plan text is parsed, never stored, and what an imported
+/// file may read is bound by this same rule.)
+fn host_files(plan: &Plan, r: &mut Reporter) {
+    use crate::limits::{host_file, HostFileError};
+    let host_paths: Vec<std::path::PathBuf> = plan
+        .study
+        .host_paths
+        .iter()
+        .map(|p| p.value.clone())
+        .collect();
+    let mut check = |dir: &std::path::Path, rel: &str, loc: Loc, what: &str| {
+        let why = match host_file(dir, rel, &host_paths) {
+            Ok(_) => return,
+            // a missing `input` is reported by the parser already
+            Err(HostFileError::Missing(_)) if what == "input" => return,
+            Err(e) => e,
+        };
+        let (code, label, help) = match &why {
+            HostFileError::Missing(_) => (
+                "path",
+                "no such file",
+                format!(
+                    "files are relative to the directory of the plan file that names them, `{}`",
+                    dir.display()
+                ),
+            ),
+            HostFileError::NotRegular => (
+                "path",
+                "not a regular file",
+                "only regular files can be copied in and hashed".to_string(),
+            ),
+            HostFileError::Outside { canonical } => (
+                "host_path",
+                "outside the plan's directory",
+                format!(
+                    "to let the plan read it, allow its directory in the study: `study {{ host-path \"{}\" }}`",
+                    canonical.parent().unwrap_or(canonical).display()
+                ),
+            ),
+        };
+        let p = problem(code, format!("{what} `{rel}` cannot be read: {why}"))
+            .label(loc, label)
+            .help(help);
+        r.push(p);
+    };
+    for s in &plan.steps {
+        for i in &s.inputs {
+            check(&s.dir, i, i.loc, "input");
+        }
+    }
+    for img in &plan.images {
+        for l in &img.layers {
+            let dir = &plan.sources[l.loc.source.0].dir;
+            match &l.value {
+                Layer::File { src, .. } => check(dir, src, l.loc, "file"),
+                Layer::Build(b) => {
+                    if let BuildSource::Tarball { path } = &b.source {
+                        check(dir, path, l.loc, "tarball")
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Refuses a plan whose matrices and passes would expand to more steps (or dependency edges)
+/// than [`crate::limits`] allows, before anything is expanded: counts only, saturating.
+fn expansion_limits(plan: &Plan, r: &mut Reporter) {
+    use crate::limits::{
+        step_expansion, trials_expansion, MAX_EDGES, MAX_STEPS, MAX_STEPS_PER_DECLARATION,
+    };
+    let help = "each combination of matrix values, servers and passes is a step of its own; \
+                split the study, or run fewer combinations";
+    // the biggest declarations (by steps, by edges), named when the whole plan is too big
+    type Biggest = Option<(u128, Loc, String)>;
+    fn note(biggest: &mut Biggest, n: u128, loc: Loc, what: String) {
+        if biggest.as_ref().is_none_or(|(b, _, _)| n > *b) {
+            *biggest = Some((n, loc, what));
+        }
+    }
+    let (mut most_steps, mut most_edges): (Biggest, Biggest) = (None, None);
+    let mut total: u128 = 0;
+    let mut edges: u128 = 0;
+    // the place to point at: `passes` when it was written, else the declaration's name
+    fn place<T>(passes: &Sp<T>, name: &Sp<String>) -> Loc {
+        if passes.loc == name.loc {
+            name.loc
+        } else {
+            passes.loc
+        }
+    }
+
+    let workloads: BTreeMap<&str, &Workload> = plan
+        .workloads
+        .iter()
+        .map(|w| (w.name.as_str(), w))
+        .collect();
+    let mut trial_steps: BTreeMap<&str, u128> = BTreeMap::new();
+    for t in &plan.trials {
+        let e = trials_expansion(t, workloads.get(t.workload.as_str()).copied());
+        let loc = place(&t.passes, &t.name);
+        if e.steps > MAX_STEPS_PER_DECLARATION {
+            let p = problem(
+                "limit",
+                format!(
+                    "trials `{}` would expand to {} trials ({}), more than the limit of {MAX_STEPS_PER_DECLARATION}",
+                    t.name.value,
+                    e.steps,
+                    e.breakdown()
+                ),
+            )
+            .label(loc, format!("{} trials", e.steps))
+            .help(help);
+            r.push(p);
+        }
+        // a dataset step per server, besides the trials
+        let n = e.steps.saturating_add(t.servers.len() as u128);
+        total = total.saturating_add(n);
+        note(
+            &mut most_steps,
+            n,
+            loc,
+            format!("trials `{}`", t.name.value),
+        );
+        let sum = trial_steps.entry(t.name.as_str()).or_default();
+        *sum = sum.saturating_add(e.steps); // two trials of one name are reported elsewhere
+    }
+    let all_trials: u128 = trial_steps.values().fold(0, |a, n| a.saturating_add(*n));
+    for a in &plan.analyses {
+        let read = if a.trials.is_empty() {
+            all_trials
+        } else {
+            a.trials
+                .iter()
+                .map(|t| trial_steps.get(t.as_str()).copied().unwrap_or(0))
+                .fold(0, u128::saturating_add)
+        };
+        total = total.saturating_add(1);
+        edges = edges.saturating_add(read);
+        note(
+            &mut most_edges,
+            read,
+            a.name.loc,
+            format!("analysis `{}`", a.name.value),
+        );
+    }
+    for c in &plan.claims {
+        total = total.saturating_add(1);
+        edges = edges.saturating_add(all_trials);
+        note(
+            &mut most_edges,
+            all_trials,
+            c.name.loc,
+            format!("claim `{}`", c.name.value),
+        );
+    }
+    for rep in &plan.reports {
+        total = total.saturating_add(1);
+        edges = edges.saturating_add((rep.analyses.len() + plan.claims.len()) as u128);
+    }
+    for i in &plan.images {
+        total = total.saturating_add(1 + i.layers.len() as u128);
+    }
+
+    let step_counts: BTreeMap<&str, u128> = plan
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), step_expansion(s).steps))
+        .collect();
+    for s in &plan.steps {
+        let e = step_expansion(s);
+        let loc = place(&s.passes, &s.name);
+        if e.steps > MAX_STEPS_PER_DECLARATION {
+            let p = problem(
+                "limit",
+                format!(
+                    "step `{}` would expand to {} steps ({}), more than the limit of {MAX_STEPS_PER_DECLARATION}",
+                    s.name.value,
+                    e.steps,
+                    e.breakdown()
+                ),
+            )
+            .label(loc, format!("{} steps", e.steps))
+            .help(help);
+            r.push(p);
+        }
+        total = total.saturating_add(e.steps);
+        note(
+            &mut most_steps,
+            e.steps,
+            loc,
+            format!("step `{}`", s.name.value),
+        );
+        // every expansion reads every expansion of each step it needs (an analysis is one)
+        let read = s
+            .needs
+            .iter()
+            .map(|n| step_counts.get(n.step.as_str()).copied().unwrap_or(1))
+            .fold(0, u128::saturating_add);
+        let read = e.steps.saturating_mul(read);
+        edges = edges.saturating_add(read);
+        note(
+            &mut most_edges,
+            read,
+            s.name.loc,
+            format!("step `{}`", s.name.value),
+        );
+    }
+
+    if r.problems.iter().any(|p| p.code() == "cairn::plan::limit") {
+        return; // a declaration over its limit is reason enough
+    }
+    let (message, biggest, unit, help) = if total > MAX_STEPS {
+        (
+            format!("the plan would expand to {total} steps, more than the limit of {MAX_STEPS}"),
+            most_steps,
+            "steps",
+            help,
+        )
+    } else if edges > MAX_EDGES {
+        (
+            format!(
+                "the plan's steps would read each other's outputs {edges} times, more than the limit of {MAX_EDGES}"
+            ),
+            most_edges,
+            "reads",
+            "a `needs` on an expanded step reads every expansion of it, and every analysis \
+             and claim reads every trial it covers; split the study, or run fewer combinations",
+        )
+    } else {
+        return;
+    };
+    if let Some((n, loc, what)) = biggest {
+        let p = problem("limit", message)
+            .label(loc, format!("the largest part: {what}, {n} {unit}"))
+            .help(help);
+        r.push(p);
+    }
+}
+
 /// The chain of parents of `start` (nearest first), stopping at unknown names and cycles.
 fn ancestors<T>(
     items: &[T],
@@ -360,6 +608,9 @@ fn resolve_servers(plan: &mut Plan, bad: &BTreeSet<String>) {
             m.cpus = m.cpus.or_else(|| parent.cpus.clone());
             m.memory = m.memory.or_else(|| parent.memory.clone());
             m.executor = m.executor.or_else(|| parent.executor.clone());
+            m.system = m.system.or_else(|| parent.system.clone());
+            m.client = m.client.or_else(|| parent.client.clone());
+            m.link = m.link.or_else(|| parent.link.clone());
             for (k, v) in &parent.options {
                 m.options.entry(k.clone()).or_insert_with(|| v.clone());
             }

@@ -1,4 +1,4 @@
-//! Tiny parsers for the unit-bearing strings of the plan language: durations, sizes, percentages.
+//! Tiny parsers and rules for the plan language's values: the unit-bearing strings (durations, sizes, percentages) and what an environment variable may hold.
 
 use std::time::Duration;
 
@@ -82,6 +82,21 @@ pub fn parse_percentage(text: &str) -> Result<f64, String> {
         return Err("a percentage must be a non-negative number".into());
     }
     Ok(x / 100.0)
+}
+
+/// Why an environment variable `name=value` cannot be given to a process (the operating
+/// system takes no empty name, no `=` in a name, no NUL anywhere), or `None` if it can. The
+/// plan parser refuses such a variable where it is written; a server check asks the same.
+pub fn env_var_refusal(name: &str, value: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("an empty name")
+    } else if name.contains(['=', '\0']) {
+        Some("a name with `=` or NUL")
+    } else if value.contains('\0') {
+        Some("a value with NUL")
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ fn full_plan_has_typed_values() {
     assert_eq!(text_at(&plan, &param("threads").values[1]), "8");
 
     let t = &plan.trials[0];
-    assert_eq!(t.passes.value, 3);
+    assert_eq!(t.passes.value, cairn_plan::Passes::fixed(3));
     assert_eq!(t.seed.as_ref().map(|s| s.value), Some(42));
     assert_eq!(t.servers.len(), 2);
 
@@ -306,4 +306,27 @@ fn fmt_is_idempotent() {
 fn fmt_reports_syntax_errors() {
     let err = format_text("a {").unwrap_err();
     assert_eq!(err.problems()[0].code(), "cairn::plan::syntax");
+}
+
+#[test]
+fn adaptive_passes_read_min_max_until_ci_and_metric() {
+    let text = r#"
+server "s" { connect "tcp" }
+workload "w" { sysbench "oltp_read_only" }
+trials "a" { servers "s"; workload "w"; passes min=3 max=12 until-ci="2%" }
+trials "b" { servers "s"; workload "w"; passes min=2 max=4 until-ci="5%" metric="latency_p95_ms" }
+trials "c" { servers "s"; workload "w"; passes min=3 }
+"#;
+    let plan =
+        parse_str("adaptive.kdl", text).unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    let a = &plan.trials[0].passes.value;
+    assert_eq!(
+        (a.min, a.max, a.until_ci, a.metric.as_str()),
+        (3, 12, Some(0.02), "tps")
+    );
+    assert!(a.is_adaptive());
+    let b = &plan.trials[1].passes.value;
+    assert_eq!((b.min, b.max, b.metric.as_str()), (2, 4, "latency_p95_ms"));
+    // `min` alone is a fixed number of passes, as `passes 3` is
+    assert_eq!(plan.trials[2].passes.value, cairn_plan::Passes::fixed(3));
 }

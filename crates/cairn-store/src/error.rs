@@ -65,7 +65,7 @@ pub enum StoreError {
     },
 
     /// A record file is unparsable, has a bad checksum, or was edited.
-    #[error("record {key} at {} is corrupt: {reason}; delete it (the step will re-run) or restore it from version control", path.display())]
+    #[error("record {key} at {} is corrupt: {reason}; `cairn verify --repair` moves it to quarantine (a step that a plan still has runs again), or restore it from version control", path.display())]
     CorruptRecord {
         /// The record's key (from its file name).
         key: String,

@@ -14,6 +14,8 @@ pub struct GcReport {
     pub applied: bool,
     /// Keys of removed records, sorted.
     pub records_removed: Vec<String>,
+    /// Records kept beside removed records' keys (`alternates/`), removed with them.
+    pub alternates_removed: usize,
     /// Bytes of removed record files.
     pub record_bytes: u64,
     /// Digests of removed blobs, sorted.
@@ -57,6 +59,9 @@ impl Store {
                 if let Some(rec) = self.get_record(&key)? {
                     referenced.extend(rec.blobs().map(|b| b.digest.clone()));
                 }
+                for alt in self.alternates(&key)? {
+                    referenced.extend(alt.blobs().map(|b| b.digest.clone()));
+                }
             } else {
                 doomed.push(key);
             }
@@ -73,6 +78,25 @@ impl Store {
             }
             report.record_bytes += len;
             report.records_removed.push(key);
+        }
+        // records kept beside a key go with it
+        for key in self.keys_with_alternates()? {
+            if keep.contains(&key) {
+                continue;
+            }
+            let dir = self.alternates_dir(&key);
+            for digest in self.alternate_digests(&key)? {
+                let path = dir.join(format!("{digest}.json"));
+                report.record_bytes += fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                report.alternates_removed += 1;
+            }
+            if apply {
+                match fs::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(StoreError::io("remove", dir, e)),
+                }
+            }
         }
         for (name, path, _dir) in self.blob_files()? {
             // Only well-formed blob files are gc's business; anything else is left for verify.

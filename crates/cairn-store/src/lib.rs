@@ -7,6 +7,9 @@
 //! results/store/blobs/<aa>/<digest>    content-addressed blobs, aa = first two hex chars
 //! results/store/tmp/                   temp files; stale ones are removed at open
 //! results/store/quarantine/            corrupt blobs moved here by `verify`
+//! results/store/alternates/<key>/<output digest>.json
+//!                                      a later record of a key whose output differed
+//!                                      from the first (never overwritten, see [`Recorded`])
 //! results/store/names/<study>.log      "address\tkey" hints for `explain`
 //! results/store/lock                   exclusive lock; holds the holder's pid and command
 //! ```
@@ -18,6 +21,7 @@ mod atomic;
 mod blob;
 mod error;
 mod gc;
+mod keep;
 mod lock;
 mod names;
 mod record;
@@ -31,10 +35,11 @@ use std::sync::atomic::AtomicBool;
 pub use blob::BlobRef;
 pub use error::{Result, StoreError};
 pub use gc::GcReport;
+pub use keep::Recorded;
 pub use lock::{LockHolder, StoreLock};
 pub use record::{Record, RECORD_SCHEMA};
 pub use time::{now_rfc3339, rfc3339};
-pub use verify::{CorruptBlob, CorruptRecordEntry, MissingBlob, VerifyReport};
+pub use verify::{CorruptBlob, CorruptRecordEntry, MissingBlob, QuarantinedRecord, VerifyReport};
 
 /// blake3 of `bytes` as 64 lowercase hex characters.
 pub fn hash_bytes(bytes: &[u8]) -> String {

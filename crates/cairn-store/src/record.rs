@@ -58,6 +58,11 @@ pub struct Record {
     pub fingerprint: Option<Value>,
     /// Version of cairn that ran the step.
     pub cairn_version: String,
+    /// blake3 of the definitions of the step and its ancestors, not of their outputs nor
+    /// of the machine: the same step of the same recipe has one definition key on every
+    /// machine (records written before it existed have none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub definition_key: String,
     /// Kind-specific provenance (image manifest, server variables, checks).
     #[serde(default)]
     pub extra: serde_json::Map<String, Value>,
@@ -92,6 +97,7 @@ impl Record {
             exit_status: 0,
             fingerprint: None,
             cairn_version: String::new(),
+            definition_key: String::new(),
             extra: serde_json::Map::new(),
             checksum: String::new(),
         }
@@ -177,6 +183,18 @@ impl Store {
     /// that every blob it names is in the store. Fills `rec.checksum` and sorts the keys of
     /// its JSON objects. Replaces an existing record with the same key.
     pub fn put_record(&self, rec: &mut Record) -> Result<()> {
+        let bytes = self.signed_bytes(rec)?;
+        // No fsync of `records/` after the rename: if a crash loses the new directory
+        // entry, the step simply has no record and runs again — a record can go missing,
+        // never point at missing or partial blobs (those were fsynced first, and the record
+        // file itself is fsynced before it is renamed into place). That saves the costliest
+        // of a step's syncs (~0.4 ms measured here).
+        atomic::write_atomic(&self.tmp, &self.record_path(&rec.key), &bytes, None)
+    }
+
+    /// Checks `rec` (key, schema, finite duration, every blob it names present), fills its
+    /// checksum and returns the bytes of its file.
+    pub(crate) fn signed_bytes(&self, rec: &mut Record) -> Result<Vec<u8>> {
         check_key(&rec.key)?;
         let invalid = |reason: String| StoreError::InvalidRecord {
             key: rec.key.clone(),
@@ -212,17 +230,19 @@ impl Store {
         let checksum = crate::hash_bytes(&unsigned);
         let bytes = signed_file_bytes(unsigned, &checksum);
         rec.checksum = checksum;
-        // No fsync of `records/` after the rename: if a crash loses the new directory
-        // entry, the step simply has no record and runs again — a record can go missing,
-        // never point at missing or partial blobs (those were fsynced first, and the record
-        // file itself is fsynced before it is renamed into place). That saves the costliest
-        // of a step's syncs (~0.4 ms measured here).
-        atomic::write_atomic(&self.tmp, &self.record_path(&rec.key), &bytes, None)
+        Ok(bytes)
     }
 
-    /// Reads and checks the record for `key`: `Ok(None)` if there is none; `CorruptRecord`
-    /// if it does not parse, its checksum does not match, or its bytes were edited.
+    /// Reads and checks the current record for `key` — the newest (by finish time) of the
+    /// record at `records/<key>.json` and those kept beside it ([`Store::record`]):
+    /// `Ok(None)` if there is none; `CorruptRecord` if it does not parse, its checksum does
+    /// not match, or its bytes were edited.
     pub fn get_record(&self, key: &str) -> Result<Option<Record>> {
+        Ok(self.current_record(key)?.map(|(r, _)| r))
+    }
+
+    /// Reads and checks the record at `records/<key>.json` only (the first recorded).
+    pub fn get_primary_record(&self, key: &str) -> Result<Option<Record>> {
         check_key(key)?;
         let path = self.record_path(key);
         let bytes = match read_file(&path) {

@@ -1,4 +1,4 @@
-//! `verify`: re-hash every blob and check every record; quarantine corrupt blobs, list problems.
+//! `verify`: re-hash every blob and check every record; quarantine corrupt blobs, list problems; on request, quarantine damaged records.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -62,6 +62,15 @@ impl VerifyReport {
             && self.corrupt_records.is_empty()
             && self.stray_tmp_files.is_empty()
     }
+}
+
+/// A damaged record that [`Store::repair_records`] moved to quarantine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuarantinedRecord {
+    /// The record's key.
+    pub key: String,
+    /// Where it was moved to in `quarantine/`.
+    pub quarantined_to: PathBuf,
 }
 
 fn hash_file(path: &Path) -> io::Result<(String, u64)> {
@@ -176,5 +185,80 @@ impl Store {
         }
         report.stray_tmp_files = atomic::stale_tmp_files(&self.tmp)?;
         Ok(report)
+    }
+
+    /// Moves every record `report` found damaged (unreadable, failing its checksum, or naming
+    /// a missing or corrupt blob) to `quarantine/<key>.json`, so the store verifies clean
+    /// again. A damaged record of a step that a plan still uses would be overwritten by that
+    /// step's next run anyway; one under a key no step uses (an orphan) is never overwritten,
+    /// and this is the only way to clear it short of `gc`. The step of a moved record runs
+    /// again at the next `cairn run`. Hold the store lock while calling this.
+    pub fn repair_records(&self, report: &VerifyReport) -> Result<Vec<QuarantinedRecord>> {
+        let mut keys: Vec<&str> = report
+            .corrupt_records
+            .iter()
+            .map(|r| r.key.as_str())
+            .chain(report.missing_blobs.iter().map(|m| m.key.as_str()))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut moved = Vec::new();
+        for key in keys {
+            let path = self.record_path(key);
+            if !path.exists() {
+                continue; // removed or rewritten since: nothing to move
+            }
+            let quarantined_to = self.quarantine_file(&path, &format!("{key}.json"))?;
+            moved.push(QuarantinedRecord {
+                key: key.to_string(),
+                quarantined_to,
+            });
+        }
+        Ok(moved)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Record;
+
+    fn key(n: u8) -> String {
+        format!("{n:02x}").repeat(32)
+    }
+
+    #[test]
+    fn repair_quarantines_an_orphaned_empty_record_and_verify_is_clean_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("open");
+        let mut good = Record::new(key(1), "command", "s", "good");
+        store.put_record(&mut good).expect("put");
+        // what a crash between create and write can leave: an empty record no step uses
+        let orphan = key(2);
+        fs::write(store.record_path(&orphan), "").expect("empty record");
+
+        let report = store.verify().expect("verify");
+        assert!(!report.is_clean());
+        assert_eq!(report.corrupt_records.len(), 1, "{report:?}");
+        assert_eq!(report.corrupt_records[0].key, orphan);
+        // verify alone never heals it: a second look finds the same damage
+        assert!(!store.verify().expect("verify").is_clean());
+
+        let moved = store.repair_records(&report).expect("repair");
+        assert_eq!(moved.len(), 1);
+        assert_eq!(moved[0].key, orphan);
+        assert!(moved[0].quarantined_to.starts_with(store.quarantine_dir()));
+        assert!(moved[0].quarantined_to.exists(), "kept for inspection");
+        assert!(!store.record_path(&orphan).exists());
+
+        let after = store.verify().expect("verify");
+        assert!(after.is_clean(), "{after:?}");
+        assert_eq!(after.records_checked, 1);
+        assert!(
+            store.get_record(&key(1)).expect("read").is_some(),
+            "good record kept"
+        );
+        // nothing left to repair
+        assert!(store.repair_records(&after).expect("repair").is_empty());
     }
 }

@@ -1,10 +1,9 @@
-//! Test support: the shared MariaDB test image (the shipped `images/mariadb.kdl` recipe, built once per machine) and servers started under a cleanup guard.
+//! Test support: the shared MariaDB test image (the shipped `images/mariadb.kdl` recipe, built once per machine), the MySQL one (`images/mysql.kdl`) and servers started under a cleanup guard.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use cairn_exec::docker::server::render_my_cnf;
 use cairn_exec::docker::{BaseSpec, Connect, Docker, Server, ServerSpec, LABEL_RUN};
 
 /// The recipe file all MariaDB tests use.
@@ -42,21 +41,16 @@ pub fn base_spec(recipe: &Path, name: &str) -> BaseSpec {
         .find(|s| s.address == address)
         .unwrap_or_else(|| panic!("{} declares no {address}", recipe.display()));
     let key = cairn_graph::step_key(step, &[], None).hash();
-    let def = &step.definition;
-    let s = |f: &str| def["debian"][f].as_str().unwrap_or_default().to_string();
+    let def = step.image_def().unwrap_or_else(|e| panic!("{e}"));
+    let cairn_defs::ImageDef::Base { debian, packages } = def else {
+        panic!("{address} is not a base image: {def:?}");
+    };
     BaseSpec {
         name: step.name.clone(),
         key,
-        suite: s("suite"),
-        arch: s("arch"),
-        packages: def["packages"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| p.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        suite: debian.suite,
+        arch: debian.arch,
+        packages,
         mirror: None,
         cache_dir: None,
     }
@@ -66,24 +60,57 @@ pub fn base_spec(recipe: &Path, name: &str) -> BaseSpec {
 /// (about a minute), else reused at once.
 pub fn mariadb_image() -> &'static TestImage {
     static I: OnceLock<TestImage> = OnceLock::new();
-    I.get_or_init(|| {
-        let spec = base_spec(&recipe_file(), IMAGE);
-        let t = Instant::now();
-        let img = docker()
-            .build_base(&spec)
-            .unwrap_or_else(|e| panic!("build the test image: {e}"));
-        eprintln!(
-            "testkit: {} built={} in {:.1?}",
-            img.reference,
-            img.built,
-            t.elapsed()
-        );
-        TestImage {
-            reference: img.reference,
-            id: img.id,
-            key: spec.key,
-        }
-    })
+    I.get_or_init(|| build_image(&recipe_file(), IMAGE))
+}
+
+/// The recipe file of the MySQL tests.
+pub fn mysql_recipe_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../images/mysql.kdl")
+}
+
+/// The name of the MySQL image (in `images/mysql.kdl`) the tests use.
+pub const MYSQL_IMAGE: &str = "mysql-sid";
+
+/// The `mysql-sid` image of `images/mysql.kdl` (Debian sid's MySQL), built if the engine
+/// lacks it (a few minutes), else reused at once.
+pub fn mysql_image() -> &'static TestImage {
+    static I: OnceLock<TestImage> = OnceLock::new();
+    I.get_or_init(|| build_image(&mysql_recipe_file(), MYSQL_IMAGE))
+}
+
+/// Base image `name` of `recipe` as a plan run tags it, built if the engine lacks it.
+fn build_image(recipe: &Path, name: &str) -> TestImage {
+    let spec = base_spec(recipe, name);
+    let t = Instant::now();
+    let img = docker()
+        .build_base(&spec)
+        .unwrap_or_else(|e| panic!("build the test image {name}: {e}"));
+    eprintln!(
+        "testkit: {} built={} in {:.1?}",
+        img.reference,
+        img.built,
+        t.elapsed()
+    );
+    TestImage {
+        reference: img.reference,
+        id: img.id,
+        key: spec.key,
+    }
+}
+
+/// The recipe file of the PostgreSQL tests.
+pub fn postgresql_recipe_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../images/postgresql.kdl")
+}
+
+/// The name of the image (in `images/postgresql.kdl`) the PostgreSQL tests use.
+pub const POSTGRESQL_IMAGE: &str = "postgresql-bookworm";
+
+/// The `postgresql-bookworm` image of `images/postgresql.kdl`, built if the engine lacks it,
+/// else reused at once.
+pub fn postgresql_image() -> &'static TestImage {
+    static I: OnceLock<TestImage> = OnceLock::new();
+    I.get_or_init(|| build_image(&postgresql_recipe_file(), POSTGRESQL_IMAGE))
 }
 
 /// Removes every container and network labelled `cairn.run=<id>` when dropped.
@@ -178,7 +205,7 @@ pub fn start_mariadb(test: &str, options: &[(&str, &str)], connect: Connect) -> 
         &guard.id,
         "db",
         &mariadb_image().reference,
-        render_my_cnf(&options),
+        options,
         socket_dir.path().into(),
     );
     spec.connect = connect;

@@ -6,8 +6,9 @@
 //!
 //! For every test × thread count the two clients run **interleaved** (A B, B A, A B, …) and
 //! the table shows medians over the rounds, the spread (min–max), the throughput ratio
-//! ours/sysbench (per round pair, so slow drifts of the machine's load cancel), and client
-//! CPU per 1,000 queries:
+//! ours/sysbench and the client CPU ratio (per round pair, so slow drifts of the machine's
+//! load cancel; median and range over the pairs), client CPU per 1,000 queries, and the
+//! driver's aims (tps ratio ≥ 1 everywhere, CPU per query ≤ 0.7× at 2 threads) met or missed:
 //! - ours: `getrusage(RUSAGE_SELF)` around the run, i.e. the whole client (connect, prepare,
 //!   threads, warmup and measured window), and the client threads' own figure from
 //!   `Metrics` (`RUSAGE_THREAD`, warmup + measured, no connect/prepare) beside it;
@@ -24,7 +25,9 @@
 //! last T seconds).
 //!
 //! Then dataset loading: cairn's loader against `sysbench oltp_read_only prepare` for the
-//! same tables × rows and parallelism, each into a fresh database, interleaved.
+//! same tables × rows and parallelism, each into a fresh database, interleaved. cairn's loads
+//! go to a second server, the same but for the load-only settings a dataset step's server
+//! runs with (`DbSystem::load_options`): a dataset step's procedure against sysbench's.
 //!
 //! Environment (defaults in brackets):
 //! `CAIRN_BENCH_TABLES` [4], `CAIRN_BENCH_TABLE_SIZE` [10000], `CAIRN_BENCH_THREADS` [1,2,4],
@@ -45,6 +48,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use cairn_exec::docker::Connect;
+use cairn_exec::system;
 use cairn_testkit::start_mariadb;
 use cairn_workload::cpu::CpuTime;
 use cairn_workload::{
@@ -528,12 +532,23 @@ struct Cell {
     sb: Vec<Sample>,
 }
 
+/// Per round pair (the two clients' rounds run back to back), `f(ours) / f(sysbench)`.
+fn pair_ratios(c: &Cell, f: fn(&Sample) -> f64) -> Vec<f64> {
+    c.ours.iter().zip(&c.sb).map(|(o, s)| f(o) / f(s)).collect()
+}
+
+/// `median [min–max]` of per-pair ratios.
+fn ratio_range(r: &[f64]) -> String {
+    let (lo, hi) = spread(r);
+    format!("{:.2} [{lo:.2}–{hi:.2}]", median(r))
+}
+
 fn print_oltp(cells: &[Cell]) {
     println!();
-    println!("OLTP: medians over the rounds ±half their min–max spread; tps ratio = ours/sysbench per round pair, median [min–max];");
-    println!("client CPU (user+sys, and user alone) in ms per 1,000 queries, whole client process; ours/sysb < 1 = ours cheaper");
+    println!("OLTP: medians over the rounds ±half their min–max spread; ratios ours/sysbench per round pair, median [min–max];");
+    println!("client CPU (user+sys, and user alone) in ms per 1,000 queries, whole client process; CPU ratio < 1 = ours cheaper");
     println!(
-        "{:<18} {:>3} | {:>14} {:>14} | {:>17} | {:>11} {:>11} {:>6} | {:>10} {:>10} {:>6}",
+        "{:<18} {:>3} | {:>14} {:>14} | {:>17} | {:>11} {:>11} {:>17} | {:>10} {:>10} {:>17}",
         "test",
         "thr",
         "tps ours",
@@ -541,37 +556,64 @@ fn print_oltp(cells: &[Cell]) {
         "tps ratio",
         "cpu ours",
         "cpu sysb",
-        "o/s",
+        "cpu ratio",
         "user ours",
         "user sysb",
-        "o/s",
+        "user ratio",
     );
-    println!("{}", "-".repeat(138));
+    println!("{}", "-".repeat(160));
     for c in cells {
         let col = |v: &[Sample], f: fn(&Sample) -> f64| v.iter().map(f).collect::<Vec<_>>();
-        let ratios: Vec<f64> = c
-            .ours
-            .iter()
-            .zip(&c.sb)
-            .map(|(o, s)| o.tps / s.tps)
-            .collect();
-        let (rlo, rhi) = spread(&ratios);
-        let of = |f: fn(&Sample) -> f64| median(&col(&c.ours, f)) / median(&col(&c.sb, f));
         println!(
-            "{:<18} {:>3} | {:>14} {:>14} | {:>4.2} [{:.2}–{:.2}] | {:>11} {:>11} {:>6.2} | {:>10} {:>10} {:>6.2}",
+            "{:<18} {:>3} | {:>14} {:>14} | {:>17} | {:>11} {:>11} {:>17} | {:>10} {:>10} {:>17}",
             c.test.name(),
             c.threads,
             med_spread(&col(&c.ours, |s| s.tps), 0),
             med_spread(&col(&c.sb, |s| s.tps), 0),
-            median(&ratios),
-            rlo,
-            rhi,
+            ratio_range(&pair_ratios(c, |s| s.tps)),
             med_spread(&col(&c.ours, |s| s.cpu_ms_per_kq), 1),
             med_spread(&col(&c.sb, |s| s.cpu_ms_per_kq), 1),
-            of(|s| s.cpu_ms_per_kq),
+            ratio_range(&pair_ratios(c, |s| s.cpu_ms_per_kq)),
             med_spread(&col(&c.ours, |s| s.user_ms_per_kq), 1),
             med_spread(&col(&c.sb, |s| s.user_ms_per_kq), 1),
-            of(|s| s.user_ms_per_kq),
+            ratio_range(&pair_ratios(c, |s| s.user_ms_per_kq)),
+        );
+    }
+    // the driver's aims, read off the same medians (a median meeting an aim while the range
+    // straddles it is shown as such: the range is printed beside it)
+    let tps: Vec<String> = cells
+        .iter()
+        .map(|c| {
+            let r = median(&pair_ratios(c, |s| s.tps));
+            format!(
+                "{} {}: {r:.2}{}",
+                c.test.name().trim_start_matches("oltp_"),
+                c.threads,
+                if r >= 1.0 { "" } else { " (missed)" }
+            )
+        })
+        .collect();
+    println!();
+    println!(
+        "aim tps ratio ≥ 1.00 (median) at every point: {}",
+        tps.join(", ")
+    );
+    let cpu: Vec<String> = cells
+        .iter()
+        .filter(|c| c.threads == 2)
+        .map(|c| {
+            let r = median(&pair_ratios(c, |s| s.cpu_ms_per_kq));
+            format!(
+                "{}: {r:.2}{}",
+                c.test.name().trim_start_matches("oltp_"),
+                if r <= 0.7 { "" } else { " (missed)" }
+            )
+        })
+        .collect();
+    if !cpu.is_empty() {
+        println!(
+            "aim client CPU per query ≤ 0.70× sysbench's at 2 threads: {}",
+            cpu.join(", ")
         );
     }
     println!();
@@ -783,6 +825,34 @@ fn main() {
     );
     let mut admin = target.connect_no_db().expect("admin connection");
 
+    // cairn's loads go to a server like it plus the load-only settings a dataset step's
+    // server runs with (`DbSystem::load_options`): what a dataset step does, against
+    // `sysbench prepare` on the plain server
+    let load_options = system::by_name("mariadb")
+        .expect("a known system")
+        .load_options();
+    let mut loader = (cfg.load_reps > 0).then(|| {
+        let mut o = options.clone();
+        o.extend(load_options.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let s = start_mariadb("vs-sysbench-load", &o, Connect::Tcp);
+        println!(
+            "cairn's loads: {} with the load settings {}",
+            s.server.container_name,
+            load_options
+                .iter()
+                .map(|(k, v)| if v.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{k}={v}")
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let t = Target::tcp(&s.server.ip, s.server.port, "cairn");
+        let a = t.connect_no_db().expect("admin connection");
+        (s, t, a)
+    });
+
     let mut load = (Vec::new(), Vec::new());
     for rep in 0..cfg.load_reps {
         let order = if rep % 2 == 0 {
@@ -791,14 +861,19 @@ fn main() {
             [Client::Sysbench, Client::Ours]
         };
         for client in order {
-            let s = load_round(
-                &cfg,
-                &target,
-                &mut admin,
-                server.server.host_pid,
-                client,
-                rep,
-            );
+            let s = match (client, loader.as_mut()) {
+                (Client::Ours, Some((ls, lt, la))) => {
+                    load_round(&cfg, lt, la, ls.server.host_pid, client, rep)
+                }
+                _ => load_round(
+                    &cfg,
+                    &target,
+                    &mut admin,
+                    server.server.host_pid,
+                    client,
+                    rep,
+                ),
+            };
             println!(
                 "  load rep {rep} {:<8}: {:.2} s, client cpu {:.2} s, server cpu {:.2} s (load avg {})",
                 client.name(),
@@ -814,6 +889,8 @@ fn main() {
         }
     }
 
+    // its idle server out of the OLTP rounds' way
+    drop(loader);
     let mut cells = Vec::new();
     if cfg.rounds > 0 {
         let t = Instant::now();

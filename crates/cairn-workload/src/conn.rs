@@ -1,4 +1,4 @@
-//! Where a workload connects: a server address, user and database, turned into `mysql` connection options.
+//! Where a workload connects: a server address, user, database and client protocol, turned into `mysql` connection options (PostgreSQL's: [`crate::pgsql`]).
 
 use std::time::Duration;
 
@@ -7,6 +7,46 @@ use mysql::{Conn, Opts, OptsBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+
+/// The client protocol a server speaks, so drivers know how to talk to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// MariaDB's and MySQL's (the `mysql` crate; sysbench's `mysql` driver).
+    #[default]
+    Mysql,
+    /// PostgreSQL's (`tokio-postgres`; sysbench's `pgsql` driver).
+    Postgresql,
+}
+
+impl Protocol {
+    /// The protocol a database system names (`DbSystem::client_protocol`).
+    pub fn of_system(name: &str) -> Result<Protocol, String> {
+        match name {
+            "mysql" => Ok(Protocol::Mysql),
+            "postgresql" => Ok(Protocol::Postgresql),
+            other => Err(format!("no native driver speaks the `{other}` protocol")),
+        }
+    }
+
+    /// Whether cairn's native client of this protocol (dataset loaders, native workloads)
+    /// connects over TLS; a server whose clients must use TLS is refused at check otherwise.
+    pub fn native_tls(self) -> bool {
+        match self {
+            Protocol::Mysql => true,
+            // tokio-postgres is built without a TLS connector here
+            Protocol::Postgresql => false,
+        }
+    }
+
+    /// `mysql` or `postgresql`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Mysql => "mysql",
+            Protocol::Postgresql => "postgresql",
+        }
+    }
+}
 
 /// A server and database to run against (TCP or a unix socket).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +66,9 @@ pub struct Target {
     /// trial. `None` = wait forever.
     #[serde(default = "default_io_timeout")]
     pub io_timeout: Option<Duration>,
+    /// How to speak to it.
+    #[serde(default)]
+    pub protocol: Protocol,
 }
 
 /// The default [`Target::io_timeout`]: far above any OLTP statement, far below forever.
@@ -47,6 +90,7 @@ impl Target {
             database: "sbtest".into(),
             tls_ca: None,
             io_timeout: default_io_timeout(),
+            protocol: Protocol::Mysql,
         }
     }
 
@@ -72,7 +116,9 @@ impl Target {
             .user(Some(self.user.clone()))
             .pass(self.password.clone())
             .socket(self.socket.clone())
-            .prefer_socket(self.socket.is_some())
+            // a given socket is used directly; "prefer" would make the crate ask a loopback
+            // server `SELECT @@socket` on every connect (counted in `Com_select`)
+            .prefer_socket(false)
             .tcp_nodelay(true)
             .stmt_cache_size(stmt_cache)
             // given, so the crate does not ask the server (`SELECT @@max_allowed_packet`
@@ -120,6 +166,9 @@ impl Target {
     /// Creates the target's database if it does not exist (sysbench expects it to exist).
     pub fn ensure_database(&self) -> Result<(), Error> {
         check_identifier(&self.database)?;
+        if self.protocol == Protocol::Postgresql {
+            return crate::pgsql::ensure_database(self);
+        }
         let mut c = Conn::new(self.opts(false, 0)).map_err(|e| Error::connect(self, e))?;
         c.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{}`", self.database))
             .map_err(|e| Error::sql("create the database", e))

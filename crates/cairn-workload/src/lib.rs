@@ -9,13 +9,15 @@ pub mod dataset;
 pub mod external;
 pub mod metrics;
 pub mod oltp;
+pub mod pgsql;
 pub mod rand;
 pub mod server;
 pub mod smack;
 pub mod sqlbench;
+pub mod threads;
 pub mod workload;
 
-pub use conn::Target;
+pub use conn::{Protocol, Target};
 pub use dataset::sysbench::{load_sysbench, SysbenchDataset, SysbenchLoad};
 pub use metrics::{LatencySummary, Metrics, Totals};
 pub use oltp::{run_oltp, OltpSpec, OltpTest};
@@ -58,6 +60,10 @@ pub enum Error {
         #[source]
         last: mysql::Error,
     },
+    /// A client or loader thread could not be started, or panicked; the run failed (and the
+    /// other threads were stopped) instead of the process.
+    #[error("{0}")]
+    Thread(String),
     /// The caller asked the run to stop (e.g. Ctrl-C).
     #[error("stopped before the end")]
     Stopped,
@@ -69,6 +75,13 @@ pub enum Error {
     ServerGone {
         lost: mysql::Error,
         reconnect: Box<Error>,
+    },
+    /// A PostgreSQL connection or statement failed (or got no answer in time).
+    #[error("{op}: {source}")]
+    Pg {
+        op: String,
+        #[source]
+        source: pgsql::PgFailure,
     },
 }
 
@@ -84,6 +97,19 @@ impl Error {
         Error::Sql {
             op: op.into(),
             source,
+        }
+    }
+
+    /// Whether the run ended because the server gave no answer within the connection's I/O
+    /// timeout (it hangs or is paused), as opposed to an answer that was an error.
+    pub fn is_no_answer(&self) -> bool {
+        match self {
+            Error::Connect { source, .. } | Error::Sql { source, .. } => {
+                crate::oltp::errors::is_timeout(source)
+            }
+            Error::Worker { cause, .. } => cause.is_no_answer(),
+            Error::Pg { source, .. } => source.is_no_answer(),
+            _ => false,
         }
     }
 }

@@ -1,15 +1,13 @@
 //! One entry point for every driver: a plan's resolved dataset and workload definitions → typed specs → load or run → an [`Outcome`] with headline figures.
 //!
-//! The definitions arrive as the JSON that `cairn-graph` puts into step keys
-//! (`{"generator","props"}` for datasets, `{"driver","test","driver_props","params"}` for
-//! workloads; durations already in seconds). Each driver turns its part into a typed spec
-//! and rejects what it does not know with a message naming the parameter, so a bad plan
-//! fails before any server starts.
+//! The definitions are `cairn-defs`' typed [`DatasetDef`] and [`WorkloadDef`], as
+//! `cairn-graph` puts them into step keys (durations already in seconds). Each driver turns
+//! its part into a typed spec and rejects what it does not know with a message naming the
+//! parameter, so a bad plan fails before any server starts.
 
-use std::collections::BTreeMap;
-
+use cairn_defs::figures::{self as fig, Figures};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::cpu::CpuTime;
 use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
@@ -21,39 +19,26 @@ use crate::smack::{
     load_smack, run_select_index_until, smack_outcome, DictionaryOrder, SmackDataset, SmackSpec,
 };
 use crate::sqlbench::{run_sqlbench_until, SqlBenchSpec};
-use crate::{Error, Target};
+use crate::{Error, Protocol, Target};
 
-/// `key=value` properties or parameters, as resolved by the plan.
-pub type Props = Map<String, Value>;
+// The definitions are the typed ones the resolver writes into keys (`cairn-defs`),
+// re-exported so drivers and their callers name them from here.
+pub use cairn_defs::{DatasetDef, Props, WorkloadDef};
 
-/// A dataset step's definition: `sysbench tables=4 rows=10000 engine="InnoDB"`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DatasetDef {
-    pub generator: String,
-    #[serde(default)]
-    pub props: Props,
-}
+/// Most client threads (sysbench `threads`, super-smack `clients`) a workload may ask for:
+/// one OS thread and one connection each. Above it a plan is refused at `cairn check`;
+/// below it, a machine that cannot start that many threads fails the trial with the cause.
+pub const MAX_CLIENTS: u32 = 10_000;
 
-/// A trial's workload definition at one point of its matrix.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadDef {
-    /// `sysbench` | `smack` | `sqlbench`
-    pub driver: String,
-    /// e.g. `oltp_read_only`
-    pub test: String,
-    /// Properties of the driver node, e.g. `tool="external"`.
-    #[serde(default)]
-    pub driver_props: Props,
-    /// `threads`, `duration` (seconds), `warmup`, … with one value each.
-    #[serde(default)]
-    pub params: Props,
-}
+/// Most connections a dataset loads with at once (`parallel`).
+pub const MAX_LOAD_PARALLEL: u32 = 256;
 
 /// What a workload run measured, in a driver-independent shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
-    /// Flat figures for tables, analyses and claims (`tps`, `qps`, `p95_ms`, `errors`, …).
-    pub figures: BTreeMap<String, f64>,
+    /// Flat figures for tables, analyses and claims, under the shared names of
+    /// [`cairn_defs::figures`] (`tps`, `qps`, `latency_p95_ms`, `errors`, …).
+    pub figures: Figures,
     /// One line for a person: the figures that matter for this driver.
     pub headline: String,
     /// The driver's full measurements (series, histograms, per-test times, …).
@@ -135,25 +120,50 @@ impl Dataset {
         let mut p = Params::new("dataset", &def.props);
         let ds = match def.generator.as_str() {
             "sysbench" => {
-                let mut s = SysbenchDataset::new(p.u32("tables", 1)?, p.u32("rows", 10_000)?);
-                s.engine = p.string("engine", "InnoDB")?;
+                // every sysbench workload needs at least one table of at least one row
+                let mut s = SysbenchDataset::new(
+                    p.u32_within("tables", 1, 1, u32::MAX)?,
+                    p.u32_within("rows", 10_000, 1, u32::MAX)?,
+                );
+                s.engine = p.identifier("engine", "InnoDB")?;
                 s.create_secondary = p.bool("secondary", true)?;
                 s.seed = p.u64("seed", 0)?;
-                s.parallel = p.u32("parallel", 4)?;
+                s.parallel = p.u32_within("parallel", 4, 1, MAX_LOAD_PARALLEL)?;
                 if let Some(d) = p.distribution("distribution")? {
                     s.k_distribution = d;
                 }
+                // what the loader checks again before it loads
+                s.validate()?;
                 Dataset::Sysbench(s)
             }
             "smack" => {
-                let mut s = SmackDataset::new(p.u32("rows", crate::smack::dataset::DEFAULT_ROWS)?);
-                s.words = p.opt_u64("words")?.map(|w| w.min(u32::MAX as u64) as u32);
+                // uid is a signed INTEGER holding the row number
+                let mut s = SmackDataset::new(p.u32_within(
+                    "rows",
+                    crate::smack::dataset::DEFAULT_ROWS,
+                    1,
+                    i32::MAX as u32,
+                )?);
+                // every dictionary word is a username: at most one a row
+                if p.has("words") {
+                    let words = p.u32_within("words", 1, 1, u32::MAX)?;
+                    if words > s.rows {
+                        return Err(p.error(
+                            "words",
+                            format!(
+                                "dataset parameter `words` ({words}) cannot exceed `rows` ({}): every word is a username",
+                                s.rows
+                            ),
+                        ));
+                    }
+                    s.words = Some(words);
+                }
                 s.file_size_equiv = p.u64("file-size-equiv", s.file_size_equiv)?;
                 if p.has("engine") {
-                    s.engine = Some(p.string("engine", "")?);
+                    s.engine = Some(p.identifier("engine", "")?);
                 }
                 s.seed = p.u64("seed", 0)?;
-                s.parallel = p.u32("parallel", 4)?;
+                s.parallel = p.u32_within("parallel", 4, 1, MAX_LOAD_PARALLEL)?;
                 s.validate()?;
                 Dataset::Smack(s)
             }
@@ -165,6 +175,22 @@ impl Dataset {
         };
         p.finish()?;
         Ok(ds)
+    }
+
+    /// Whether a server speaking `protocol` can hold it; the error names the generator (a
+    /// `Param` of the dataset, so `cairn check` points at it).
+    pub fn supports(&self, protocol: Protocol) -> Result<(), Error> {
+        match (self, protocol) {
+            (Dataset::Sysbench(_), _) | (Dataset::Smack(_), Protocol::Mysql) => Ok(()),
+            (Dataset::Smack(_), other) => Err(Error::Param {
+                what: "dataset",
+                name: "smack".into(),
+                message: format!(
+                    "super-smack datasets need a MariaDB or MySQL server, not a {} one: super-smack speaks only MySQL's protocol",
+                    other.as_str()
+                ),
+            }),
+        }
     }
 
     /// The database the dataset lives in (and workloads connect to).
@@ -235,7 +261,7 @@ impl Workload {
                     test,
                     ds.tables,
                     ds.table_size,
-                    p.u32("threads", 1)?,
+                    p.u32_within("threads", 1, 1, MAX_CLIENTS)?,
                     std::time::Duration::from_secs(10),
                 );
                 s.time = Some(p.duration("duration", 10.0)?);
@@ -246,7 +272,7 @@ impl Workload {
                     }
                 }
                 s.warmup = p.duration("warmup", 0.0)?;
-                s.report_interval = p.duration("report-interval", 1.0)?;
+                s.report_interval = p.positive_duration("report-interval", 1.0)?;
                 s.range_size = p.u32("range-size", s.range_size)?;
                 s.range_selects = p.bool("range-selects", s.range_selects)?;
                 s.point_selects = p.u32("point-selects", s.point_selects)?;
@@ -278,6 +304,8 @@ impl Workload {
                     }
                 }
                 d.finish()?;
+                // what the driver checks again before it runs
+                s.validate()?;
                 if tool == "external" {
                     let given: Vec<&str> = def.params.keys().map(String::as_str).collect();
                     Workload::ExternalSysbench(ExternalSysbench::new(s, &given)?)
@@ -298,12 +326,15 @@ impl Workload {
                             .into(),
                     ));
                 };
-                let mut s =
-                    SmackSpec::new(ds.clone(), p.u32("clients", 10)?, p.u64("rounds", 1000)?);
-                s.report_interval = p.duration("report-interval", 1.0)?;
+                let mut s = SmackSpec::new(
+                    ds.clone(),
+                    p.u32_within("clients", 10, 1, MAX_CLIENTS)?,
+                    p.u64("rounds", 1000)?,
+                );
+                s.report_interval = p.positive_duration("report-interval", 1.0)?;
                 s.seed = seed;
                 let mut d = Params::new("driver", &def.driver_props);
-                s.queries_per_round = d.u32("queries-per-round", 2)?;
+                s.queries_per_round = d.u32_within("queries-per-round", 2, 1, u32::MAX)?;
                 s.dictionary = match d.string("dictionary", "rand")?.as_str() {
                     "rand" => DictionaryOrder::Rand,
                     "seq" => DictionaryOrder::Seq,
@@ -314,6 +345,8 @@ impl Workload {
                     }
                 };
                 d.finish()?;
+                // what the driver checks again before it runs
+                s.validate()?;
                 Workload::Smack(s)
             }
             "sqlbench" => Workload::SqlBench(SqlBenchSpec::from_def(def, &mut p)?),
@@ -323,8 +356,57 @@ impl Workload {
                 )))
             }
         };
+        // the bound on the whole run (the trial's watchdog): longer than what the clock
+        // declares, or every run would be stopped before its end
+        if let Some(t) = p.opt_duration(TIMEOUT)? {
+            let too_short = match w.declared_run() {
+                Some((warmup, window)) => t <= warmup + window,
+                None => t.is_zero(),
+            };
+            if too_short {
+                return Err(p.error(
+                    TIMEOUT,
+                    format!(
+                        "workload parameter `{TIMEOUT}` ({} s) must be longer than the run's warmup and duration: it stops a run that stalls",
+                        t.as_secs_f64()
+                    ),
+                ));
+            }
+        }
         p.finish()?;
         Ok(w)
+    }
+
+    /// Whether it can run against a server speaking `protocol`: sysbench's OLTP tests
+    /// (native or external) run against every server; super-smack and sql-bench speak only
+    /// MySQL's protocol. The error names the driver (a `Param` of the driver node, so
+    /// `cairn check` points at it).
+    pub fn supports(&self, protocol: Protocol) -> Result<(), Error> {
+        let driver = match (self, protocol) {
+            (Workload::Oltp(_) | Workload::ExternalSysbench(_), _) => return Ok(()),
+            (_, Protocol::Mysql) => return Ok(()),
+            (Workload::Smack(_), _) => "smack",
+            (Workload::SqlBench(_), _) => "sqlbench",
+        };
+        Err(Error::Param {
+            what: "driver",
+            name: driver.into(),
+            message: format!(
+                "the {driver} workload needs a MariaDB or MySQL server, not a {} one: it speaks only MySQL's protocol and SQL",
+                protocol.as_str()
+            ),
+        })
+    }
+
+    /// The declared lengths of a run that the clock ends: its warmup and its measured
+    /// window. `None` for runs that end after a count (events, rounds, a test suite).
+    pub fn declared_run(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+        let spec = match self {
+            Workload::Oltp(s) => s,
+            Workload::ExternalSysbench(x) => &x.spec,
+            Workload::Smack(_) | Workload::SqlBench(_) => return None,
+        };
+        spec.time.map(|t| (spec.warmup, t))
     }
 
     /// Run it; fails with the cause if the server dies or the caller stops it.
@@ -344,44 +426,46 @@ impl Workload {
     }
 }
 
-/// The figures of an OLTP run: `tps`, `qps`, latency percentiles, queries by type, errors,
-/// client CPU; with a rate, the target and the queueing (`queue_p99_ms`, `unstarted`).
+/// The figures of an OLTP run: `tps`, `qps`, latency (min, mean, percentiles, max), queries
+/// by type, errors, client CPU; with a rate, the target and the queueing (`queue_p99_ms`,
+/// `unstarted`, …).
 pub fn oltp_outcome(m: &Metrics) -> Outcome {
     let t = &m.measured.totals;
     let l = &m.measured.latency;
     let cpu = m.measured.client_cpu.total_s();
     let queries = t.queries.total();
-    let mut f = BTreeMap::new();
-    f.insert("tps".into(), m.tps);
-    f.insert("qps".into(), m.qps);
-    f.insert("events".into(), t.events as f64);
-    f.insert("queries".into(), queries as f64);
-    f.insert("reads".into(), t.queries.read as f64);
-    f.insert("writes".into(), t.queries.write as f64);
-    f.insert("other_queries".into(), t.queries.other as f64);
-    f.insert("deadlocks".into(), t.errors.deadlock as f64);
-    f.insert("retries".into(), t.retries as f64);
+    let mut f = Figures::new();
+    f.set(&fig::TPS, m.tps);
+    f.set(&fig::QPS, m.qps);
+    f.set(&fig::EVENTS, t.events as f64);
+    f.set(&fig::QUERIES, queries as f64);
+    f.set(&fig::READS, t.queries.read as f64);
+    f.set(&fig::WRITES, t.queries.write as f64);
+    f.set(&fig::OTHER_QUERIES, t.queries.other as f64);
+    f.set(&fig::DEADLOCKS, t.errors.deadlock as f64);
+    f.set(&fig::RETRIES, t.retries as f64);
     if m.rate > 0 {
-        f.insert("rate".into(), m.rate as f64);
-        f.insert("queue_p99_ms".into(), m.measured.queue.p99_ms);
-        f.insert("queue_max_ms".into(), m.measured.queue.max_ms);
-        f.insert("unstarted".into(), t.unstarted as f64);
+        f.set(&fig::RATE, m.rate as f64);
+        f.set(&fig::QUEUE_P99_MS, m.measured.queue.p99_ms);
+        f.set(&fig::QUEUE_MAX_MS, m.measured.queue.max_ms);
+        f.set(&fig::UNSTARTED, t.unstarted as f64);
         let backlog = m.series.iter().filter(|s| !s.warmup).map(|s| s.backlog);
-        f.insert("backlog_max".into(), backlog.max().unwrap_or(0) as f64);
+        f.set(&fig::BACKLOG_MAX, backlog.max().unwrap_or(0) as f64);
     }
-    f.insert("seconds".into(), m.measured.seconds);
-    f.insert("mean_ms".into(), l.mean_ms);
-    f.insert("p50_ms".into(), l.p50_ms);
-    f.insert("p95_ms".into(), l.p95_ms);
-    f.insert("p99_ms".into(), l.p99_ms);
-    f.insert("p999_ms".into(), l.p999_ms);
-    f.insert("max_ms".into(), l.max_ms);
-    f.insert("errors".into(), t.errors.total() as f64);
-    f.insert("reconnects".into(), t.reconnects as f64);
-    f.insert("client_cpu_s".into(), cpu);
+    f.set(&fig::SECONDS, m.measured.seconds);
+    f.set(&fig::LATENCY_MIN_MS, l.min_ms);
+    f.set(&fig::LATENCY_MEAN_MS, l.mean_ms);
+    f.set(&fig::LATENCY_P50_MS, l.p50_ms);
+    f.set(&fig::LATENCY_P95_MS, l.p95_ms);
+    f.set(&fig::LATENCY_P99_MS, l.p99_ms);
+    f.set(&fig::LATENCY_P999_MS, l.p999_ms);
+    f.set(&fig::LATENCY_MAX_MS, l.max_ms);
+    f.set(&fig::ERRORS, t.errors.total() as f64);
+    f.set(&fig::RECONNECTS, t.reconnects as f64);
+    f.set(&fig::CLIENT_CPU_S, cpu);
     if queries > 0 {
-        f.insert(
-            "client_cpu_ms_per_1k_queries".into(),
+        f.set(
+            &fig::CLIENT_CPU_MS_PER_1K_QUERIES,
             cpu * 1e6 / queries as f64,
         );
     }
@@ -401,6 +485,15 @@ pub fn oltp_outcome(m: &Metrics) -> Outcome {
         figures: f,
         detail: serde_json::to_value(m).expect("serialises"),
     }
+}
+
+/// The workload parameter that bounds a whole run (any driver): a run still going after it
+/// is stopped and its trial fails.
+pub const TIMEOUT: &str = "timeout";
+
+/// The plan's `timeout` of a workload, if it set one (checked by [`Workload::from_def`]).
+pub fn timeout_of(def: &WorkloadDef) -> Result<Option<std::time::Duration>, Error> {
+    Params::new("workload", &def.params).opt_duration(TIMEOUT)
 }
 
 /// Typed access to `key=value` parameters; every key must be used (unknown ones are errors).
@@ -469,6 +562,40 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// A whole number from `min` to `max` (the error names the bounds).
+    pub fn u32_within(
+        &mut self,
+        name: &str,
+        default: u32,
+        min: u32,
+        max: u32,
+    ) -> Result<u32, Error> {
+        let Some(v) = self.get(name) else {
+            return Ok(default);
+        };
+        match v.as_u64() {
+            Some(n) if (min as u64..=max as u64).contains(&n) => Ok(n as u32),
+            _ if max == u32::MAX => Err(self.bad(name, &format!("a whole number ≥ {min}"), v)),
+            _ => Err(self.bad(name, &format!("a whole number from {min} to {max}"), v)),
+        }
+    }
+
+    /// A plain SQL identifier (letters, digits, `_`; a storage engine's name): it goes into
+    /// SQL as it is.
+    pub fn identifier(&mut self, name: &str, default: &str) -> Result<String, Error> {
+        let s = self.string(name, default)?;
+        crate::conn::check_identifier(&s).map_err(|_| {
+            self.error(
+                name,
+                format!(
+                    "{} parameter `{name}` must be a plain identifier (letters, digits, `_`, at most 64 characters), not {s:?}",
+                    self.what
+                ),
+            )
+        })?;
+        Ok(s)
+    }
+
     pub fn bool(&mut self, name: &str, default: bool) -> Result<bool, Error> {
         match self.get(name) {
             None => Ok(default),
@@ -488,6 +615,18 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// Seconds, if given (the plan normalises durations to seconds).
+    pub fn opt_duration(&mut self, name: &str) -> Result<Option<std::time::Duration>, Error> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+                .map(Some)
+                .ok_or_else(|| self.bad(name, "a duration", v)),
+        }
+    }
+
     /// Seconds (the plan normalises durations to seconds).
     pub fn duration(&mut self, name: &str, default_s: f64) -> Result<std::time::Duration, Error> {
         let s = match self.get(name) {
@@ -498,6 +637,20 @@ impl<'a> Params<'a> {
                 .ok_or_else(|| self.bad(name, "a duration", v))?,
         };
         Ok(std::time::Duration::from_secs_f64(s))
+    }
+
+    /// A duration above zero, in seconds.
+    pub fn positive_duration(
+        &mut self,
+        name: &str,
+        default_s: f64,
+    ) -> Result<std::time::Duration, Error> {
+        let d = self.duration(name, default_s)?;
+        if d.is_zero() {
+            let v = self.props.get(name).cloned().unwrap_or_default();
+            return Err(self.bad(name, "a duration above 0", &v));
+        }
+        Ok(d)
     }
 
     /// A number (whole or not).
@@ -709,36 +862,78 @@ mod tests {
     }
 
     #[test]
-    fn outcome_figures_keep_their_names_and_add_rate_ones() {
+    fn outcome_figures_have_shared_names_and_add_rate_ones() {
         let mut m = Metrics::default();
-        let names = |m: &Metrics| oltp_outcome(m).figures.into_keys().collect::<Vec<_>>();
-        let plain = names(&m);
-        for k in [
-            "tps",
-            "qps",
-            "events",
-            "queries",
-            "seconds",
-            "mean_ms",
-            "p50_ms",
-            "p95_ms",
-            "p99_ms",
-            "p999_ms",
-            "max_ms",
-            "errors",
-            "reconnects",
-            "client_cpu_s",
-            "writes",
+        let plain = oltp_outcome(&m).figures;
+        for f in [
+            &fig::TPS,
+            &fig::QPS,
+            &fig::EVENTS,
+            &fig::QUERIES,
+            &fig::SECONDS,
+            &fig::LATENCY_MIN_MS,
+            &fig::LATENCY_MEAN_MS,
+            &fig::LATENCY_P50_MS,
+            &fig::LATENCY_P95_MS,
+            &fig::LATENCY_P99_MS,
+            &fig::LATENCY_P999_MS,
+            &fig::LATENCY_MAX_MS,
+            &fig::ERRORS,
+            &fig::RECONNECTS,
+            &fig::CLIENT_CPU_S,
+            &fig::WRITES,
         ] {
-            assert!(plain.iter().any(|n| n == k), "{k} missing from {plain:?}");
+            assert!(plain.contains(f), "{f} missing from {plain:?}");
         }
-        assert!(!plain.iter().any(|n| n == "rate"));
+        assert!(!plain.contains(&fig::RATE));
         m.rate = 100;
         m.measured.totals.unstarted = 4;
+        m.measured.totals.queries.read = 1;
         let o = oltp_outcome(&m);
-        assert_eq!(o.figures["rate"], 100.0);
-        assert_eq!(o.figures["unstarted"], 4.0);
+        assert_eq!(o.figures[&fig::RATE], 100.0);
+        assert_eq!(o.figures[&fig::UNSTARTED], 4.0);
         assert!(o.headline.contains("rate 100/s"), "{}", o.headline);
+        // with a rate and queries, every figure it can emit: all in the vocabulary
+        assert!(o.figures.contains(&fig::CLIENT_CPU_MS_PER_1K_QUERIES));
+        assert_eq!(o.figures.outside_vocabulary(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_timeout_bounds_any_workload_and_must_outlast_its_clock() {
+        let def = |params: Value| WorkloadDef {
+            driver: "sysbench".into(),
+            test: "oltp_point_select".into(),
+            driver_props: Props::new(),
+            params: props(params),
+        };
+        let ds = sysbench_ds();
+        let ok = def(json!({"duration": 5.0, "warmup": 1.0, "timeout": 60.0}));
+        Workload::from_def(&ok, Some(&ds), 0).unwrap();
+        assert_eq!(
+            timeout_of(&ok).unwrap(),
+            Some(std::time::Duration::from_secs(60))
+        );
+        assert_eq!(timeout_of(&def(json!({}))).unwrap(), None);
+        // a timeout the clock reaches first would stop every run before its end
+        let short = def(json!({"duration": 5.0, "warmup": 1.0, "timeout": 6.0}));
+        let e = Workload::from_def(&short, Some(&ds), 0).unwrap_err();
+        assert!(
+            matches!(&e, Error::Param { name, .. } if name == "timeout"),
+            "{e:?}"
+        );
+        assert!(e
+            .to_string()
+            .contains("longer than the run's warmup and duration"));
+        // a run an event count ends takes any positive timeout
+        let events = def(json!({"events": 100, "timeout": 1.0}));
+        Workload::from_def(&events, Some(&ds), 0).unwrap();
+        let zero = def(json!({"events": 100, "timeout": 0.0}));
+        assert!(Workload::from_def(&zero, Some(&ds), 0).is_err());
+        let e = timeout_of(&def(json!({"timeout": "soon"}))).unwrap_err();
+        assert!(
+            e.to_string().contains("`timeout` must be a duration"),
+            "{e}"
+        );
     }
 
     #[test]

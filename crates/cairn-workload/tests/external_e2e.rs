@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use cairn_defs::figures::{self as fig, Figure};
 use cairn_exec::docker::{ClientSpec, Connect, Server};
 use cairn_testkit::{docker, start_mariadb, TestServer};
 use cairn_workload::cpu::CpuTime;
@@ -120,10 +121,8 @@ fn run_external(
     )
 }
 
-fn figure(o: &Outcome, k: &str) -> f64 {
-    *o.figures
-        .get(k)
-        .unwrap_or_else(|| panic!("no figure {k} in {:?}", o.figures))
+fn figure(o: &Outcome, f: &Figure) -> f64 {
+    o.figures[f]
 }
 
 #[test]
@@ -139,15 +138,18 @@ fn read_only_with_warmup_matches_the_server_counters() {
     );
     let o = o.unwrap();
     eprintln!("{}\n{:?}", o.headline, o.figures);
-    assert!(figure(&o, "tps") > 0.0);
-    assert!(figure(&o, "p95_ms") > 0.0 && figure(&o, "p99_ms") >= figure(&o, "p95_ms"));
-    assert!(figure(&o, "client_cpu_ms_per_1k_queries") > 0.0);
-    assert!(!o.figures.contains_key("client_cpu_s"), "covers the warmup");
+    assert!(figure(&o, &fig::TPS) > 0.0);
     assert!(
-        !o.figures.contains_key("deadlocks"),
+        figure(&o, &fig::LATENCY_P95_MS) > 0.0
+            && figure(&o, &fig::LATENCY_P99_MS) >= figure(&o, &fig::LATENCY_P95_MS)
+    );
+    assert!(figure(&o, &fig::CLIENT_CPU_MS_PER_1K_QUERIES) > 0.0);
+    assert!(!o.figures.contains(&fig::CLIENT_CPU_S), "covers the warmup");
+    assert!(
+        !o.figures.contains(&fig::DEADLOCKS),
         "sysbench has no kinds"
     );
-    assert_eq!(figure(&o, "errors"), 0.0);
+    assert_eq!(figure(&o, &fig::ERRORS), 0.0);
 
     let d = &o.detail;
     let warm = &d["warmup"]["totals"]["queries"];
@@ -157,8 +159,8 @@ fn read_only_with_warmup_matches_the_server_counters() {
     assert_eq!(selects, q(warm, "read") + q(meas, "read"));
     assert_eq!(trx, q(warm, "other") + q(meas, "other"));
     assert_eq!(writes, 0);
-    assert_eq!(figure(&o, "reads"), q(meas, "read") as f64);
-    let events = figure(&o, "events") as u64;
+    assert_eq!(figure(&o, &fig::READS), q(meas, "read") as f64);
+    let events = figure(&o, &fig::EVENTS) as u64;
     assert!(events > 0);
     assert_eq!(d["measured"]["latency"]["count"].as_u64(), Some(events));
     let hist: u64 = d["measured"]["histogram_us"]
@@ -234,7 +236,7 @@ fn read_write_at_a_rate_and_text_queries() {
     let after = com(&target);
     let d = |k: &str| after[k] - before[k];
     eprintln!("{}\n{:?}", o.headline, o.figures);
-    let events = figure(&o, "events") as u64;
+    let events = figure(&o, &fig::EVENTS) as u64;
     assert!(events > 0);
     // 3 point selects + 4 ranges; 2 updates + 2 × (delete + insert); begin + commit
     assert_eq!(d("Com_select"), 7 * events);
@@ -242,10 +244,10 @@ fn read_write_at_a_rate_and_text_queries() {
     assert_eq!(d("Com_delete") + d("Com_insert"), 4 * events);
     assert_eq!(d("Com_begin") + d("Com_commit"), 2 * events);
     assert_eq!(d("Com_stmt_prepare"), 0, "--db-ps-mode=disable");
-    assert_eq!(figure(&o, "rate"), 40.0);
-    assert!(o.figures.contains_key("backlog_max"));
-    assert!(!o.figures.contains_key("unstarted"));
-    assert!(figure(&o, "client_cpu_s") > 0.0);
+    assert_eq!(figure(&o, &fig::RATE), 40.0);
+    assert!(o.figures.contains(&fig::BACKLOG_MAX));
+    assert!(!o.figures.contains(&fig::UNSTARTED));
+    assert!(figure(&o, &fig::CLIENT_CPU_S) > 0.0);
     assert!(o.headline.contains("at rate 40/s"), "{}", o.headline);
 }
 
@@ -335,15 +337,16 @@ fn native_and_external_give_the_same_figures() {
     };
     let native = run("native");
     let external = run("external");
-    let names = |o: &Outcome| o.figures.keys().cloned().collect::<Vec<_>>();
+    let names = |o: &Outcome| o.figures.names().map(String::from).collect::<Vec<_>>();
     let mut want = names(&native);
-    want.retain(|k| k != "deadlocks");
+    want.retain(|k| k != fig::DEADLOCKS.name);
     assert_eq!(names(&external), want);
+    assert_eq!(external.figures.outside_vocabulary(), Vec::<&str>::new());
     for o in [&native, &external] {
-        assert!(figure(o, "tps") > 0.0 && figure(o, "client_cpu_s") > 0.0);
+        assert!(figure(o, &fig::TPS) > 0.0 && figure(o, &fig::CLIENT_CPU_S) > 0.0);
         assert_eq!(
-            figure(o, "queries"),
-            figure(o, "events"),
+            figure(o, &fig::QUERIES),
+            figure(o, &fig::EVENTS),
             "one query per event"
         );
     }

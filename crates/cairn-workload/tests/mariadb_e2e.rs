@@ -136,6 +136,63 @@ fn load_two_tables_like_sysbench() {
     );
 }
 
+/// A dataset step's load — its server with the load-only settings
+/// (`DbSystem::load_options`), rows by LOAD DATA, the secondary index after them, tables in
+/// parallel — gives exactly the rows and schema of a plain load: sysbench's INSERT
+/// statements, one table after the other, on a server without those settings.
+#[test]
+fn the_fast_load_gives_the_rows_of_a_plain_load() {
+    let load_options = cairn_exec::system::by_name("mariadb")
+        .unwrap()
+        .load_options();
+    let mut fast_options = cairn_testkit::SMALL_SERVER.to_vec();
+    fast_options.extend(load_options.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let fast_server = start_mariadb("load-fast", &fast_options, Connect::Tcp);
+    let fast = Target::tcp(&fast_server.server.ip, fast_server.server.port, "cairn");
+    let (_plain_server, plain) = start("load-plain");
+
+    let mut spec = SysbenchDataset::new(3, 2000);
+    spec.seed = 7;
+    spec.parallel = 3;
+    load_sysbench(&fast, &spec).unwrap();
+    let mut sysbench_like = spec.clone();
+    sysbench_like.parallel = 1;
+    sysbench_like.method = cairn_workload::dataset::sysbench::LoadMethod::Insert;
+    let r = load_sysbench(&plain, &sysbench_like).unwrap();
+    assert!(r
+        .tables
+        .iter()
+        .all(|t| t.method == cairn_workload::dataset::sysbench::LoadMethod::Insert));
+
+    let (mut f, mut p) = (admin(&fast), admin(&plain));
+    // the settings were in force on the fast server only
+    let settings = "SELECT CONCAT(@@innodb_doublewrite, ',', @@innodb_flush_log_at_trx_commit, ',', @@log_bin)";
+    assert_eq!(one(&mut f, settings), "OFF,0,OFF");
+    assert_eq!(one(&mut p, settings), "ON,1,OFF");
+    type Row = (u32, u32, String, String);
+    for n in 1..=3 {
+        let rows = |c: &mut mysql::Conn| -> Vec<Row> {
+            c.query(format!("SELECT id, k, c, pad FROM sbtest{n} ORDER BY id"))
+                .unwrap()
+        };
+        let (rf, rp) = (rows(&mut f), rows(&mut p));
+        assert_eq!(rf.len(), 2000);
+        assert!(rf == rp, "sbtest{n}: the rows differ");
+        let create = |c: &mut mysql::Conn| -> String {
+            let (_, sql): (String, String) = c
+                .query_first(format!("SHOW CREATE TABLE sbtest{n}"))
+                .unwrap()
+                .unwrap();
+            sql
+        };
+        assert_eq!(
+            create(&mut f),
+            create(&mut p),
+            "sbtest{n}: the schema differs"
+        );
+    }
+}
+
 #[test]
 fn read_only_mix_matches_server_counters() {
     let (_guard, target) = start("ro");
@@ -529,4 +586,46 @@ fn a_hung_server_fails_the_run_after_the_io_timeout() {
         err.contains("no answer from the server within 2s (it hangs)"),
         "{err}"
     );
+}
+
+/// The read path speaks the protocol on the connection's socket (a unix socket here) and
+/// leaves a TLS connection to the `mysql` crate: both count exactly what the server counts.
+#[test]
+fn read_only_over_a_unix_socket_and_over_tls() {
+    for connect in [Connect::Socket, Connect::Tls] {
+        let s = start_mariadb(
+            &format!("ro-{}", connect.as_str()),
+            cairn_testkit::SMALL_SERVER,
+            connect,
+        );
+        let target = match connect {
+            Connect::Socket => Target::socket(s.server.socket_path.to_str().unwrap(), "cairn"),
+            _ => Target {
+                tls_ca: Some(s.server.tls_ca.clone().expect("a CA")),
+                ..Target::tcp(&s.server.ip, s.server.port, "cairn")
+            },
+        };
+        load_sysbench(&target, &SysbenchDataset::new(1, 500)).unwrap();
+        let mut c = admin(&target);
+        if connect == Connect::Tls {
+            let cipher: Option<(String, String)> =
+                c.query_first("SHOW STATUS LIKE 'Ssl_cipher'").unwrap();
+            assert!(
+                !cipher.unwrap().1.is_empty(),
+                "the admin connection uses TLS"
+            );
+        }
+        let before = status(&mut c);
+        let spec = OltpSpec::new(OltpTest::ReadOnly, 1, 500, 2, Duration::from_secs(1));
+        let m = run_oltp(&target, &spec).unwrap_or_else(|e| panic!("{connect:?}: {e}"));
+        let after = status(&mut c);
+        let t = &m.measured.totals;
+        let events = m.warmup.totals.events + t.events;
+        eprintln!("{connect:?}: {events} events, tps {:.1}", m.tps);
+        assert!(events > 0 && t.errors.total() == 0, "{connect:?}");
+        assert_eq!(delta(&before, &after, "Com_select"), 14 * events);
+        assert_eq!(delta(&before, &after, "Com_stmt_execute"), 14 * events);
+        assert_eq!(delta(&before, &after, "Com_begin"), events);
+        assert_eq!(delta(&before, &after, "Com_commit"), events);
+    }
 }

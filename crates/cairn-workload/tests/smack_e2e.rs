@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use cairn_defs::figures as fig;
 use cairn_exec::docker::Connect;
 use cairn_testkit::{start_mariadb, TestServer};
 use cairn_workload::smack::{
@@ -125,17 +126,24 @@ fn select_index_through_the_plan_entry_point_matches_server_counters() {
     assert_eq!(delta(&before, &after, "Com_stmt_execute"), 0);
     // one primary-key lookup per query, every one finding its row
     assert_eq!(delta(&before, &after, "Handler_read_key"), 1600);
-    assert_eq!(o.figures["queries"], 1600.0);
-    assert_eq!(o.figures["rows"], 1600.0);
-    assert_eq!(o.figures["misses"], 0.0);
-    assert_eq!(o.figures["errors"], 0.0);
-    assert_eq!(o.figures["words"], 1000.0);
+    assert_eq!(o.figures[&fig::QUERIES], 1600.0);
+    assert_eq!(o.figures[&fig::ROWS], 1600.0);
+    assert_eq!(o.figures[&fig::MISSES], 0.0);
+    assert_eq!(o.figures[&fig::ERRORS], 0.0);
+    assert_eq!(o.figures[&fig::WORDS], 1000.0);
     let f = &o.figures;
-    assert!(f["qps"] > 0.0 && f["seconds"] > 0.0);
-    assert!((f["qps"] * f["seconds"] - 1600.0).abs() < 1e-6);
-    assert!(f["min_ms"] <= f["avg_ms"] && f["avg_ms"] <= f["max_ms"]);
-    assert!(f["p50_ms"] <= f["p95_ms"] && f["p95_ms"] <= f["p99_ms"] && f["p99_ms"] <= f["max_ms"]);
-    assert!(f["connect_max_ms"] >= f["connect_avg_ms"] && f["connect_avg_ms"] > 0.0);
+    assert!(f[&fig::QPS] > 0.0 && f[&fig::SECONDS] > 0.0);
+    assert!((f[&fig::QPS] * f[&fig::SECONDS] - 1600.0).abs() < 1e-6);
+    assert!(
+        f[&fig::LATENCY_MIN_MS] <= f[&fig::LATENCY_MEAN_MS]
+            && f[&fig::LATENCY_MEAN_MS] <= f[&fig::LATENCY_MAX_MS]
+    );
+    assert!(
+        f[&fig::LATENCY_P50_MS] <= f[&fig::LATENCY_P95_MS]
+            && f[&fig::LATENCY_P95_MS] <= f[&fig::LATENCY_P99_MS]
+            && f[&fig::LATENCY_P99_MS] <= f[&fig::LATENCY_MAX_MS]
+    );
+    assert!(f[&fig::CONNECT_MAX_MS] >= f[&fig::CONNECT_MEAN_MS] && f[&fig::CONNECT_MEAN_MS] > 0.0);
     assert!(
         o.headline
             .contains("q/s (select_index, 4 clients × 200 rounds)"),
@@ -159,9 +167,9 @@ fn select_index_through_the_plan_entry_point_matches_server_counters() {
     assert_eq!(cols[..2], ["select_index", "1600"]);
     let q_per_s: f64 = cols[4].parse().unwrap();
     assert!(
-        (q_per_s - f["qps"]).abs() / f["qps"] < 1e-3,
+        (q_per_s - f[&fig::QPS]).abs() / f[&fig::QPS] < 1e-3,
         "{q_per_s} vs {}",
-        f["qps"]
+        f[&fig::QPS]
     );
 
     // per-second series and histogram cover every query

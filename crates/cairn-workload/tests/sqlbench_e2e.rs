@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use cairn_defs::figures as fig;
 use cairn_exec::docker::Connect;
 use cairn_testkit::{start_mariadb, TestServer};
 use cairn_workload::sqlbench::{run_sqlbench_until, run_sqlbench_with, Progress};
@@ -312,9 +313,9 @@ fn every_test_at_small_scale_matches_the_server_counters() {
         "wisconsin_wisc_benchmark_s",
         "total_s",
     ] {
-        assert!(o.figures[k] > 0.0, "{k}: {:?}", o.figures.get(k));
+        assert!(o.figures[k] > 0.0, "{k}: {:?}", o.figures.get_named(k));
     }
-    assert_eq!(o.figures["errors"], 0.0);
+    assert_eq!(o.figures[&fig::ERRORS], 0.0);
     assert!(o.headline.starts_with("alter-table "), "{}", o.headline);
     assert!(o.headline.contains(", insert "), "{}", o.headline);
     assert!(o.headline.ends_with(" s"), "{}", o.headline);
@@ -375,7 +376,7 @@ fn workload_entry_point_engine_fast_insert_and_stop() {
     eprintln!("{}", o.headline);
     assert!(o.headline.starts_with("insert ") && o.headline.contains("total"));
     assert!(o.figures["insert_multiple_value_insert_s"] > 0.0);
-    assert_eq!(o.figures["errors"], 0.0);
+    assert_eq!(o.figures[&fig::ERRORS], 0.0);
     let groups = o.detail["tests"][0]["groups"].as_array().unwrap();
     let group = |n: &str| groups.iter().find(|g| g["name"] == n).unwrap();
     // --fast-insert: 300 rows in one statement, 100 in another
@@ -396,7 +397,7 @@ fn workload_entry_point_engine_fast_insert_and_stop() {
         "{}",
         o.headline
     );
-    assert!(!o.figures.contains_key("transactions_s"));
+    assert!(!o.figures.contains_named("transactions_s"));
 
     // the tables really are MyISAM: look while a test runs
     let spec = match Workload::from_def(&def("big-tables"), None, 0).unwrap() {

@@ -1,4 +1,4 @@
-//! Cleanup of what cairn leaves in the engine: a killed run's containers and networks (by label), throwaway build containers, and everything at once for `cairn clean`.
+//! Cleanup of what a killed run leaves: its containers and networks in the engine (by label), throwaway build containers, its server socket directories, and everything at once for `cairn clean`.
 
 use std::collections::HashMap;
 
@@ -69,15 +69,17 @@ fn remove_build_containers(docker: &Docker, select: impl Fn(&str) -> bool) -> Re
     })
 }
 
-/// Remove every container and network carrying a [`LABEL_RUN`] label (whatever the run), and
-/// every throwaway `cairn-build-…` container: what `cairn clean` does. Running containers are
-/// killed. Images are kept.
+/// Remove every container and network of a cairn run (a non-empty [`LABEL_RUN`], whatever the
+/// run), and every throwaway `cairn-build-…` container: what `cairn clean` does. Running
+/// containers are killed. Images are kept, and so are containers someone made from a cairn
+/// image (they inherit its empty run label).
 pub fn clean_all(docker: &Docker) -> Result<CleanupReport> {
-    clean_runs(docker, |_| true, true)
+    clean_runs(docker, |run| !run.is_empty(), true)
 }
 
 /// Remove the containers and networks of the runs for which `select(run_id)` is true, and if
-/// `build_containers`, the `cairn-build-…` containers too (they carry no run label).
+/// `build_containers`, every `cairn-build-…` container too (those of cairn versions that did
+/// not label them with their run).
 pub fn clean_runs(
     docker: &Docker,
     select: impl Fn(&str) -> bool,
@@ -190,6 +192,12 @@ pub fn is_stale_run(run_id: &str) -> bool {
     let (Ok(pid), Ok(ticks)) = (pid.parse::<u32>(), ticks.parse::<u64>()) else {
         return false;
     };
+    // A pid alone could be reused by another process: the start ticks tell them apart. Ticks
+    // 0 mean the run could not read them (no /proc), and without /proc here nothing can be
+    // told: either way a live run must never be taken for a dead one.
+    if ticks == 0 || process_start_ticks(std::process::id()).is_none() {
+        return false;
+    }
     process_start_ticks(pid) != Some(ticks)
 }
 
@@ -215,6 +223,65 @@ pub fn clean_stale(docker: &Docker) -> Result<CleanupReport> {
     Ok(report)
 }
 
+/// The prefix of a server socket directory made by run `run_id` in the temp directory:
+/// `cairn-<run id>-` (the run id's characters other than ASCII letters, digits and `-` become
+/// `_`). It names the run so that, once the run's process is gone, [`clean_stale_socket_dirs`]
+/// can tell the directory is stale. Short, because sockets have a 108-byte path limit.
+pub fn socket_dir_prefix(run_id: &str) -> String {
+    let safe: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("cairn-{safe}-")
+}
+
+/// The run id in a socket directory name made with [`socket_dir_prefix`] from a
+/// [`this_run_id`]-form id (`cairn-run-<pid>-<ticks>-<random>`); `None` for anything else.
+fn socket_dir_run(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("cairn-run-")?;
+    let mut parts = rest.splitn(3, '-');
+    let pid = parts.next().filter(|p| p.parse::<u32>().is_ok())?;
+    let ticks = parts.next().filter(|t| t.parse::<u64>().is_ok())?;
+    parts.next().filter(|random| !random.is_empty())?;
+    Some(format!("run-{pid}-{ticks}"))
+}
+
+/// Remove the server socket directories in `temp` (the system temp directory in cairn) left
+/// by runs whose process has ended ([`is_stale_run`]): a SIGKILL gives a run no chance to
+/// remove its own. Directories of live runs, and anything not named like one of cairn's, are
+/// left alone. Returns the directories removed; one that cannot be removed is logged and kept.
+pub fn clean_stale_socket_dirs(temp: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stale = socket_dir_run(&name).is_some_and(|run| is_stale_run(&run));
+        // never follow a symlink someone else put there
+        if !stale || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(
+                "cannot remove stale socket directory {}: {e}",
+                path.display()
+            ),
+        }
+    }
+    removed.sort();
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,11 +298,51 @@ mod tests {
         // not cairn's form: never touched
         assert!(!is_stale_run("t-123-test"));
         assert!(!is_stale_run("run-x-y"));
+        // a reused pid: this very pid with other start ticks is another (ended) process
+        assert!(is_stale_run(&format!("run-{}-1", std::process::id())));
+        // unknown start ticks: cannot be told apart from a live run, so never stale
+        assert!(!is_stale_run("run-4294967295-0"));
         assert!(is_stale_build_container("/cairn-build-4294967295-ab-0"));
         assert!(!is_stale_build_container(&format!(
             "cairn-build-{}-ab-0",
             std::process::id()
         )));
         assert!(!is_stale_build_container("cairn-run-x"));
+    }
+
+    #[test]
+    fn socket_dirs_name_their_run_and_only_dead_runs_are_swept() {
+        let me = this_run_id();
+        let prefix = socket_dir_prefix(me);
+        assert!(prefix.starts_with(&format!("cairn-{me}-")), "{prefix}");
+        assert_eq!(socket_dir_prefix("t/1 x"), "cairn-t_1_x-");
+        assert_eq!(
+            socket_dir_run(&format!("{prefix}AbC123")).as_deref(),
+            Some(me)
+        );
+        assert_eq!(socket_dir_run("cairn-run-12-34"), None, "no random part");
+        assert_eq!(
+            socket_dir_run("cairn-AbC123"),
+            None,
+            "the old, run-less form"
+        );
+        assert_eq!(socket_dir_run("cairn-run-x-34-ab"), None);
+
+        let temp = tempfile::tempdir().expect("temp dir");
+        let live = temp.path().join(format!("{prefix}live01"));
+        let dead = temp.path().join("cairn-run-4294967295-5-dead01");
+        let foreign = temp.path().join("cairn-foreign");
+        let dead_file = temp.path().join("cairn-run-4294967295-5-file01");
+        for d in [&live, &dead, &foreign] {
+            std::fs::create_dir(d).expect("mkdir");
+        }
+        std::fs::write(dead.join("mysqld.sock"), "").expect("socket stand-in");
+        std::fs::write(&dead_file, "").expect("file");
+
+        assert_eq!(clean_stale_socket_dirs(temp.path()), vec![dead.clone()]);
+        assert!(!dead.exists());
+        assert!(live.exists(), "a live run's directory is kept");
+        assert!(foreign.exists(), "not cairn's form: kept");
+        assert!(dead_file.exists(), "only directories are swept");
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! A client container is labelled [`LABEL_RUN`]`=<run>` like the servers, so the cleanup of
 //! a killed run ([`Docker::cleanup_stale`]) removes it too. While it runs,
-//! [`crate::cancel::is_cancelled`] is polled: Ctrl-C (or the optional timeout) kills and
+//! its [`ClientSpec::cancel`] token is polled: Ctrl-C (or the optional timeout) kills and
 //! removes it at once.
 //!
 //! CPU time: with [`ClientSpec::measure_cpu`] the command runs under `/bin/sh`, which, once
@@ -16,12 +16,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::cancel::CancelToken;
 use bollard::models::{ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 
 use super::{
-    container_logs, labels, nonce, remove_container_quiet, sanitize_name, wait_exit, Docker,
-    DockerError, LABEL_RUN, LABEL_STEP,
+    container_logs, labels, nonce, remove_container_quiet, removing_container, sanitize_name,
+    wait_exit, Docker, DockerError, LABEL_RUN, LABEL_STEP,
 };
 
 /// The line after which the wrapper prints the cgroup CPU counters.
@@ -59,7 +60,9 @@ pub struct ClientSpec {
     pub step_id: Option<String>,
     /// Image reference or id holding the tool.
     pub image: String,
-    /// The network to attach to (the server's run network, `cairn-<run>`).
+    /// The network to attach to (the server's run network, `cairn-<run>`), or a network
+    /// mode that is not a network: `host`, or `container:<id>` (another container's
+    /// network namespace, e.g. the server's, to reach it over loopback).
     pub network: String,
     /// The command; the image's entrypoint is not used.
     pub argv: Vec<String>,
@@ -74,6 +77,8 @@ pub struct ClientSpec {
     /// Run under `/bin/sh` and read the container's cgroup CPU time at the end (see the
     /// module doc); the image must have `/bin/sh`.
     pub measure_cpu: bool,
+    /// The run's cancellation, polled while the container runs.
+    pub cancel: CancelToken,
 }
 
 impl ClientSpec {
@@ -90,6 +95,7 @@ impl ClientSpec {
             working_dir: None,
             timeout: None,
             measure_cpu: true,
+            cancel: CancelToken::new(),
         }
     }
 }
@@ -139,7 +145,85 @@ pub enum ClientError {
     },
 }
 
+/// Whether a network mode names a network to join (not `host` or `container:<id>`).
+fn is_network(mode: &str) -> bool {
+    mode != "host" && !mode.starts_with("container:")
+}
+
+/// A container that only holds a network namespace on a run's network (`sleep infinity`
+/// from the server's image), for the native driver's threads to enter: a client "in another
+/// container on the bridge". Removed by [`Docker::remove_netns_holder`], or with its run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetnsHolder {
+    pub container_id: String,
+    /// Its PID on the host: its namespace is `/proc/<pid>/ns/net`.
+    pub host_pid: u32,
+}
+
 impl Docker {
+    /// Start a [`NetnsHolder`] from `image` on `network`, labelled with the run and step.
+    pub fn start_netns_holder(
+        &self,
+        run_id: &str,
+        step_id: &str,
+        image: &str,
+        network: &str,
+    ) -> Result<NetnsHolder, DockerError> {
+        let api = &self.inner.api;
+        self.block_on(async {
+            let name = format!("cairn-{}-netns-{}", sanitize_name(run_id), nonce());
+            let body = ContainerCreateBody {
+                image: Some(image.to_string()),
+                cmd: Some(vec!["sleep".into(), "infinity".into()]),
+                entrypoint: Some(vec![]),
+                labels: Some(labels([(LABEL_RUN, run_id), (LABEL_STEP, step_id)])),
+                host_config: Some(HostConfig {
+                    network_mode: Some(network.to_string()),
+                    init: Some(false),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let opts = CreateContainerOptionsBuilder::new().name(&name).build();
+            let id = api
+                .create_container(Some(opts), body)
+                .await
+                .map_err(DockerError::api(format!("create {name} from {image}")))?
+                .id;
+            let started = async {
+                api.start_container(&id, None)
+                    .await
+                    .map_err(DockerError::api(format!("start {name}")))?;
+                let pid = api
+                    .inspect_container(&id, None)
+                    .await
+                    .map_err(DockerError::api(format!("inspect {name}")))?
+                    .state
+                    .and_then(|s| s.pid)
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| DockerError::Invalid(format!("{name} has no PID")))?;
+                Ok(pid as u32)
+            }
+            .await;
+            match started {
+                Ok(host_pid) => Ok(NetnsHolder {
+                    container_id: id,
+                    host_pid,
+                }),
+                Err(e) => {
+                    let _ = remove_container_quiet(api, &id).await;
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Remove a [`NetnsHolder`] (killed at once: it holds nothing but the namespace).
+    pub fn remove_netns_holder(&self, holder: &NetnsHolder) -> Result<(), DockerError> {
+        let api = &self.inner.api;
+        self.block_on(remove_container_quiet(api, &holder.container_id))
+    }
+
     /// Run `spec.argv` in a throwaway container from `spec.image` on `spec.network`, wait for
     /// it, and return its exit code, output and CPU time. The container is removed on every
     /// path: success, error, timeout and Ctrl-C.
@@ -179,7 +263,7 @@ impl Docker {
                     init: Some(false),
                     ..Default::default()
                 }),
-                networking_config: Some(NetworkingConfig {
+                networking_config: is_network(&spec.network).then(|| NetworkingConfig {
                     endpoints_config: Some(HashMap::from([(
                         spec.network.clone(),
                         EndpointSettings::default(),
@@ -198,10 +282,7 @@ impl Docker {
                 .id;
             let r = run_started(api, &id, &name, spec).await;
             // every path: the container goes (a force-remove also kills a running one)
-            let removed = remove_container_quiet(api, &id).await;
-            let out = r?;
-            removed?;
-            Ok(out)
+            removing_container(api, &id, r).await
         })
     }
 }
@@ -212,7 +293,7 @@ async fn run_started(
     name: &str,
     spec: &ClientSpec,
 ) -> Result<ClientOutput, ClientError> {
-    if crate::cancel::is_cancelled() {
+    if spec.cancel.is_cancelled() {
         return Err(ClientError::Cancelled {
             image: spec.image.clone(),
         });
@@ -227,7 +308,7 @@ async fn run_started(
         tokio::select! {
             code = &mut wait => break code?,
             _ = tokio::time::sleep(POLL) => {
-                if crate::cancel::is_cancelled() {
+                if spec.cancel.is_cancelled() {
                     return Err(ClientError::Cancelled { image: spec.image.clone() });
                 }
                 if let Some(t) = spec.timeout.filter(|t| t0.elapsed() > *t) {

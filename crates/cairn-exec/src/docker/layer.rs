@@ -10,8 +10,8 @@ use bollard::models::ContainerConfig;
 use bollard::query_parameters::{CommitContainerOptionsBuilder, UploadToContainerOptionsBuilder};
 
 use super::{
-    container_logs, create_build_container, image_ref, remove_container_quiet, wait_exit, Docker,
-    DockerError, Result, LABEL_KEY, LABEL_PARENT,
+    container_logs, create_build_container, image_ref, removing_container, wait_exit, Docker,
+    DockerError, Result, LABEL_KEY, LABEL_PARENT, LABEL_RUN,
 };
 
 /// `PATH` for images without an `Env`.
@@ -73,7 +73,8 @@ impl Docker {
                 "-c".to_string(),
                 with_exports(env, script)?,
             ];
-            let cid = create_build_container(api, parent, cmd, Vec::new(), true).await?;
+            let cid =
+                create_build_container(api, &self.run_id, parent, cmd, Vec::new(), true).await?;
             let r = async {
                 api.start_container(&cid, None)
                     .await
@@ -93,10 +94,7 @@ impl Docker {
                 commit(api, &cid, parent, &reference, key).await
             }
             .await;
-            let removed = remove_container_quiet(api, &cid).await;
-            let id = r?;
-            removed?;
-            Ok::<_, DockerError>(id)
+            removing_container(api, &cid, r).await
         })?;
         tracing::info!("cairn: layer {reference} built in {:.1?}", t0.elapsed());
         Ok(LayerImage {
@@ -130,7 +128,8 @@ impl Docker {
         let id = self.block_on(async {
             // The directory must exist for the upload; create it with a short run first.
             let cmd = vec!["/bin/mkdir".to_string(), "-p".to_string(), dest.to_string()];
-            let cid = create_build_container(api, parent, cmd, Vec::new(), false).await?;
+            let cid =
+                create_build_container(api, &self.run_id, parent, cmd, Vec::new(), false).await?;
             let r = async {
                 api.start_container(&cid, None)
                     .await
@@ -150,10 +149,7 @@ impl Docker {
                 commit(api, &cid, parent, &reference, key).await
             }
             .await;
-            let removed = remove_container_quiet(api, &cid).await;
-            let id = r?;
-            removed?;
-            Ok::<_, DockerError>(id)
+            removing_container(api, &cid, r).await
         })?;
         Ok(LayerImage {
             id,
@@ -183,12 +179,10 @@ impl Docker {
         let id = self.block_on(async {
             // never started: only its config is committed
             let cmd = vec!["/bin/true".to_string()];
-            let cid = create_build_container(api, parent, cmd, Vec::new(), false).await?;
-            let r = commit_with_env(api, &cid, parent, &reference, key, vars).await;
-            let removed = remove_container_quiet(api, &cid).await;
-            let id = r?;
-            removed?;
-            Ok::<_, DockerError>(id)
+            let cid =
+                create_build_container(api, &self.run_id, parent, cmd, Vec::new(), false).await?;
+            let r = commit_with_env(api, &cid, parent, &reference, key, vars, &[]).await;
+            removing_container(api, &cid, r).await
         })?;
         Ok(LayerImage {
             id,
@@ -257,17 +251,29 @@ pub(crate) fn tar_files(files: &[LayerFile]) -> Result<Vec<u8>> {
 }
 
 /// Commit container `cid` as `reference`, keeping `parent`'s CMD/ENTRYPOINT; returns the image id.
-async fn commit(
+pub(crate) async fn commit(
     api: &bollard::Docker,
     cid: &str,
     parent: &str,
     reference: &str,
     key: &str,
 ) -> Result<String> {
-    commit_with_env(api, cid, parent, reference, key, &[]).await
+    commit_with_env(api, cid, parent, reference, key, &[], &[]).await
 }
 
-/// As [`commit`], with `vars` set in the image's `Env` on top of the parent's.
+/// As [`commit`], with `extra` labels on the image (e.g. a source build's facts).
+pub(crate) async fn commit_labelled(
+    api: &bollard::Docker,
+    cid: &str,
+    parent: &str,
+    reference: &str,
+    key: &str,
+    extra: &[(&str, String)],
+) -> Result<String> {
+    commit_with_env(api, cid, parent, reference, key, &[], extra).await
+}
+
+/// As [`commit`], with `vars` set in the image's `Env` on top of the parent's and `extra` labels.
 async fn commit_with_env(
     api: &bollard::Docker,
     cid: &str,
@@ -275,6 +281,7 @@ async fn commit_with_env(
     reference: &str,
     key: &str,
     vars: &[String],
+    extra: &[(&str, String)],
 ) -> Result<String> {
     let parent_img = api
         .inspect_image(parent)
@@ -285,6 +292,14 @@ async fn commit_with_env(
     let mut labels = pconf.labels.unwrap_or_default();
     labels.insert(LABEL_KEY.into(), key.into());
     labels.insert(LABEL_PARENT.into(), parent_id);
+    for (k, v) in extra {
+        labels.insert(k.to_string(), v.clone());
+    }
+    // the engine merges the build container's labels into the image, and the image's into
+    // every container made from it: an empty run label there names no run (a container of a
+    // cairn run sets its own), so neither `cairn clean` nor a later run takes a container
+    // someone made from a cairn image for a leftover of this build's run
+    labels.insert(LABEL_RUN.into(), String::new());
     let config = ContainerConfig {
         cmd: Some(pconf.cmd.unwrap_or_else(|| vec!["/bin/bash".into()])),
         entrypoint: pconf.entrypoint,

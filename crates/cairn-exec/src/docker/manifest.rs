@@ -13,7 +13,9 @@ pub struct InstalledPackage {
 /// What an image is: id, architecture and installed packages (sorted by name).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ImageManifest {
-    /// `sha256:…`
+    /// `sha256:…`: the engine's id, machine-local (debootstrap makes another on every
+    /// build of the same packages), so it is left out of a serialised manifest when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub image_id: String,
     /// The engine's view (`amd64`, `386`, …).
     pub image_architecture: Option<String>,

@@ -1,4 +1,4 @@
-//! Docker executor (bollard): base images from debootstrap, layers, manifests, MariaDB server containers, variant checks.
+//! Docker executor (bollard): base images from debootstrap, layers, manifests, database server containers and their run networks, client containers, variant checks.
 //!
 //! Everything talks to the Docker Engine API through bollard and is async inside; the public
 //! API is blocking, because the engine that calls it is synchronous (rayon). [`Docker`] owns a
@@ -8,20 +8,28 @@
 //! Naming and labels:
 //! - images are tagged `cairn/<name>:<tag>` with the tag derived from the caller's key
 //!   ([`image_ref`]) and carry the label [`LABEL_KEY`]`=<full key>`;
-//! - server containers and networks carry [`LABEL_RUN`]`=<run>` (and containers
-//!   [`LABEL_STEP`]`=<step>`), so [`Docker::cleanup_stale`] can remove what a killed run left;
-//! - throwaway build/probe containers are named `cairn-build-…` and carry no labels (labels
-//!   of a committed container would end up in the image and in every container made from it).
+//! - every container cairn creates (servers, client tools, throwaway build/probe containers)
+//!   and every run network carries [`LABEL_RUN`]`=<run>` (server containers also
+//!   [`LABEL_STEP`]`=<step>`), so one label query finds all of a run's containers and
+//!   [`Docker::cleanup_stale`] can remove what a killed run left;
+//! - throwaway build/probe containers are also named `cairn-build-<pid>-…`. The engine merges
+//!   a committed container's labels into the image, so a layer's commit sets the run label
+//!   to the empty string: containers made from a cairn image carry no run but their own.
 
 pub mod allocator;
+pub mod archive;
 pub mod base;
 pub mod checks;
 pub mod cleanup;
 pub mod client;
+pub mod connection;
 pub mod layer;
 pub mod manifest;
 pub mod mirror;
+pub mod network;
+pub mod readiness;
 pub mod server;
+pub mod source_build;
 pub mod tls;
 
 use std::collections::HashMap;
@@ -37,13 +45,16 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 pub use allocator::allocator_library;
+pub use archive::{archive_versions, ArchiveVersions};
 pub use base::{BaseImage, BaseSpec};
 pub use checks::{AllocatorCheck, VariantChecks};
 pub use cleanup::{clean_all, clean_runs, clean_stale, is_stale_run, this_run_id};
-pub use client::{ClientCpu, ClientError, ClientOutput, ClientSpec};
+pub use client::{ClientCpu, ClientError, ClientOutput, ClientSpec, NetnsHolder};
+pub use connection::DockerConnection;
 pub use layer::{LayerFile, LayerImage};
 pub use manifest::{ImageManifest, InstalledPackage};
 pub use mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
+pub use network::network_name;
 pub use server::{CleanupReport, Connect, Server, ServerSpec};
 
 /// Label holding the full key of the step that produced an image.
@@ -63,6 +74,17 @@ pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
 
 /// How long [`Docker::connect`] waits for the engine to answer before giving up.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long an engine on a local socket that accepted the connection may take to answer
+/// the first requests. Where no engine runs, connecting fails at once (no socket file, or
+/// nobody listening); an engine that accepted but is slow is busy (importing or committing
+/// a large image on a loaded machine), not absent, and taking it for absent would block
+/// every container step of the run.
+pub const BUSY_ENGINE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often a read-only engine query is tried while it fails transiently (waits of
+/// 0.25, 0.5, 1 and 2 s between the tries).
+const QUERY_TRIES: u32 = 5;
 
 /// What to do when no engine answers; part of [`DockerError::Unavailable`]'s message.
 pub const START_ENGINE_HINT: &str = "start the Docker Engine with `sudo systemctl start docker` \
@@ -124,6 +146,22 @@ pub enum DockerError {
 }
 
 impl DockerError {
+    /// Whether trying again unchanged may succeed: the engine's API could not be reached,
+    /// the connection broke or timed out, or the engine answered 5xx. What the engine refused
+    /// on its merits (4xx) and everything cairn decided (a missing allocator, a failed
+    /// command, a server that did not start) is not transient.
+    pub fn is_transient(&self) -> bool {
+        use bollard::errors::Error as B;
+        match self {
+            DockerError::Connect(source) | DockerError::Api { source, .. } => match source {
+                B::DockerResponseServerError { status_code, .. } => *status_code >= 500,
+                B::IOError { .. } | B::HyperResponseError { .. } | B::RequestTimeoutError => true,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     pub(crate) fn api(op: impl Into<String>) -> impl FnOnce(bollard::errors::Error) -> Self {
         let op = op.into();
         move |source| DockerError::Api { op, source }
@@ -151,6 +189,9 @@ pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
 #[derive(Clone)]
 pub struct Docker {
     inner: Arc<Inner>,
+    /// The run id its throwaway build containers are labelled with ([`LABEL_RUN`]):
+    /// [`this_run_id`] unless [`Docker::for_run`] says otherwise.
+    run_id: Arc<str>,
 }
 
 struct Inner {
@@ -174,7 +215,8 @@ impl std::fmt::Debug for Docker {
 
 impl Docker {
     /// Connect to `$DOCKER_HOST` (default [`DEFAULT_DOCKER_HOST`]) and negotiate the API
-    /// version. Without an engine this fails within [`CONNECT_TIMEOUT`] with
+    /// version. Without an engine this fails at once on a local socket (within
+    /// [`CONNECT_TIMEOUT`] over TCP) with
     /// [`DockerError::Unavailable`], whose message says how to start one.
     pub fn connect() -> Result<Self> {
         let host = std::env::var("DOCKER_HOST")
@@ -205,8 +247,13 @@ impl Docker {
             let _rt = rt.enter(); // the http connector wants a reactor
             bollard::Docker::connect_with_host(host).map_err(|e| unavailable(e.to_string()))?
         };
+        let answer_within = if host.starts_with("unix://") {
+            BUSY_ENGINE_TIMEOUT
+        } else {
+            CONNECT_TIMEOUT
+        };
         let api = rt.block_on(async {
-            match tokio::time::timeout(CONNECT_TIMEOUT, api.clone().negotiate_version()).await {
+            match tokio::time::timeout(answer_within, api.clone().negotiate_version()).await {
                 Ok(Ok(api)) => Ok(api),
                 Ok(Err(e)) => {
                     tracing::warn!(
@@ -223,14 +270,14 @@ impl Docker {
                     }
                     .map_err(|e| unavailable(e.to_string()))
                 }
-                Err(_) => Err(unavailable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
+                Err(_) => Err(unavailable(format!("no answer within {answer_within:?}"))),
             }
         })?;
         // Fail early with a clear message when the engine is not there.
-        match rt.block_on(async { tokio::time::timeout(CONNECT_TIMEOUT, api.ping()).await }) {
+        match rt.block_on(async { tokio::time::timeout(answer_within, api.ping()).await }) {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(unavailable(e.to_string())),
-            Err(_) => return Err(unavailable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
+            Err(_) => return Err(unavailable(format!("no answer within {answer_within:?}"))),
         }
         Ok(Docker {
             inner: Arc::new(Inner {
@@ -238,7 +285,22 @@ impl Docker {
                 api,
                 network_leases: Mutex::new(HashMap::new()),
             }),
+            run_id: Arc::from(this_run_id()),
         })
+    }
+
+    /// The same connection, labelling the throwaway containers it creates (image layers,
+    /// probes) with run `run_id`, as that run's servers are.
+    pub fn for_run(&self, run_id: &str) -> Docker {
+        Docker {
+            inner: Arc::clone(&self.inner),
+            run_id: Arc::from(run_id),
+        }
+    }
+
+    /// The run id its throwaway containers carry as their [`LABEL_RUN`].
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     /// The negotiated Engine API version, e.g. `1.41`.
@@ -250,15 +312,28 @@ impl Docker {
     /// The engine's own version and OS/architecture, e.g. `Docker Engine 28.2.2 (linux/amd64)`
     /// (part of the machine fingerprint of measurements).
     pub fn engine_version(&self) -> Result<String> {
-        let v = self
-            .block_on(self.inner.api.version())
-            .map_err(DockerError::api("version"))?;
+        let v = self.query(|| {
+            self.block_on(self.inner.api.version())
+                .map_err(DockerError::api("version"))
+        })?;
         Ok(format!(
             "Docker Engine {} ({}/{})",
             v.version.unwrap_or_default(),
             v.os.unwrap_or_default(),
             v.arch.unwrap_or_default()
         ))
+    }
+
+    /// Where the engine keeps its images and containers (`DockerRootDir`), for the machine
+    /// fingerprint's I/O scheduler of the engine's disk.
+    pub fn root_dir(&self) -> Result<std::path::PathBuf> {
+        let info = self
+            .block_on(self.inner.api.info())
+            .map_err(DockerError::api("info"))?;
+        Ok(info
+            .docker_root_dir
+            .unwrap_or_else(|| "/var/lib/docker".into())
+            .into())
     }
 
     /// The bollard client (for callers that need an API this module does not wrap).
@@ -270,14 +345,36 @@ impl Docker {
         self.inner.rt.block_on(f)
     }
 
+    /// A read-only query of the engine, tried again while it fails transiently (a busy
+    /// engine, e.g. while another process commits a large image, may drop or time out a
+    /// request): a cache check must not take an engine hiccup for a missing image, nor a
+    /// fingerprint an unreadable version for another machine.
+    fn query<T>(&self, mut once: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut wait = std::time::Duration::from_millis(250);
+        let mut tries = 1;
+        loop {
+            match once() {
+                Err(e) if e.is_transient() && tries < QUERY_TRIES => {
+                    tracing::warn!("engine query failed ({e}); trying again in {wait:?}");
+                    std::thread::sleep(wait);
+                    wait *= 2;
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Id of the image with this reference, if it exists.
     pub fn image_id(&self, reference: &str) -> Result<Option<String>> {
-        self.block_on(async {
-            match self.inner.api.inspect_image(reference).await {
-                Ok(img) => Ok(img.id),
-                Err(e) if is_not_found(&e) => Ok(None),
-                Err(e) => Err(DockerError::api(format!("inspect image {reference}"))(e)),
-            }
+        self.query(|| {
+            self.block_on(async {
+                match self.inner.api.inspect_image(reference).await {
+                    Ok(img) => Ok(img.id),
+                    Err(e) if is_not_found(&e) => Ok(None),
+                    Err(e) => Err(DockerError::api(format!("inspect image {reference}"))(e)),
+                }
+            })
         })
     }
 
@@ -307,7 +404,13 @@ impl Docker {
 
     /// Run `cmd` in a throwaway container from `image` (no network, removed afterwards).
     pub fn run_once(&self, image: &str, cmd: &[&str]) -> Result<ExecOutput> {
-        self.block_on(run_once_async(&self.inner.api, image, cmd, None))
+        self.block_on(run_once_async(
+            &self.inner.api,
+            &self.run_id,
+            image,
+            cmd,
+            None,
+        ))
     }
 }
 
@@ -508,6 +611,19 @@ pub(crate) async fn wait_exit(api: &bollard::Docker, container: &str) -> Result<
 }
 
 /// Force-remove a container (and its anonymous volumes); a missing container is fine.
+/// `outcome` of work in a throwaway container, after removing the container whatever the
+/// outcome: the work's error first, else the removal's.
+pub(crate) async fn removing_container<T, E: From<DockerError>>(
+    api: &bollard::Docker,
+    container: &str,
+    outcome: std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    let removed = remove_container_quiet(api, container).await;
+    let value = outcome?;
+    removed?;
+    Ok(value)
+}
+
 pub(crate) async fn remove_container_quiet(api: &bollard::Docker, container: &str) -> Result<()> {
     let opts = RemoveContainerOptionsBuilder::new()
         .force(true)
@@ -524,9 +640,10 @@ pub(crate) async fn remove_container_quiet(api: &bollard::Docker, container: &st
     }
 }
 
-/// Create (not start) a throwaway container named `cairn-build-…`.
+/// Create (not start) a throwaway container named `cairn-build-…`, labelled with run `run_id`.
 pub(crate) async fn create_build_container(
     api: &bollard::Docker,
+    run_id: &str,
     image: &str,
     cmd: Vec<String>,
     env: Vec<String>,
@@ -538,6 +655,7 @@ pub(crate) async fn create_build_container(
         cmd: Some(cmd),
         env: if env.is_empty() { None } else { Some(env) },
         user: Some("root".into()),
+        labels: Some(labels([(LABEL_RUN, run_id)])),
         network_disabled: Some(!network),
         host_config: Some(HostConfig {
             network_mode: Some(if network { "bridge" } else { "none" }.into()),
@@ -555,12 +673,14 @@ pub(crate) async fn create_build_container(
 
 pub(crate) async fn run_once_async(
     api: &bollard::Docker,
+    run_id: &str,
     image: &str,
     cmd: &[&str],
     env: Option<Vec<String>>,
 ) -> Result<ExecOutput> {
     let id = create_build_container(
         api,
+        run_id,
         image,
         cmd.iter().map(|s| s.to_string()).collect(),
         env.unwrap_or_default(),
@@ -577,10 +697,7 @@ pub(crate) async fn run_once_async(
         Ok(out)
     }
     .await;
-    let removed = remove_container_quiet(api, &id).await;
-    let out = r?;
-    removed?;
-    Ok(out)
+    removing_container(api, &id, r).await
 }
 
 /// Labels as the engine wants them.
@@ -594,6 +711,27 @@ pub(crate) fn labels<const N: usize>(pairs: [(&str, &str); N]) -> HashMap<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_hiccups_are_transient_refusals_are_not() {
+        let api = |status_code| DockerError::Api {
+            op: "create".into(),
+            source: bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message: "x".into(),
+            },
+        };
+        assert!(api(500).is_transient());
+        assert!(api(503).is_transient());
+        assert!(!api(404).is_transient());
+        assert!(!api(409).is_transient());
+        let timeout = DockerError::Api {
+            op: "inspect".into(),
+            source: bollard::errors::Error::RequestTimeoutError,
+        };
+        assert!(timeout.is_transient());
+        assert!(!DockerError::Invalid("bad".into()).is_transient());
+    }
 
     #[test]
     fn image_refs() {

@@ -1,15 +1,17 @@
-//! MariaDB server containers: start on a per-run bridge network, wait until the server answers, stop, remove, and clean up what a killed run left.
+//! Database server containers: the container lifecycle — create on the run's network, upload
+//! the configuration (and a datadir snapshot), start, wait until the server answers, stop,
+//! remove, archive the datadir.
 //!
-//! A server container runs, as root, a short script: make the socket and data directories
-//! (owned by `mysql`), initialise the datadir with `mariadb-install-db` if it is empty, then
-//! `exec mariadbd --defaults-file=/etc/cairn/my.cnf` (the config sets `user=mysql`, so the
-//! server drops to `mysql`; as PID 1 of the container its host PID is `State.Pid`). The
-//! generated `my.cnf` is uploaded into the created container before it starts; the socket
+//! What the server program is comes from the spec's [`DbSystem`]: a server container runs, as
+//! root, the system's start script (prepare the socket and data directories, initialise an
+//! empty datadir, `exec` the server, which drops to its service user; as PID 1 of the
+//! container its host PID is `State.Pid`). The system's configuration file is uploaded to
+//! [`CONTAINER_CONFIG_DIR`] in the created container before it starts; the socket
 //! directory is a host directory bind-mounted at [`CONTAINER_SOCKET_DIR`].
 //!
-//! Ready means: from the host, a TCP connection to `<container IP>:3306` receives a MySQL
-//! protocol greeting, the unix socket in the host directory does too, and
-//! `mariadb-admin ping` inside the container succeeds — bounded by `ready_timeout`. A server
+//! Ready means (see [`super::readiness`]): from the host, a TCP connection to the container's
+//! address receives the system's greeting, the unix socket in the host directory does too, and
+//! the system's ping inside the container succeeds — bounded by `ready_timeout`. A server
 //! that exits or does not answer in time is removed and reported with the last lines of its log.
 //!
 //! [`Connect::Tls`] adds a CA and server certificate made for this start (see [`super::tls`]):
@@ -18,39 +20,35 @@
 //! `cpuset` and `memory` become the container's cgroup limits.
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
-use std::os::unix::net::UnixStream;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use bollard::models::{
-    ContainerCreateBody, EndpointSettings, HostConfig, NetworkCreateRequest, NetworkingConfig,
-};
+use bollard::models::{ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListNetworksOptionsBuilder, StopContainerOptionsBuilder,
-    UploadToContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, StopContainerOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 
 use super::layer::{tar_files, LayerFile};
+use super::readiness::{greet_tcp, greet_unix};
 use super::tls::{self, CA_FILE, CERT_FILE, CONTAINER_TLS_DIR, KEY_FILE, TLS_READY_MARKER};
 use super::{
     container_logs, exec_async, is_not_found, labels, remove_container_quiet, sanitize_name,
     Docker, DockerError, ExecOutput, Result, LABEL_RUN, LABEL_STEP,
 };
+use crate::server_log::log_excerpt;
+use crate::system::{self, DbSystem, Greeting, ServerLayout};
 
 /// Where the socket directory is mounted inside the container.
 pub const CONTAINER_SOCKET_DIR: &str = "/run/cairn";
-/// The socket file name inside the socket directory.
-pub const SOCKET_NAME: &str = "mysqld.sock";
 /// The datadir inside the container.
 pub const CONTAINER_DATADIR: &str = "/var/lib/cairn/data";
 /// The directory holding the datadir: archives of it unpack here.
 const DATADIR_PARENT: &str = "/var/lib/cairn";
-/// The server's configuration file inside the container.
-pub const CONTAINER_MY_CNF: &str = "/etc/cairn/my.cnf";
-/// The TCP port inside the container.
-pub const PORT: u16 = 3306;
+/// Between two readiness probes of a starting server.
+const POLL: Duration = Duration::from_millis(25);
+/// The directory of the server's configuration file inside the container.
+pub const CONTAINER_CONFIG_DIR: &str = "/etc/cairn";
 
 /// How clients reach a server. The server always listens on its socket and on TCP; this says
 /// what clients are meant to use, and `Tls` also makes TCP require TLS.
@@ -94,16 +92,19 @@ impl std::str::FromStr for Connect {
 }
 
 /// How to start one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ServerSpec {
     /// Run id: network `cairn-<run>`, label `cairn.run=<run>`.
     pub run_id: String,
     /// Step id: label `cairn.step=<step>`, network alias, part of the container name.
     pub step_id: String,
-    /// Image reference or id (with mariadb-server installed).
+    /// Image reference or id (with the system's server installed).
     pub image: String,
-    /// The whole `my.cnf`; see [`render_my_cnf`].
-    pub my_cnf: String,
+    /// The database system the image's server is.
+    pub system: &'static dyn DbSystem,
+    /// Configuration options (name, value; empty value = a bare flag), before cairn's own
+    /// settings (see [`container_layout`]).
+    pub options: Vec<(String, String)>,
     /// Host directory bind-mounted at [`CONTAINER_SOCKET_DIR`] (the socket appears here).
     pub socket_dir: PathBuf,
     /// Host directory for the datadir; `None` = inside the container (removed with it).
@@ -129,19 +130,21 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
-    /// A spec with defaults: 60 s ready timeout, 30 s stop grace, user `cairn` for TCP.
+    /// A spec with defaults: the default system, 60 s ready timeout, 30 s stop grace, user
+    /// `cairn` for TCP.
     pub fn new(
         run_id: &str,
         step_id: &str,
         image: &str,
-        my_cnf: String,
+        options: Vec<(String, String)>,
         socket_dir: PathBuf,
     ) -> Self {
         ServerSpec {
             run_id: run_id.into(),
             step_id: step_id.into(),
             image: image.into(),
-            my_cnf,
+            system: system::by_name(system::DEFAULT).expect("the default system is known"),
+            options,
             socket_dir,
             data_dir: None,
             datadir_archive: None,
@@ -186,6 +189,21 @@ pub struct Server {
     /// the server with (`--ssl-ca`); inside the container it is at `/etc/cairn/tls/ca.pem`.
     #[serde(default)]
     pub tls_ca: Option<PathBuf>,
+    /// The database system's name (see [`crate::system::by_name`]).
+    #[serde(default = "default_system")]
+    pub system: String,
+    /// The host directory bind-mounted as the datadir, if any (else it is inside the
+    /// container).
+    #[serde(default)]
+    pub data_dir: Option<PathBuf>,
+    /// The system's variant query's answer, asked in the readiness check (one exec into the
+    /// container fewer per start), for [`Docker::variant_checks`].
+    #[serde(default)]
+    pub variant_row: Option<String>,
+}
+
+fn default_system() -> String {
+    system::DEFAULT.to_string()
 }
 
 impl Server {
@@ -202,6 +220,22 @@ impl Server {
             .unwrap_or_else(|| std::path::Path::new("/"))
     }
 
+    /// The database system the server is.
+    pub fn db_system(&self) -> Result<&'static dyn DbSystem> {
+        system::by_name(&self.system).map_err(DockerError::Invalid)
+    }
+
+    /// The socket as a client container sees it with [`Server::socket_dir`] bound at
+    /// [`CONTAINER_SOCKET_DIR`].
+    pub fn container_socket(&self) -> String {
+        let name = self
+            .socket_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("{CONTAINER_SOCKET_DIR}/{name}")
+    }
+
     /// For [`Connect::Tls`]: the host directory (inside [`Server::socket_dir`]) with a client
     /// certificate, its key and the CA under the names sysbench 1.0 reads
     /// ([`tls::CLIENT_DIR`]).
@@ -212,78 +246,49 @@ impl Server {
 
 pub use super::cleanup::CleanupReport;
 
-/// A `my.cnf` for a cairn server: `options` (name, value; empty value = a bare flag) in
-/// `[mariadbd]`, then the settings cairn relies on (datadir, socket, port, bind address,
-/// user), which therefore win; a `[client]` section for the tools inside the container.
-pub fn render_my_cnf(options: &[(String, String)]) -> String {
-    let mut s = String::from("# generated by cairn\n[client]\n");
-    s.push_str(&format!(
-        "socket = {CONTAINER_SOCKET_DIR}/{SOCKET_NAME}\nuser = root\n\n[mariadbd]\n"
-    ));
-    for (k, v) in options {
-        if v.is_empty() {
-            s.push_str(&format!("{k}\n"));
-        } else {
-            s.push_str(&format!("{k} = {v}\n"));
-        }
+/// Where a server's files are inside its container, and how it listens there.
+pub fn container_layout(system: &dyn DbSystem, tls: bool) -> ServerLayout {
+    ServerLayout {
+        datadir: CONTAINER_DATADIR.into(),
+        socket: format!("{CONTAINER_SOCKET_DIR}/{}", system.socket_name()),
+        pid_file: format!("{CONTAINER_SOCKET_DIR}/server.pid"),
+        log_file: None,
+        listen: Some(("0.0.0.0".into(), system.default_port())),
+        run_as: Some(system.service_user().into()),
+        tls: tls.then(tls::container_tls_files),
     }
-    s.push_str(&format!(
-        "# cairn's fixed settings\n\
-         datadir = {CONTAINER_DATADIR}\n\
-         socket = {CONTAINER_SOCKET_DIR}/{SOCKET_NAME}\n\
-         pid-file = {CONTAINER_SOCKET_DIR}/mysqld.pid\n\
-         port = {PORT}\n\
-         bind-address = 0.0.0.0\n\
-         user = mysql\n"
-    ));
-    s
 }
 
-/// The network name of a run.
-pub fn network_name(run_id: &str) -> String {
-    format!("cairn-{}", sanitize_name(run_id))
+/// The configuration file's path inside the container.
+fn container_config(system: &dyn DbSystem) -> String {
+    format!("{CONTAINER_CONFIG_DIR}/{}", system.config_name())
 }
 
 fn container_name(run_id: &str, step_id: &str) -> String {
     format!("cairn-{}-{}", sanitize_name(run_id), sanitize_name(step_id))
 }
 
-fn start_script(tls: bool) -> String {
+/// The container's command: wait for the TLS files if any, then the system's start script.
+fn start_script(system: &dyn DbSystem, tls: bool) -> String {
     let wait_tls = if tls {
         format!(
             "i=0\n\
              while [ ! -e {dir}/{TLS_READY_MARKER} ]; do\n\
                i=$((i+1)); if [ $i -gt 600 ]; then echo 'cairn: the TLS certificates never arrived'; exit 1; fi\n\
                sleep 0.05\n\
-             done\n\
-             chown -R mysql:mysql {dir}\n\
-             chmod 600 {dir}/{KEY_FILE}\n",
+             done\n",
             dir = CONTAINER_TLS_DIR
         )
     } else {
         String::new()
     };
-    format!(
-        "set -e\n\
-         {wait_tls}\
-         mkdir -p {sock} {data}\n\
-         chown mysql:mysql {sock}\n\
-         chown -R mysql:mysql {data}\n\
-         if [ ! -d {data}/mysql ]; then\n\
-           echo 'cairn: initialising the datadir with mariadb-install-db'\n\
-           if ! mariadb-install-db --defaults-file={cnf} --user=mysql --skip-test-db >/tmp/cairn-install-db.log 2>&1; then\n\
-             sed '/^Installation of system tables failed/,$d' /tmp/cairn-install-db.log\n\
-             echo 'cairn: mariadb-install-db failed'\n\
-             exit 1\n\
-           fi\n\
-           cat /tmp/cairn-install-db.log\n\
-         fi\n\
-         echo 'cairn: starting mariadbd'\n\
-         exec mariadbd --defaults-file={cnf}\n",
-        sock = CONTAINER_SOCKET_DIR,
-        data = CONTAINER_DATADIR,
-        cnf = CONTAINER_MY_CNF
-    )
+    let layout = container_layout(system, tls);
+    let script = system.container_start_script(
+        &container_config(system),
+        &layout,
+        tls.then_some(CONTAINER_TLS_DIR),
+    );
+    format!("set -e\n{wait_tls}{script}")
 }
 
 /// Stop a server's container (SIGTERM, SIGKILL after `grace`; already stopped is fine) and
@@ -314,83 +319,18 @@ async fn stop_container(api: &bollard::Docker, server: &Server, grace: Duration)
         .unwrap_or(-1))
 }
 
-/// The first packet a MySQL/MariaDB server sends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Greeting {
-    /// A protocol-10 handshake with the server version.
-    Handshake { version: String },
-    /// An error packet instead (e.g. 1130 "Host … is not allowed to connect"): the server is up
-    /// but refuses this client.
-    Error { code: u16, message: String },
-}
-
-/// Read a MySQL protocol greeting; `Err(text)` if there is none or it is not one.
-pub fn read_greeting(r: &mut impl Read) -> std::result::Result<Greeting, String> {
-    let mut head = [0u8; 4];
-    r.read_exact(&mut head)
-        .map_err(|e| format!("no greeting: {e}"))?;
-    let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
-    if len == 0 || len > 1 << 16 {
-        return Err(format!("implausible greeting length {len}"));
-    }
-    let mut payload = vec![0u8; len];
-    r.read_exact(&mut payload)
-        .map_err(|e| format!("short greeting: {e}"))?;
-    match payload[0] {
-        10 => {
-            let end = payload[1..]
-                .iter()
-                .position(|&b| b == 0)
-                .map_or(payload.len(), |p| p + 1);
-            Ok(Greeting::Handshake {
-                version: String::from_utf8_lossy(&payload[1..end]).into_owned(),
-            })
-        }
-        0xff if payload.len() >= 3 => Ok(Greeting::Error {
-            code: u16::from_le_bytes([payload[1], payload[2]]),
-            message: String::from_utf8_lossy(&payload[3..]).into_owned(),
-        }),
-        p => Err(format!("unexpected protocol byte {p}")),
-    }
-}
-
-/// The last `n` lines of a server log, preceded by up to 10 earlier `[ERROR]` lines that
-/// would otherwise be cut off.
-pub fn log_excerpt(log: &str, n: usize) -> String {
-    let lines: Vec<&str> = log.lines().collect();
-    let cut = lines.len().saturating_sub(n);
-    let errors: Vec<&str> = lines[..cut]
-        .iter()
-        .copied()
-        .filter(|l| l.contains("[ERROR]"))
-        .take(10)
-        .collect();
-    let mut out = String::new();
-    if !errors.is_empty() {
-        out.push_str(&errors.join("\n"));
-        out.push_str("\n[…]\n");
-    }
-    out.push_str(&lines[cut..].join("\n"));
-    out
-}
-
-fn greet_tcp(addr: SocketAddr) -> std::result::Result<Greeting, String> {
-    let mut s =
-        TcpStream::connect_timeout(&addr, Duration::from_millis(500)).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok();
-    read_greeting(&mut s)
-}
-
-fn greet_unix(path: &std::path::Path) -> std::result::Result<Greeting, String> {
-    let mut s = UnixStream::connect(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok();
-    read_greeting(&mut s)
-}
-
 impl Docker {
     /// Start a server as described; returns once it answers (see the module doc).
     pub fn start_server(&self, spec: &ServerSpec) -> Result<Server> {
         let t0 = Instant::now();
+        // first, so a bad option starts nothing and leaves nothing behind
+        let config = spec
+            .system
+            .config_file(
+                &spec.options,
+                &container_layout(spec.system, spec.connect == Connect::Tls),
+            )
+            .map_err(DockerError::Invalid)?;
         std::fs::create_dir_all(&spec.socket_dir).map_err(DockerError::io(format!(
             "create {}",
             spec.socket_dir.display()
@@ -402,7 +342,7 @@ impl Docker {
                 "resolve {}",
                 spec.socket_dir.display()
             )))?;
-        let _ = std::fs::remove_file(socket_dir.join(SOCKET_NAME));
+        let _ = std::fs::remove_file(socket_dir.join(spec.system.socket_name()));
         let data_dir = match &spec.data_dir {
             Some(d) => {
                 std::fs::create_dir_all(d)
@@ -449,7 +389,7 @@ impl Docker {
                     cmd: Some(vec![
                         "/bin/sh".into(),
                         "-c".into(),
-                        start_script(spec.connect == Connect::Tls),
+                        start_script(spec.system, spec.connect == Connect::Tls),
                     ]),
                     entrypoint: Some(vec![]),
                     env: Some(spec.env.clone()),
@@ -459,7 +399,7 @@ impl Docker {
                         (LABEL_RUN, spec.run_id.as_str()),
                         (LABEL_STEP, spec.step_id.as_str()),
                     ])),
-                    stop_signal: Some("SIGTERM".into()),
+                    stop_signal: Some(spec.system.stop_signal().into()),
                     host_config: Some(HostConfig {
                         network_mode: Some(network.clone()),
                         binds: Some(binds),
@@ -482,13 +422,13 @@ impl Docker {
                             "create server container {name} from {}",
                             spec.image
                         )))?;
-                let mut my_cnf = spec.my_cnf.clone();
-                if spec.connect == Connect::Tls {
-                    my_cnf.push_str(&tls::my_cnf_section());
-                }
                 let cnf = [LayerFile {
-                    path: "cairn/my.cnf".into(),
-                    contents: my_cnf.into_bytes(),
+                    path: format!(
+                        "{}/{}",
+                        CONTAINER_CONFIG_DIR.trim_start_matches("/etc/"),
+                        spec.system.config_name()
+                    ),
+                    contents: config.into_bytes(),
                     mode: 0o644,
                 }];
                 let upload =
@@ -500,7 +440,9 @@ impl Docker {
                             bollard::body_full(tar_files(&cnf)?.into()),
                         )
                         .await
-                        .map_err(DockerError::api(format!("upload my.cnf into {name}")))?;
+                        .map_err(DockerError::api(format!(
+                            "upload the configuration into {name}"
+                        )))?;
                         if let Some(archive) = &spec.datadir_archive {
                             let bytes = tokio::fs::read(archive).await.map_err(DockerError::io(
                                 format!("read the datadir snapshot {}", archive.display()),
@@ -580,8 +522,11 @@ impl Docker {
 
         match self
             .wait_ready(spec, &id, &name, &network, &socket_dir, started)
-            .map(|s| Server { tls_ca, ..s })
-        {
+            .map(|s| Server {
+                tls_ca,
+                data_dir: data_dir.clone(),
+                ..s
+            }) {
             Ok(mut server) => {
                 server.ready_after = started.elapsed();
                 tracing::info!(
@@ -692,7 +637,9 @@ impl Docker {
                 log_tail,
             }
         };
-        let socket_path = socket_dir.join(SOCKET_NAME);
+        let system = spec.system;
+        let port = system.default_port();
+        let socket_path = socket_dir.join(system.socket_name());
         let mut last = String::from("not tried yet");
         let mut tcp_answer: Option<Greeting> = None;
         let mut version: Option<String> = None;
@@ -722,24 +669,24 @@ impl Docker {
                 .filter(|ip| !ip.is_empty());
             let Some(ip) = ip else {
                 last = format!("no address on {network} yet");
-                std::thread::sleep(Duration::from_millis(200));
+                std::thread::sleep(POLL);
                 continue;
             };
             // 1. TCP from the host: any protocol packet means the server listens (an error
             //    packet such as 1130 "host not allowed" too). Once answered, not asked again,
             //    so the server log does not fill with aborted connections.
             if tcp_answer.is_none() {
-                let addr: SocketAddr = format!("{ip}:{PORT}")
+                let addr: SocketAddr = format!("{ip}:{port}")
                     .parse()
                     .map_err(|e| DockerError::Invalid(format!("container address {ip}: {e}")))?;
-                match greet_tcp(addr) {
+                match greet_tcp(system, addr) {
                     Ok(g) => tcp_answer = Some(g),
                     Err(e) => last = format!("tcp {addr}: {e}"),
                 }
             }
             // 2. the unix socket in the host directory: a handshake with the version
             if tcp_answer.is_some() && version.is_none() {
-                match greet_unix(&socket_path) {
+                match greet_unix(system, &socket_path) {
                     Ok(Greeting::Handshake { version: v }) => version = Some(v),
                     Ok(Greeting::Error { code, message }) => {
                         last = format!("socket: error {code}: {message}")
@@ -747,17 +694,24 @@ impl Docker {
                     Err(e) => last = format!("socket: {e}"),
                 }
             }
-            // 3. a client inside the container
+            // 3. a client inside the container: the statement creating the TCP user where
+            //    there is one (it succeeds only against a server that answers, so it is the
+            //    ping, and one exec fewer), else the system's ping
             if let Some(version) = &version {
-                let ping = self.exec(
-                    id,
-                    &[
-                        "mariadb-admin",
-                        &format!("--defaults-file={CONTAINER_MY_CNF}"),
-                        "ping",
-                    ],
-                    None,
-                )?;
+                // with the variant query after it, whose answer the variant checks use
+                let argv = match &spec.tcp_user {
+                    Some(user) => system.sql_argv(
+                        &container_config(system),
+                        &format!(
+                            "{}; {}",
+                            system.create_user_sql(user, spec.connect == Connect::Tls),
+                            system.variant_query()
+                        ),
+                    ),
+                    None => system.ping_argv(&container_config(system)),
+                };
+                let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let ping = self.exec(id, &argv, None)?;
                 if ping.exit_code == 0 {
                     let mut server = Server {
                         container_id: id.to_string(),
@@ -767,7 +721,7 @@ impl Docker {
                         image: spec.image.clone(),
                         network: network.to_string(),
                         ip,
-                        port: PORT,
+                        port,
                         host_pid: state.pid.unwrap_or(0) as u32,
                         socket_path,
                         greeting_version: version.clone(),
@@ -775,42 +729,29 @@ impl Docker {
                         tcp_user: None,
                         connect: spec.connect,
                         tls_ca: None,
+                        system: system.name().to_string(),
+                        data_dir: None,
+                        variant_row: spec.tcp_user.is_some().then(|| ping.stdout.clone()),
                     };
                     if let Some(user) = &spec.tcp_user {
-                        let u = user.replace(['\'', '\\'], "");
-                        let require = if spec.connect == Connect::Tls {
-                            " REQUIRE SSL"
-                        } else {
-                            ""
-                        };
-                        // '%' for TCP clients; 'localhost' for socket clients (it also wins
-                        // over an anonymous ''@'localhost', should the datadir have one)
-                        self.sql(
-                            &server,
-                            &format!("CREATE USER IF NOT EXISTS '{u}'@'%'{require}; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'; \
-                                      CREATE USER IF NOT EXISTS '{u}'@'localhost'; GRANT ALL PRIVILEGES ON *.* TO '{u}'@'localhost'"),
-                        )?;
-                        server.tcp_user = Some(u);
+                        server.tcp_user = Some(user.replace(['\'', '\\'], ""));
                     }
                     return Ok(server);
                 }
-                last = format!("mariadb-admin ping: {}", ping.tail(3));
+                last = format!("{}: {}", argv[0], ping.tail(3));
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // short: a restored server answers within a second, and every poll saved is
+            // setup time saved per trial
+            std::thread::sleep(POLL);
         }
     }
 
-    /// Run SQL through the `mariadb` client inside the server container (socket, as root);
-    /// returns the batch output (`-N -B`: tab-separated, no column names).
+    /// Run SQL through the system's client inside the server container (socket, as the
+    /// administrator); returns the rows tab-separated, without column names.
     pub fn sql(&self, server: &Server, sql: &str) -> Result<String> {
-        let cmd = [
-            "mariadb",
-            &format!("--defaults-file={CONTAINER_MY_CNF}"),
-            "-N",
-            "-B",
-            "-e",
-            sql,
-        ];
+        let system = server.db_system()?;
+        let argv = system.sql_argv(&container_config(system), sql);
+        let cmd: Vec<&str> = argv.iter().map(String::as_str).collect();
         let out = self.exec(&server.container_id, &cmd, None)?;
         Ok(out.check(&cmd, &server.container_name)?.stdout)
     }
@@ -857,7 +798,8 @@ impl Docker {
     }
 
     /// Stop a server cleanly (SIGTERM; the server flushes and closes its files), write its
-    /// datadir as a tar archive to `dest` (entries `data/…`, ownership kept), then remove the
+    /// datadir as a tar archive to `dest` (entries `data/…`, ownership kept; from the host
+    /// directory if the datadir is one, else through the Engine's archive API), then remove the
     /// container and, if unused, the network. A server that does not exit with 0 within
     /// `grace` is an error (its datadir would not be a clean snapshot). Returns the archive size.
     pub fn stop_server_archiving(
@@ -878,6 +820,11 @@ impl Docker {
                     "server {} did not shut down cleanly (exit code {code}); its log ends with:\n{log}",
                     server.container_name
                 )));
+            }
+            if let Some(dir) = &server.data_dir {
+                // the datadir is on the host: archive it from there, not through the engine
+                return crate::datadir::archive(dir, dest)
+                    .map_err(DockerError::io(format!("archive {}", dir.display())));
             }
             let mut file = tokio::fs::File::create(dest)
                 .await
@@ -907,91 +854,6 @@ impl Docker {
         });
         self.release_network(&server.network)?;
         r
-    }
-
-    /// The run's network `cairn-<run>`, created (bridge, labelled) if missing. It is not
-    /// leased: servers lease it through [`Docker::start_server`], which is what keeps it alive.
-    pub fn ensure_network(&self, run_id: &str) -> Result<String> {
-        let _leases = self.network_leases();
-        self.create_network_if_missing(run_id)
-    }
-
-    /// [`Docker::ensure_network`], and count one more server of this process on it; every
-    /// lease ends with [`Docker::release_network`].
-    pub fn lease_network(&self, run_id: &str) -> Result<String> {
-        let mut leases = self.network_leases();
-        let name = self.create_network_if_missing(run_id)?;
-        *leases.entry(name.clone()).or_insert(0) += 1;
-        Ok(name)
-    }
-
-    /// End one lease of `network`; the last one removes the network if no container is
-    /// attached (a missing network is fine). Returns whether it was removed.
-    pub fn release_network(&self, network: &str) -> Result<bool> {
-        let mut leases = self.network_leases();
-        if let Some(n) = leases.get_mut(network) {
-            *n = n.saturating_sub(1);
-            if *n > 0 {
-                return Ok(false);
-            }
-            leases.remove(network);
-        }
-        let api = &self.inner.api;
-        self.block_on(async {
-            match api.inspect_network(network, None).await {
-                Ok(n) if n.containers.as_ref().is_none_or(|c| c.is_empty()) => {
-                    match api.remove_network(network).await {
-                        Ok(()) => Ok(true),
-                        Err(e) if is_not_found(&e) => Ok(false),
-                        Err(e) => Err(DockerError::api(format!("remove network {network}"))(e)),
-                    }
-                }
-                Ok(_) => Ok(false),
-                Err(e) if is_not_found(&e) => Ok(false),
-                Err(e) => Err(DockerError::api(format!("inspect network {network}"))(e)),
-            }
-        })
-    }
-
-    fn network_leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-        self.inner
-            .network_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Callers hold the lease lock, so two steps never both create the network.
-    fn create_network_if_missing(&self, run_id: &str) -> Result<String> {
-        let name = network_name(run_id);
-        let api = &self.inner.api;
-        self.block_on(async {
-            let mut filters = HashMap::new();
-            filters.insert("name", vec![name.as_str()]);
-            let existing = api
-                .list_networks(Some(
-                    ListNetworksOptionsBuilder::new().filters(&filters).build(),
-                ))
-                .await
-                .map_err(DockerError::api("list networks"))?;
-            // the name filter matches substrings
-            if existing
-                .iter()
-                .any(|n| n.name.as_deref() == Some(name.as_str()))
-            {
-                return Ok(());
-            }
-            let req = NetworkCreateRequest {
-                name: name.clone(),
-                driver: Some("bridge".into()),
-                labels: Some(labels([(LABEL_RUN, run_id)])),
-                ..Default::default()
-            };
-            api.create_network(req)
-                .await
-                .map_err(DockerError::api(format!("create network {name}")))?;
-            Ok(())
-        })?;
-        Ok(name)
     }
 
     /// Run a command in a server container (convenience over [`Docker::exec`]).
@@ -1029,57 +891,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn my_cnf_has_fixed_settings_last() {
-        let c = render_my_cnf(&[
-            ("innodb_buffer_pool_size".into(), "256M".into()),
-            ("skip-log-bin".into(), String::new()),
-        ]);
-        let pool = c.find("innodb_buffer_pool_size = 256M").unwrap();
-        let flag = c.find("\nskip-log-bin\n").unwrap();
-        let bind = c.find("bind-address = 0.0.0.0").unwrap();
-        assert!(pool < bind && flag < bind);
-        assert!(c.contains("[client]\nsocket = /run/cairn/mysqld.sock"));
-    }
-
-    #[test]
-    fn greeting_parsing() {
-        let mut pkt = vec![0u8; 4];
-        let payload = b"\x0a11.8.2-MariaDB\0rest";
-        pkt[0] = payload.len() as u8;
-        pkt.extend_from_slice(payload);
-        assert_eq!(
-            read_greeting(&mut pkt.as_slice()).unwrap(),
-            Greeting::Handshake {
-                version: "11.8.2-MariaDB".into()
-            }
-        );
-        let mut err = vec![0u8; 4];
-        let payload = b"\xff\x6a\x04Host 'x' is not allowed";
-        err[0] = payload.len() as u8;
-        err.extend_from_slice(payload);
-        let e = read_greeting(&mut err.as_slice()).unwrap();
-        assert!(
-            matches!(e, Greeting::Error { code: 1130, ref message } if message.contains("not allowed")),
-            "{e:?}"
-        );
-        assert!(read_greeting(&mut &b"\x01"[..]).is_err());
-    }
-
-    #[test]
-    fn excerpt_keeps_early_errors() {
-        let mut log = String::from("x [ERROR] first\n");
-        for i in 0..40 {
-            log.push_str(&format!("line {i}\n"));
-        }
-        let e = log_excerpt(&log, 30);
-        assert!(e.starts_with("x [ERROR] first\n[…]\nline 10\n"), "{e}");
-        assert!(e.ends_with("line 39"));
-        assert_eq!(log_excerpt("a\nb", 30), "a\nb");
+    fn container_start_waits_for_tls_then_runs_the_systems_script() {
+        let mariadb = system::by_name("mariadb").unwrap();
+        let plain = start_script(mariadb, false);
+        assert!(plain.starts_with("set -e\nmkdir -p /run/cairn /var/lib/cairn/data\n"));
+        assert!(plain.contains("--defaults-file=/etc/cairn/my.cnf"));
+        let tls = start_script(mariadb, true);
+        assert!(tls.contains("/etc/cairn/tls/ready"));
+        assert!(tls.contains("chmod 600 /etc/cairn/tls/server-key.pem"));
+        let cnf = mariadb
+            .config_file(&[], &container_layout(mariadb, true))
+            .unwrap();
+        assert!(cnf.contains("port = 3306\nbind-address = 0.0.0.0\nuser = mysql\n"));
+        assert!(cnf.contains("ssl_ca = /etc/cairn/tls/ca.pem"));
     }
 
     #[test]
     fn names() {
-        assert_eq!(network_name("R 1"), "cairn-r-1");
         assert_eq!(container_name("r1", "trial/3"), "cairn-r1-trial-3");
     }
 }

@@ -114,17 +114,13 @@ pub fn generate(label: &str, names: &[String]) -> Result<TlsMaterial> {
     })
 }
 
-/// The `[mariadbd]` lines of a TLS server: the certificates, and no unencrypted TCP clients
-/// (the unix socket counts as secure, so socket clients need no TLS).
-pub fn my_cnf_section() -> String {
-    format!(
-        "\n# cairn: connect \"tls\"\n[mariadbd]\n\
-         ssl_ca = {d}/{CA_FILE}\n\
-         ssl_cert = {d}/{CERT_FILE}\n\
-         ssl_key = {d}/{KEY_FILE}\n\
-         require_secure_transport = ON\n",
-        d = CONTAINER_TLS_DIR
-    )
+/// Where the server sees its TLS files (the system writes them into its configuration).
+pub fn container_tls_files() -> crate::system::TlsFiles {
+    crate::system::TlsFiles {
+        ca: format!("{CONTAINER_TLS_DIR}/{CA_FILE}"),
+        cert: format!("{CONTAINER_TLS_DIR}/{CERT_FILE}"),
+        key: format!("{CONTAINER_TLS_DIR}/{KEY_FILE}"),
+    }
 }
 
 #[cfg(test)]
@@ -145,8 +141,6 @@ mod tests {
         let again = generate("t", &["s1".into()]).unwrap();
         assert_ne!(again.ca_pem, m.ca_pem);
         assert!(!format!("{m:?}").contains("PRIVATE"));
-        let cnf = my_cnf_section();
-        assert!(cnf.contains("ssl_key = /etc/cairn/tls/server-key.pem"));
-        assert!(cnf.contains("require_secure_transport = ON"));
+        assert_eq!(container_tls_files().key, "/etc/cairn/tls/server-key.pem");
     }
 }

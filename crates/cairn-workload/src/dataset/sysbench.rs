@@ -78,6 +78,9 @@ pub enum LoadMethod {
     LoadData,
     /// Multi-row `INSERT … VALUES` statements, as sysbench sends.
     Insert,
+    /// PostgreSQL's `COPY … FROM STDIN` (text format: the lines LOAD DATA reads), the
+    /// only way rows reach a PostgreSQL server (see [`crate::pgsql::dataset`]).
+    Copy,
 }
 
 impl SysbenchDataset {
@@ -97,7 +100,7 @@ impl SysbenchDataset {
         }
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    pub(crate) fn validate(&self) -> Result<(), Error> {
         check_identifier(&self.engine)?;
         if self.tables == 0 || self.parallel == 0 {
             return Err(Error::Invalid(
@@ -221,39 +224,44 @@ pub fn push_row(rng: &mut Rng, table_size: u32, k_dist: &Distribution, out: &mut
 pub fn load_sysbench(target: &Target, spec: &SysbenchDataset) -> Result<SysbenchLoad, Error> {
     spec.validate()?;
     target.ensure_database()?;
+    if target.protocol == crate::Protocol::Postgresql {
+        return crate::pgsql::dataset::load(target, spec);
+    }
     let start = Instant::now();
     let next = AtomicU32::new(1);
     let failed = AtomicBool::new(false);
     let results: Mutex<Vec<Result<TableLoad, Error>>> = Mutex::new(Vec::new());
     let workers = spec.parallel.min(spec.tables);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                let mut conn = match target.connect() {
-                    Ok(c) => c,
-                    Err(e) => {
-                        failed.store(true, Ordering::SeqCst);
-                        results.lock().unwrap().push(Err(e));
-                        return;
-                    }
-                };
-                let mut method = spec.method;
-                while !failed.load(Ordering::SeqCst) {
-                    let n = next.fetch_add(1, Ordering::SeqCst);
-                    if n > spec.tables {
-                        break;
-                    }
-                    let r = load_table(&mut conn, spec, n, &mut method);
-                    if r.is_err() {
-                        failed.store(true, Ordering::SeqCst);
-                    }
-                    results.lock().unwrap().push(r);
+    // a loader that cannot start or panics stops the others and fails the load
+    crate::threads::run_threads(
+        workers,
+        "load",
+        |_| {
+            let mut conn = match target.connect() {
+                Ok(c) => c,
+                Err(e) => {
+                    failed.store(true, Ordering::SeqCst);
+                    results.lock().unwrap().push(Err(e));
+                    return;
                 }
-            });
-        }
-    });
+            };
+            let mut method = spec.method;
+            while !failed.load(Ordering::SeqCst) {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                if n > spec.tables {
+                    break;
+                }
+                let r = load_table(&mut conn, spec, n, &mut method);
+                if r.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                results.lock().unwrap().push(r);
+            }
+        },
+        || failed.store(true, Ordering::SeqCst),
+    )?;
     let mut tables = Vec::new();
-    for r in results.into_inner().unwrap() {
+    for r in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
         tables.push(r?);
     }
     tables.sort_by_key(|t| t.table);
@@ -271,7 +279,7 @@ fn local_infile_refused(e: &mysql::Error) -> bool {
 
 /// A table's rows, drawn one at a time; a row that did not fit into a statement is kept
 /// for the next one.
-struct Rows {
+pub(crate) struct Rows {
     rng: Rng,
     row: Row,
     table_size: u32,
@@ -282,11 +290,11 @@ struct Rows {
     carry: bool,
     line: Vec<u8>,
     /// Rows and bytes the last statement carried.
-    last: (u64, u64),
+    pub(crate) last: (u64, u64),
 }
 
 impl Rows {
-    fn new(spec: &SysbenchDataset, n: u32) -> Self {
+    pub(crate) fn new(spec: &SysbenchDataset, n: u32) -> Self {
         Rows {
             rng: Rng::for_stream(spec.seed, n as u64),
             row: Row::new(),
@@ -300,13 +308,13 @@ impl Rows {
     }
 
     /// Rows acknowledged by the server so far, i.e. not pending in `carry`.
-    fn sent(&self) -> u64 {
+    pub(crate) fn sent(&self) -> u64 {
         self.drawn - u64::from(self.carry)
     }
 
     /// Feeds rows to `out` in `method`'s format until `budget` bytes would be exceeded (at
     /// least one row) or every row is drawn; records the count in `last`.
-    fn fill(
+    pub(crate) fn fill(
         &mut self,
         method: LoadMethod,
         budget: usize,
@@ -329,7 +337,9 @@ impl Rows {
                     }
                     self.row.push_values(&mut self.line);
                 }
-                LoadMethod::LoadData => self.row.push_line(self.drawn as u32, &mut self.line),
+                LoadMethod::LoadData | LoadMethod::Copy => {
+                    self.row.push_line(self.drawn as u32, &mut self.line)
+                }
             }
             if rows > 0 && bytes + self.line.len() > budget {
                 self.carry = true;
@@ -384,6 +394,11 @@ fn load_table(
             break;
         }
         let result = match *method {
+            LoadMethod::Copy => {
+                return Err(Error::Invalid(
+                    "COPY loads PostgreSQL tables, not MariaDB's".into(),
+                ))
+            }
             LoadMethod::LoadData => conn.query_drop(&load_data),
             LoadMethod::Insert => {
                 insert.clear();

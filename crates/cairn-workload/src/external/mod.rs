@@ -6,6 +6,7 @@
 //! out of the figures and listed in the outcome's detail instead of being made up.
 
 pub mod sysbench;
+pub mod sysbench_report;
 
 pub use sysbench::ExternalSysbench;
 

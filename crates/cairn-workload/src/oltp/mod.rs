@@ -1,6 +1,7 @@
 //! sysbench-compatible OLTP tests (`oltp_point_select`, `oltp_read_only`, `oltp_read_write`, `oltp_write_only`) driven natively: parameters, the threads, the run's clock and its arrival rate.
 //!
-//! Semantics follow sysbench 1.0.20's `oltp_common.lua` and test scripts:
+//! Semantics follow sysbench 1.0.20's `oltp_common.lua` and test scripts (for MariaDB as its
+//! `mysql` driver sends them, for PostgreSQL as its `pgsql` driver does, see [`pg`]):
 //! - `oltp_point_select`: one `SELECT c FROM sbtestN WHERE id=?` per event, no transaction;
 //! - `oltp_read_only`: per event `BEGIN`; `point_selects` (10) point selects; then, if
 //!   `range_selects`, `simple_ranges`, `sum_ranges`, `order_ranges`, `distinct_ranges`
@@ -26,14 +27,17 @@
 //! arrive on a Poisson schedule and their latency counts from the intended start (see
 //! [`rate`]).
 
-mod errors;
+pub(crate) mod errors;
+mod pg;
 pub mod rate;
+mod session;
 mod statements;
+mod wire;
 mod worker;
 mod writes;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -175,7 +179,7 @@ impl OltpSpec {
         }
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    pub(crate) fn validate(&self) -> Result<(), Error> {
         let bad = |m: &str| Err(Error::Invalid(m.into()));
         if self.tables == 0 || self.table_size == 0 || self.threads == 0 {
             return bad("tables, table_size and threads must be at least 1");
@@ -232,7 +236,8 @@ pub(crate) struct Shared<'a> {
     pub spec: &'a OltpSpec,
     pub target: &'a Target,
     pub cancel: StopCheck<'a>,
-    pub ready: Barrier,
+    /// Where the threads wait for each other after connecting (called off on trouble).
+    pub ready: crate::threads::StartGate,
     pub start: OnceLock<Instant>,
     /// Set to stop every thread (the clock ran out, or a thread failed).
     pub stop: AtomicBool,
@@ -260,33 +265,41 @@ pub fn run_oltp_until(
         spec,
         target,
         cancel,
-        ready: Barrier::new(spec.threads as usize),
+        ready: crate::threads::StartGate::new(spec.threads as usize),
         start: OnceLock::new(),
         stop: AtomicBool::new(false),
         admitted: AtomicU64::new(0),
         failure: Mutex::new(None),
         schedule: (spec.rate > 0).then(|| rate::Schedule::new(spec.rate, spec.seed)),
     };
-    let recorders = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..spec.threads)
-            .map(|i| {
-                let shared = &shared;
-                std::thread::Builder::new()
-                    .name(format!("oltp-{i}"))
-                    .spawn_scoped(s, move || worker::run(shared, i))
-                    .expect("spawn a client thread")
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().expect("client thread panicked"))
-            .collect::<Vec<_>>()
-    });
-    if let Some(e) = shared.failure.into_inner().unwrap() {
+    // a thread that cannot start or panics stops the others and fails the run
+    let protocol = target.protocol;
+    let recorders = crate::threads::run_threads(
+        spec.threads,
+        "oltp",
+        |i| match protocol {
+            crate::Protocol::Mysql => worker::run::<session::MySession>(&shared, i),
+            crate::Protocol::Postgresql => worker::run::<pg::PgSession>(&shared, i),
+        },
+        || {
+            shared.stop.store(true, Ordering::SeqCst);
+            shared.ready.call_off();
+        },
+    );
+    if let Some(e) = shared
+        .failure
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+    {
         return Err(e);
     }
+    let recorders: Vec<_> = recorders?.into_iter().flatten().collect();
     if cancel() {
         return Err(Error::Stopped);
+    }
+    if protocol == crate::Protocol::Postgresql {
+        // the sessions' last counts reach pg_stat_database as their backends exit
+        crate::pgsql::await_sessions_end(target)?;
     }
     let start = *shared.start.get().expect("threads started");
     let warmup_end = start + spec.warmup;

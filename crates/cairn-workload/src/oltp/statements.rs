@@ -3,6 +3,8 @@
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement};
 
+use super::wire::Wire;
+
 /// The read queries of sysbench's OLTP tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Query {
@@ -82,26 +84,36 @@ impl Statements {
         Ok(Statements::Prepared(all))
     }
 
-    /// Runs `q` on table `n` with `a` (and `b` for ranges), reading and dropping the rows.
+    /// Runs `q` on table `n` with `a` (and `b` for ranges), reading and dropping the rows:
+    /// on `wire` (rows skipped undecoded) if there is one, else through the `mysql` crate.
     #[inline]
-    pub(crate) fn run(
+    pub(crate) fn run<S: std::io::Read + std::io::Write>(
         &self,
         conn: &mut Conn,
+        wire: Option<&mut Wire<S>>,
         q: Query,
         n: u32,
         a: u32,
         b: u32,
     ) -> mysql::Result<()> {
-        match self {
-            Statements::Prepared(all) => {
+        let point = q == Query::Point;
+        match (self, wire) {
+            (Statements::Prepared(all), Some(w)) => {
+                let id = all[(n - 1) as usize][q.index()].id();
+                let params = [a, b];
+                w.execute(id, &params[..if point { 1 } else { 2 }])
+                    .map(drop)
+            }
+            (Statements::Prepared(all), None) => {
                 let st = &all[(n - 1) as usize][q.index()];
-                if q == Query::Point {
+                if point {
                     conn.exec_drop(st, (a,))
                 } else {
                     conn.exec_drop(st, (a, b))
                 }
             }
-            Statements::Text => conn.query_drop(q.text(n, a, b)),
+            (Statements::Text, Some(w)) => w.query(&q.text(n, a, b)).map(drop),
+            (Statements::Text, None) => conn.query_drop(q.text(n, a, b)),
         }
     }
 

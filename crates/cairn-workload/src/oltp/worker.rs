@@ -3,12 +3,9 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use mysql::prelude::Queryable;
-use mysql::Conn;
-
-use super::errors::{classify, is_timeout};
-use super::statements::{Query, Statements};
-use super::writes::{Write, Writes};
+use super::session::Session;
+use super::statements::Query;
+use super::writes::Write;
 use super::{OltpTest, Shared};
 use crate::cpu::CpuTime;
 use crate::dataset::sysbench::{C_TEMPLATE, PAD_TEMPLATE};
@@ -34,35 +31,12 @@ enum Sending {
     Other,
 }
 
-struct Client<'a> {
+struct Client<'a, S: Session> {
     sh: &'a Shared<'a>,
-    conn: Conn,
-    stmts: Statements,
-    writes: Writes,
+    session: S,
     rng: Rng,
     ids: Sampler,
     sending: Sending,
-}
-
-/// TCP connect timeout of a reconnection.
-const RECONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-
-fn connect(sh: &Shared, reconnect: bool) -> Result<(Conn, Statements, Writes), Error> {
-    let spec = sh.spec;
-    let cache = Statements::count(spec.tables) + Writes::count(spec.tables) + 8;
-    let mut conn = if reconnect {
-        sh.target.reconnect_with_cache(cache, RECONNECT_TIMEOUT)?
-    } else {
-        sh.target.connect_with_cache(cache)?
-    };
-    // like sysbench, prepare only what the test runs: a write-only test sends no reads,
-    // so its (unused) read statements are left as text and nothing is prepared for them
-    let reads = spec.test.reads() || spec.test == OltpTest::PointSelect;
-    let stmts = Statements::new(&mut conn, spec.tables, spec.prepared && reads)
-        .map_err(|e| Error::sql("prepare the statements", e))?;
-    let writes = Writes::new(&mut conn, spec.tables, spec.prepared && spec.test.writes())
-        .map_err(|e| Error::sql("prepare the write statements", e))?;
-    Ok((conn, stmts, writes))
 }
 
 /// Sleeps until `at`; `false` if the run was stopped meanwhile.
@@ -94,16 +68,20 @@ fn fail(sh: &Shared, thread: u32, cause: Error) {
     }
 }
 
-/// The thread's body; `None` if it failed (the cause is in `sh.failure`).
-pub(crate) fn run(sh: &Shared, thread: u32) -> Option<Recorder> {
-    let setup = connect(sh, false);
+/// The thread's body, speaking to the server through `S`; `None` if it failed (the cause is
+/// in `sh.failure`).
+pub(crate) fn run<S: Session>(sh: &Shared, thread: u32) -> Option<Recorder> {
+    let setup = S::open(sh, false);
     if setup.is_err() {
         // before the barrier, so every thread sees `stop` once past it
         sh.stop.store(true, Ordering::SeqCst);
     }
-    sh.ready.wait();
+    if !sh.ready.wait() {
+        // another thread could not start or panicked: the run fails with its error
+        return None;
+    }
     let start = *sh.start.get_or_init(Instant::now);
-    let (conn, stmts, writes) = match setup {
+    let session = match setup {
         Ok(x) => x,
         Err(e) => {
             fail(sh, thread, e);
@@ -113,9 +91,7 @@ pub(crate) fn run(sh: &Shared, thread: u32) -> Option<Recorder> {
     let spec = sh.spec;
     let mut c = Client {
         sh,
-        conn,
-        stmts,
-        writes,
+        session,
         rng: Rng::for_stream(spec.seed, thread as u64 + 1),
         ids: spec.rand.sampler(),
         sending: Sending::Other,
@@ -181,7 +157,7 @@ pub(crate) fn run(sh: &Shared, thread: u32) -> Option<Recorder> {
     Some(rec)
 }
 
-impl Client<'_> {
+impl<S: Session> Client<'_, S> {
     fn table(&mut self) -> u32 {
         self.rng.uniform(1, self.sh.spec.tables)
     }
@@ -191,9 +167,9 @@ impl Client<'_> {
     }
 
     /// BEGIN, COMMIT or ROLLBACK.
-    fn other(&mut self, q: &mut QueryCounts, sql: &str) -> mysql::Result<()> {
+    fn other(&mut self, q: &mut QueryCounts, sql: &'static str) -> Result<(), S::Failure> {
         self.sending = Sending::Other;
-        self.conn.query_drop(sql)?;
+        self.session.other(sql)?;
         q.other += 1;
         Ok(())
     }
@@ -205,23 +181,23 @@ impl Client<'_> {
         t: u32,
         a: u32,
         b: u32,
-    ) -> mysql::Result<()> {
+    ) -> Result<(), S::Failure> {
         self.sending = Sending::Read;
-        self.stmts.run(&mut self.conn, query, t, a, b)?;
+        self.session.read(query, t, a, b)?;
         q.read += 1;
         Ok(())
     }
 
     /// Runs `w` on table `t`.
-    fn write(&mut self, q: &mut QueryCounts, t: u32, w: Write) -> mysql::Result<()> {
+    fn write(&mut self, q: &mut QueryCounts, t: u32, w: Write) -> Result<(), S::Failure> {
         self.sending = Sending::Write;
-        self.writes.run(&mut self.conn, t, &w)?;
+        self.session.write(t, &w)?;
         q.write += 1;
         Ok(())
     }
 
     /// One event; `q` counts the queries sent, also if it fails midway.
-    fn event(&mut self, q: &mut QueryCounts) -> mysql::Result<()> {
+    fn event(&mut self, q: &mut QueryCounts) -> Result<(), S::Failure> {
         let spec = self.sh.spec;
         if spec.test == OltpTest::PointSelect {
             let (t, id) = (self.table(), self.id());
@@ -263,7 +239,7 @@ impl Client<'_> {
 
     /// `execute_index_updates`, `execute_non_index_updates`, `execute_delete_inserts`: a
     /// table per group, values drawn in sysbench's order.
-    fn writes_part(&mut self, q: &mut QueryCounts) -> mysql::Result<()> {
+    fn writes_part(&mut self, q: &mut QueryCounts) -> Result<(), S::Failure> {
         let spec = self.sh.spec;
         let t = self.table();
         for _ in 0..spec.index_updates {
@@ -298,8 +274,8 @@ impl Client<'_> {
                 Ok(()) => return Ok(q),
                 Err(e) => e,
             };
-            let Some(mut kind) = classify(&e) else {
-                let what = if is_timeout(&e) {
+            let Some(mut kind) = S::classify(&e) else {
+                let what = if S::is_timeout(&e) {
                     format!(
                         "{} event: no answer from the server within {:?} (it hangs)",
                         self.sh.spec.test.name(),
@@ -308,7 +284,7 @@ impl Client<'_> {
                 } else {
                     format!("{} event", self.sh.spec.test.name())
                 };
-                return Err(Error::sql(what, e));
+                return Err(S::fatal(what, e));
             };
             // the statement reached the server and failed there (it counts in `Com_*`)
             let mut failed = QueryCounts::default();
@@ -324,26 +300,21 @@ impl Client<'_> {
             if kind != ErrorKind::LostConnection && self.sh.spec.in_trx() {
                 match self.other(&mut q, "ROLLBACK") {
                     Ok(()) => {}
-                    Err(re) if classify(&re) == Some(ErrorKind::LostConnection) => {
+                    Err(re) if S::classify(&re) == Some(ErrorKind::LostConnection) => {
                         kind = ErrorKind::LostConnection
                     }
-                    Err(re) => return Err(Error::sql("ROLLBACK after an error", re)),
+                    Err(re) => return Err(S::fatal("ROLLBACK after an error".into(), re)),
                 }
             }
             rec.failed_attempt(Instant::now(), &q, &failed, kind);
             attempts += 1;
             if attempts > self.sh.spec.max_retries {
-                return Err(Error::RetriesExhausted { attempts, last: e });
+                return Err(S::exhausted(attempts, e));
             }
             if kind == ErrorKind::LostConnection {
                 match self.reconnect() {
                     Ok(()) => rec.reconnected(Instant::now()),
-                    Err(re) => {
-                        return Err(Error::ServerGone {
-                            lost: e,
-                            reconnect: Box::new(re),
-                        })
-                    }
+                    Err(re) => return Err(S::gone(e, re)),
                 }
             }
         }
@@ -356,11 +327,9 @@ impl Client<'_> {
                 break;
             }
             std::thread::sleep(pause);
-            match connect(self.sh, true) {
-                Ok((conn, stmts, writes)) => {
-                    self.conn = conn;
-                    self.stmts = stmts;
-                    self.writes = writes;
+            match S::open(self.sh, true) {
+                Ok(session) => {
+                    self.session = session;
                     return Ok(());
                 }
                 Err(e) => last = Some(e),

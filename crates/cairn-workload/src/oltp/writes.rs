@@ -59,7 +59,7 @@ pub(crate) enum Write<'a> {
 }
 
 impl Write<'_> {
-    fn query(&self) -> WriteQuery {
+    pub(crate) fn query(&self) -> WriteQuery {
         match self {
             Write::IndexUpdate { .. } => WriteQuery::IndexUpdate,
             Write::NonIndexUpdate { .. } => WriteQuery::NonIndexUpdate,

@@ -245,27 +245,28 @@ pub fn load_smack(target: &Target, spec: &SmackDataset) -> Result<SmackLoad, Err
     let per = spec.rows.div_ceil(parts);
     let failed = AtomicBool::new(false);
     let results: Mutex<Vec<Result<(u64, u64), Error>>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for p in 0..parts {
+    // a loader that cannot start or panics stops the others and fails the load
+    crate::threads::run_threads(
+        parts,
+        "load",
+        |p| {
             let first = p * per + 1;
             let last = ((p + 1) * per).min(spec.rows);
             if first > last {
-                continue;
+                return;
             }
-            let (failed, results) = (&failed, &results);
-            s.spawn(move || {
-                let r = target
-                    .connect()
-                    .and_then(|mut c| load_range(&mut c, spec, first, last, failed));
-                if r.is_err() {
-                    failed.store(true, Ordering::SeqCst);
-                }
-                results.lock().unwrap().push(r);
-            });
-        }
-    });
+            let r = target
+                .connect()
+                .and_then(|mut c| load_range(&mut c, spec, first, last, &failed));
+            if r.is_err() {
+                failed.store(true, Ordering::SeqCst);
+            }
+            results.lock().unwrap().push(r);
+        },
+        || failed.store(true, Ordering::SeqCst),
+    )?;
     let (mut statements, mut bytes) = (0, 0);
-    for r in results.into_inner().unwrap() {
+    for r in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
         let (s, b) = r?;
         statements += s;
         bytes += b;

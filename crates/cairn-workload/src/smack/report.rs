@@ -16,14 +16,14 @@
 //! - `max_time`/`min_time` are *not* the extreme query times: `Query_type_report::update`
 //!   resets both to the current time on every query after a client's first, so each client
 //!   reports its last query's time, and the table shows the max and min of those. Sub-ms
-//!   queries thus print `0 0`. The true extremes are in the figures (`min_ms`, `max_ms`).
+//!   queries thus print `0 0`. The true extremes are in the figures (`latency_min_ms`,
+//!   `latency_max_ms`).
 //! - `q_per_s` is computed in single precision (`(float)num_queries / (float)seconds`).
 //!
 //! The connect line covers every client here (super-smack's own min/max skip the parent
 //! process's connection; its average and count include it).
 
-use std::collections::BTreeMap;
-
+use cairn_defs::figures::{self as fig, Figures};
 use serde::{Deserialize, Serialize};
 
 use super::run::{SmackRun, CLIENT_NAME, QUERY_TYPE};
@@ -109,38 +109,39 @@ impl SmackRun {
     }
 }
 
-/// The figures of a `select_index` run: `qps`, `queries`, query times (true min, mean,
-/// percentiles, max), `errors`, connect times, rows; `detail` holds the whole run, the
+/// The figures of a `select_index` run under the shared names: `qps`, `queries`, query
+/// times (true min, mean, percentiles, max), `errors`, client CPU; and super-smack's extras:
+/// connect times, clients, rounds, rows, misses, words. `detail` holds the whole run, the
 /// barrel report's numbers and its text (`report`).
 pub fn smack_outcome(run: &SmackRun) -> Outcome {
     let m = &run.metrics.measured;
     let l = &m.latency;
     let (cmin, cavg, cmax) = run.connect_ms();
     let errors = m.totals.errors.total();
-    let mut f = BTreeMap::new();
-    for (k, v) in [
-        ("qps", run.qps()),
-        ("queries", run.queries() as f64),
-        ("seconds", m.seconds),
-        ("clients", run.clients as f64),
-        ("rounds", run.rounds as f64),
-        ("min_ms", l.min_ms),
-        ("avg_ms", l.mean_ms),
-        ("p50_ms", l.p50_ms),
-        ("p95_ms", l.p95_ms),
-        ("p99_ms", l.p99_ms),
-        ("p999_ms", l.p999_ms),
-        ("max_ms", l.max_ms),
-        ("errors", errors as f64),
-        ("connect_min_ms", cmin),
-        ("connect_avg_ms", cavg),
-        ("connect_max_ms", cmax),
-        ("rows", run.rows() as f64),
-        ("misses", run.misses() as f64),
-        ("words", run.words as f64),
-        ("client_cpu_s", m.client_cpu.total_s()),
+    let mut f = Figures::new();
+    for (figure, v) in [
+        (&fig::QPS, run.qps()),
+        (&fig::QUERIES, run.queries() as f64),
+        (&fig::SECONDS, m.seconds),
+        (&fig::CLIENTS, run.clients as f64),
+        (&fig::ROUNDS, run.rounds as f64),
+        (&fig::LATENCY_MIN_MS, l.min_ms),
+        (&fig::LATENCY_MEAN_MS, l.mean_ms),
+        (&fig::LATENCY_P50_MS, l.p50_ms),
+        (&fig::LATENCY_P95_MS, l.p95_ms),
+        (&fig::LATENCY_P99_MS, l.p99_ms),
+        (&fig::LATENCY_P999_MS, l.p999_ms),
+        (&fig::LATENCY_MAX_MS, l.max_ms),
+        (&fig::ERRORS, errors as f64),
+        (&fig::CONNECT_MIN_MS, cmin),
+        (&fig::CONNECT_MEAN_MS, cavg),
+        (&fig::CONNECT_MAX_MS, cmax),
+        (&fig::ROWS, run.rows() as f64),
+        (&fig::MISSES, run.misses() as f64),
+        (&fig::WORDS, run.words as f64),
+        (&fig::CLIENT_CPU_S, m.client_cpu.total_s()),
     ] {
-        f.insert(k.to_string(), v);
+        f.set(figure, v);
     }
     let barrel = BarrelReport::of(run);
     let detail = serde_json::json!({
@@ -245,12 +246,21 @@ mod tests {
         assert!(run.report().contains("select_index\t600\t3\t0\t300.00\n"));
 
         let o = smack_outcome(&run);
-        assert_eq!(o.figures["queries"], 600.0);
-        assert_eq!(o.figures["qps"], 300.0);
-        assert_eq!(o.figures["errors"], 0.0);
-        assert!((o.figures["connect_avg_ms"] - 8.8 / 3.0).abs() < 1e-9);
-        assert_eq!(o.figures["connect_max_ms"], 4.2);
-        assert_eq!(o.figures["rows"], 600.0);
+        assert_eq!(o.figures[&fig::QUERIES], 600.0);
+        assert_eq!(o.figures[&fig::QPS], 300.0);
+        assert_eq!(o.figures[&fig::ERRORS], 0.0);
+        assert!((o.figures[&fig::CONNECT_MEAN_MS] - 8.8 / 3.0).abs() < 1e-9);
+        assert_eq!(o.figures[&fig::CONNECT_MAX_MS], 4.2);
+        assert_eq!(o.figures[&fig::ROWS], 600.0);
+        assert_eq!(o.figures.outside_vocabulary(), Vec::<&str>::new());
+        for f in [
+            &fig::LATENCY_MIN_MS,
+            &fig::LATENCY_MEAN_MS,
+            &fig::LATENCY_P95_MS,
+            &fig::LATENCY_MAX_MS,
+        ] {
+            assert!(o.figures.contains(f), "{f}");
+        }
         assert!(
             o.headline
                 .starts_with("300.0 q/s (select_index, 3 clients × 100 rounds), avg "),

@@ -93,7 +93,7 @@ impl SmackSpec {
         self.clients as u64 * self.rounds * self.queries_per_round as u64
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    pub(crate) fn validate(&self) -> Result<(), Error> {
         self.dataset.validate()?;
         if self.clients == 0 || self.queries_per_round == 0 {
             return Err(Error::Invalid(
@@ -237,25 +237,22 @@ pub fn run_select_index_until(
         stop: AtomicBool::new(false),
         failure: Mutex::new(None),
     };
-    let results = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..spec.clients)
-            .map(|i| {
-                let shared = &shared;
-                std::thread::Builder::new()
-                    .name(format!("smack-{i}"))
-                    .spawn_scoped(s, move || client(shared, i))
-                    .expect("spawn a client thread")
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("client thread panicked"))
-            .collect::<Vec<_>>()
-    });
+    // a client that cannot start or panics stops the others and fails the run
+    let results = crate::threads::run_threads(
+        spec.clients,
+        "smack",
+        |i| client(&shared, i),
+        || shared.stop.store(true, Ordering::SeqCst),
+    );
     let end = Instant::now();
-    if let Some(e) = shared.failure.into_inner().unwrap() {
+    if let Some(e) = shared
+        .failure
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+    {
         return Err(e);
     }
+    let results = results?;
     if cancel() {
         return Err(Error::Stopped);
     }

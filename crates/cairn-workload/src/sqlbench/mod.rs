@@ -258,9 +258,7 @@ impl SqlBenchSpec {
         };
         let mut s = SqlBenchSpec::new(tests, scale);
         if p.has("engine") {
-            let e = p.string("engine", "")?;
-            crate::conn::check_identifier(&e)?;
-            s.engine = Some(e);
+            s.engine = Some(p.identifier("engine", "")?);
         }
         s.fast_insert = p.bool("fast-insert", false)?;
         if p.has("tcpip") {

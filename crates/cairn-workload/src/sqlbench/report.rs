@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use cairn_defs::figures::{self as fig, Figures};
 use serde::{Deserialize, Serialize};
 
 use crate::workload::Outcome;
@@ -114,19 +115,21 @@ impl SqlBenchReport {
         self.tests.iter().filter(|t| t.skipped.is_none())
     }
 
-    /// `<test>_s` per test, `<test>_<group>_s` per operation group, `total_s`, `errors`
-    /// (wrong results).
-    pub fn figures(&self) -> BTreeMap<String, f64> {
-        let mut f = BTreeMap::new();
+    /// `<test>_s` per test and `<test>_<group>_s` per operation group (the vocabulary's
+    /// [`OPERATION_SECONDS`](fig::OPERATION_SECONDS) family), `total_s`, `errors` (wrong
+    /// results).
+    pub fn figures(&self) -> Figures {
+        let mut f = Figures::new();
         for t in self.ran() {
             let test = snake(&t.name);
-            f.insert(format!("{test}_s"), t.seconds);
+            f.set_member(&fig::OPERATION_SECONDS, &test, t.seconds);
             for g in &t.groups {
-                f.insert(format!("{test}_{}_s", snake(&g.name)), g.seconds);
+                let group = format!("{test}_{}", snake(&g.name));
+                f.set_member(&fig::OPERATION_SECONDS, &group, g.seconds);
             }
         }
-        f.insert("total_s".into(), self.total_s);
-        f.insert("errors".into(), self.wrong_results as f64);
+        f.set(&fig::TOTAL_S, self.total_s);
+        f.set(&fig::ERRORS, self.wrong_results as f64);
         f
     }
 
@@ -324,10 +327,8 @@ mod tests {
         assert_eq!(f["alter_table_alter_table_add_s"], 1.0);
         assert_eq!(f["total_s"], 17.4);
         assert_eq!(f["errors"], 1.0);
-        assert!(!f.keys().any(|k| k.starts_with("transactions")), "{f:?}");
-        assert!(f.keys().all(|k| k
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')));
+        assert!(!f.names().any(|k| k.starts_with("transactions")), "{f:?}");
+        assert_eq!(f.outside_vocabulary(), Vec::<&str>::new());
     }
 
     #[test]

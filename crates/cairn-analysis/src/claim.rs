@@ -1,0 +1,238 @@
+//! Claim checks: a published finding ("64-bit selects are faster by at least 10%") stated as
+//! a direction and a minimum size, checked against a [`Comparison`].
+//!
+//! Sizes are read in the figure's better direction, as a *speed-up*: `s = ratio` for a figure
+//! where higher is better (throughput), `s = 1 / ratio` where lower is better (times), so
+//! "faster by 10%" means `s ≥ 1.10` — a throughput 10% above the baseline's, or a time of at
+//! most baseline / 1.10 — and "slower by 10%" means `s ≤ 0.90`.
+//!
+//! # The rule
+//!
+//! With the speed-up's 95% CI `[lo, hi]` and the claim's threshold `T` (1 + size for
+//! faster, 1 - size for slower):
+//! - **inconclusive** whenever the rank test cannot reach α with these passes (3 vs 3): a
+//!   CI from three values is too fragile to carry a verdict either way;
+//! - **inconclusive** whenever the data is too noisy for the claim's size: fewer passes per
+//!   variant than [`passes_needed`] estimates for resolving that size at the observed noise.
+//!   A small-sample bootstrap CI is too narrow about as often as it is wide, so on noisy data
+//!   it would now and then clear (or miss) the threshold by chance; this gate keeps noisy
+//!   data out of "holds" and "fails" alike;
+//! - **holds** only if the whole CI supports the claim (`lo ≥ T` for faster, `hi ≤ T` for
+//!   slower) *and* the comparison's verdict is the claimed direction (significant);
+//! - **fails** if the whole CI contradicts it (`hi < T` for faster, `lo > T` for slower);
+//! - **inconclusive** otherwise: the CI straddles the threshold, or it clears it while the
+//!   rank test does not see a shift. Noisy data lands here, never in "holds".
+
+use std::fmt;
+
+use cairn_defs::figures::Direction;
+use serde::{Deserialize, Serialize};
+
+use crate::compare::{passes_needed, percent, Comparison, PassesNeeded, Verdict};
+use crate::summary::Interval;
+use crate::StatsError;
+
+/// Which way the claim says the variant differs from the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimDirection {
+    Faster,
+    Slower,
+}
+
+/// A claim: "the variant is `direction` than the baseline by at least `at_least`".
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub direction: ClaimDirection,
+    /// The minimum relative size (0.10 = 10%; 0 = any difference in that direction).
+    pub at_least: f64,
+}
+
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self.direction {
+            ClaimDirection::Faster => "faster",
+            ClaimDirection::Slower => "slower",
+        };
+        if self.at_least > 0.0 {
+            write!(f, "{word} by at least {}%", percent(self.at_least))
+        } else {
+            f.write_str(word)
+        }
+    }
+}
+
+/// A claim's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimVerdict {
+    Holds,
+    Fails,
+    Inconclusive,
+}
+
+impl fmt::Display for ClaimVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClaimVerdict::Holds => "holds",
+            ClaimVerdict::Fails => "fails",
+            ClaimVerdict::Inconclusive => "inconclusive",
+        })
+    }
+}
+
+/// Why a claim got its verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum ClaimReason {
+    /// The rank test cannot reach α with these passes.
+    TooFewPasses { min_p: f64, alpha: f64 },
+    /// Fewer passes per variant than the observed noise needs to resolve the claim's size.
+    TooNoisy {
+        passes: usize,
+        needed: Option<usize>,
+    },
+    /// The whole CI supports the claim and the shift is significant.
+    Supported,
+    /// The whole CI contradicts the claim.
+    Contradicted,
+    /// The CI holds both sides of the threshold.
+    Straddles,
+    /// The CI clears the threshold, but the rank test does not confirm a shift.
+    NotSignificant { verdict: Verdict },
+}
+
+impl fmt::Display for ClaimReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClaimReason::TooFewPasses { min_p, alpha } => write!(
+                f,
+                "too few passes: the smallest p-value the rank test can give is {min_p:.3}, not below α = {alpha}"
+            ),
+            ClaimReason::TooNoisy { passes, needed } => match needed {
+                Some(needed) => write!(
+                    f,
+                    "too noisy: {passes} passes per variant, the observed noise needs about {needed} to resolve the claimed size"
+                ),
+                None => write!(
+                    f,
+                    "too noisy: {passes} passes per variant cannot resolve the claimed size at the observed noise"
+                ),
+            },
+            ClaimReason::Supported => f.write_str("the whole CI supports it"),
+            ClaimReason::Contradicted => f.write_str("the whole CI contradicts it"),
+            ClaimReason::Straddles => f.write_str("the CI holds both sides of the claimed size"),
+            ClaimReason::NotSignificant { verdict } => write!(
+                f,
+                "the CI clears the claimed size but the comparison's verdict is {verdict}"
+            ),
+        }
+    }
+}
+
+/// The outcome of checking a claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimCheck {
+    pub claim: Claim,
+    pub verdict: ClaimVerdict,
+    pub reason: ClaimReason,
+    /// median(variant) / median(baseline) and its CI, as measured.
+    pub ratio: f64,
+    pub ratio_ci: Interval,
+    /// The ratio turned to the figure's better direction (see the module docs).
+    pub speedup: f64,
+    pub speedup_ci: Interval,
+    /// The speed-up the claim needs: 1 + size (faster) or 1 - size (slower).
+    pub threshold: f64,
+    /// Passes per variant that would resolve the claim's size at the observed noise.
+    pub passes_needed: PassesNeeded,
+}
+
+/// Checks `claim` against `comparison`. The figure must have a better direction.
+pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, StatsError> {
+    let size = claim.at_least;
+    let size_ok = match claim.direction {
+        ClaimDirection::Faster => size >= 0.0 && size.is_finite(),
+        ClaimDirection::Slower => (0.0..1.0).contains(&size),
+    };
+    if !size_ok {
+        return Err(StatsError::Setting(format!(
+            "a claim's size must be at least 0 (and below 1 for slower), e.g. 0.1 for 10%, not {size}"
+        )));
+    }
+    let ratio = comparison.ratio.ratio;
+    let ratio_ci = comparison.ratio.ci;
+    let (speedup, speedup_ci) = match comparison.direction {
+        Direction::HigherIsBetter => (ratio, ratio_ci),
+        Direction::LowerIsBetter => (
+            1.0 / ratio,
+            Interval {
+                low: 1.0 / ratio_ci.high,
+                high: 1.0 / ratio_ci.low,
+                level: ratio_ci.level,
+            },
+        ),
+        Direction::Neither => return Err(StatsError::NoDirection),
+    };
+    let (threshold, claimed_verdict) = match claim.direction {
+        ClaimDirection::Faster => (1.0 + size, Verdict::Faster),
+        ClaimDirection::Slower => (1.0 - size, Verdict::Slower),
+    };
+    let (supports, contradicts) = match claim.direction {
+        ClaimDirection::Faster => (speedup_ci.low >= threshold, speedup_ci.high < threshold),
+        ClaimDirection::Slower => (speedup_ci.high <= threshold, speedup_ci.low > threshold),
+    };
+    let alpha = comparison.criteria.alpha;
+    let test = &comparison.test;
+    let difference = if size > 0.0 {
+        size
+    } else {
+        comparison.criteria.equivalence
+    };
+    let passes_needed = passes_needed(&comparison.baseline, &comparison.variant, difference, alpha);
+    let passes = comparison.baseline.n.min(comparison.variant.n);
+    let (verdict, reason) = if test.min_p >= alpha {
+        (
+            ClaimVerdict::Inconclusive,
+            ClaimReason::TooFewPasses {
+                min_p: test.min_p,
+                alpha,
+            },
+        )
+    } else if passes_needed
+        .per_variant
+        .is_none_or(|needed| passes < needed)
+    {
+        (
+            ClaimVerdict::Inconclusive,
+            ClaimReason::TooNoisy {
+                passes,
+                needed: passes_needed.per_variant,
+            },
+        )
+    } else if supports && comparison.verdict == claimed_verdict {
+        (ClaimVerdict::Holds, ClaimReason::Supported)
+    } else if supports {
+        (
+            ClaimVerdict::Inconclusive,
+            ClaimReason::NotSignificant {
+                verdict: comparison.verdict,
+            },
+        )
+    } else if contradicts {
+        (ClaimVerdict::Fails, ClaimReason::Contradicted)
+    } else {
+        (ClaimVerdict::Inconclusive, ClaimReason::Straddles)
+    };
+    Ok(ClaimCheck {
+        claim,
+        verdict,
+        reason,
+        ratio,
+        ratio_ci,
+        speedup,
+        speedup_ci,
+        threshold,
+        passes_needed,
+    })
+}

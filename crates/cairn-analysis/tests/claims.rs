@@ -1,0 +1,168 @@
+//! Claim checks on samples with a known answer: holds only when the whole CI supports the
+//! claim and the shift is significant; noisy or too-short data is inconclusive, never holds.
+
+mod common;
+
+use cairn_analysis::claim::{check_claim, Claim, ClaimDirection, ClaimReason, ClaimVerdict};
+use cairn_analysis::compare::{compare, Comparison, Criteria};
+use cairn_analysis::StatsError;
+use cairn_defs::figures::Direction;
+use common::Noise;
+
+const FASTER_BY_10: Claim = Claim {
+    direction: ClaimDirection::Faster,
+    at_least: 0.10,
+};
+
+fn comparison(baseline: &[f64], variant: &[f64], direction: Direction) -> Comparison {
+    compare(baseline, variant, direction, &Criteria::default()).unwrap()
+}
+
+#[test]
+fn three_passes_each_leave_a_claim_inconclusive_with_passes_needed() {
+    // the quickstart at 4 threads: jemalloc ~21% above system in every pass
+    let c = comparison(
+        &[3200.0, 3841.0, 3350.0],
+        &[4237.0, 4067.0, 4022.0],
+        Direction::HigherIsBetter,
+    );
+    let check = check_claim(&c, FASTER_BY_10).unwrap();
+    assert_eq!(check.verdict, ClaimVerdict::Inconclusive);
+    assert!(matches!(check.reason, ClaimReason::TooFewPasses { .. }));
+    assert_eq!(
+        check.reason.to_string(),
+        "too few passes: the smallest p-value the rank test can give is 0.100, not below α = 0.05"
+    );
+    assert_eq!(check.passes_needed.difference, 0.10);
+    let n = check.passes_needed.per_variant.unwrap();
+    assert!(n >= 4, "{:?}", check.passes_needed);
+    assert_eq!(check.claim.to_string(), "faster by at least 10%");
+}
+
+#[test]
+fn a_clear_difference_holds_or_fails_by_its_size() {
+    // eight quiet passes each, the variant 25% faster in throughput
+    let mut noise = Noise::new(3);
+    let baseline = noise.sample(8, 1000.0, 0.01);
+    let variant = noise.sample(8, 1250.0, 0.01);
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    let verdict = |claim| check_claim(&c, claim).unwrap().verdict;
+    assert_eq!(verdict(FASTER_BY_10), ClaimVerdict::Holds);
+    assert_eq!(
+        verdict(Claim {
+            direction: ClaimDirection::Faster,
+            at_least: 0.0
+        }),
+        ClaimVerdict::Holds
+    );
+    assert_eq!(
+        verdict(Claim {
+            direction: ClaimDirection::Faster,
+            at_least: 0.40
+        }),
+        ClaimVerdict::Fails
+    );
+    assert_eq!(
+        verdict(Claim {
+            direction: ClaimDirection::Slower,
+            at_least: 0.0
+        }),
+        ClaimVerdict::Fails
+    );
+}
+
+#[test]
+fn times_are_read_as_speed_ups() {
+    // sql-bench seconds (lower is better): 10 s against 8 s is a speed-up of 1.25
+    let mut noise = Noise::new(4);
+    let baseline = noise.sample(8, 10.0, 0.01);
+    let variant = noise.sample(8, 8.0, 0.01);
+    let c = comparison(&baseline, &variant, Direction::LowerIsBetter);
+    let check = check_claim(&c, FASTER_BY_10).unwrap();
+    assert_eq!(check.verdict, ClaimVerdict::Holds, "{check:?}");
+    assert!((check.speedup - 1.0 / check.ratio).abs() < 1e-12);
+    assert!(check.speedup_ci.low > 1.1 && check.speedup_ci.high < 1.4);
+    assert_eq!(check.threshold, 1.1);
+    // slower by at least 10% of the same data: the whole CI contradicts it
+    let slower = Claim {
+        direction: ClaimDirection::Slower,
+        at_least: 0.10,
+    };
+    assert_eq!(
+        check_claim(&c, slower).unwrap().verdict,
+        ClaimVerdict::Fails
+    );
+}
+
+/// Verdicts of "faster by at least 10%" over 200 studies of 6 passes each under 30% noise
+/// with the given true speed-up: (holds, inconclusive, fails).
+fn noisy_verdicts(true_speedup: f64) -> (usize, usize, usize) {
+    let mut counts = (0, 0, 0);
+    for study in 0..200 {
+        let mut noise = Noise::new(100 + study);
+        let baseline = noise.sample(6, 1000.0, 0.3);
+        let variant = noise.sample(6, 1000.0 * true_speedup, 0.3);
+        let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+        match check_claim(&c, FASTER_BY_10).unwrap().verdict {
+            ClaimVerdict::Holds => counts.0 += 1,
+            ClaimVerdict::Inconclusive => counts.1 += 1,
+            ClaimVerdict::Fails => counts.2 += 1,
+        }
+    }
+    counts
+}
+
+#[test]
+fn noisy_data_is_inconclusive_never_holds_or_fails() {
+    // 6 passes at 30% noise cannot resolve 10% (that takes over a hundred): whatever the
+    // truth and whatever the CI happened to be, the claim is inconclusive — a false claim
+    // never holds, a true one never fails
+    for true_speedup in [1.0, 1.15, 1.3] {
+        assert_eq!(
+            noisy_verdicts(true_speedup),
+            (0, 200, 0),
+            "true speed-up {true_speedup}"
+        );
+    }
+}
+
+#[test]
+fn a_claim_waits_for_the_passes_its_size_needs() {
+    // quickstart-like noise (CV 7%), a true 30% speed-up: 5 passes each separate the samples
+    // (significant), but resolving 10% at this noise takes about 9, so the claim waits;
+    // at 12 passes each it holds
+    let mut noise = Noise::new(8);
+    let baseline = noise.sample(12, 1000.0, 0.07);
+    let variant = noise.sample(12, 1300.0, 0.07);
+    let early = comparison(&baseline[..5], &variant[..5], Direction::HigherIsBetter);
+    let check = check_claim(&early, FASTER_BY_10).unwrap();
+    assert_eq!(check.verdict, ClaimVerdict::Inconclusive, "{check:?}");
+    let ClaimReason::TooNoisy { passes, needed } = check.reason else {
+        panic!("{:?}", check.reason)
+    };
+    assert_eq!(passes, 5);
+    assert!(needed.unwrap() > 5, "{needed:?}");
+    assert!(check
+        .reason
+        .to_string()
+        .starts_with("too noisy: 5 passes per variant"));
+
+    let full = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    let check = check_claim(&full, FASTER_BY_10).unwrap();
+    assert_eq!(check.verdict, ClaimVerdict::Holds, "{check:?}");
+    assert!(check.passes_needed.per_variant.unwrap() <= 12);
+}
+
+#[test]
+fn a_claim_needs_a_direction_and_a_sane_size() {
+    let low = [100.0, 101.0, 99.0, 100.5];
+    let high = [120.0, 121.0, 119.0, 120.5];
+    let c = comparison(&low, &high, Direction::Neither);
+    assert_eq!(check_claim(&c, FASTER_BY_10), Err(StatsError::NoDirection));
+    let c = comparison(&low, &high, Direction::HigherIsBetter);
+    let bad = Claim {
+        direction: ClaimDirection::Slower,
+        at_least: 1.5,
+    };
+    assert!(matches!(check_claim(&c, bad), Err(StatsError::Setting(_))));
+}

@@ -1,0 +1,319 @@
+//! Two result sets of one plan side by side (`cairn reproduce`, `cairn compare`): each
+//! trial of the plan is found in each store by its *definition key* (the same step on any
+//! machine, whatever its images' ids), grouped into table cells (a point × a figure the
+//! plan's analyses read), and compared — B's median against A's as a ratio with its seeded
+//! bootstrap CI and the verdict of `cairn_analysis::compare` (A is the baseline); each
+//! claim's verdict on both sides and whether it holds on B too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cairn_analysis::{Criteria, Verdict};
+use cairn_graph::{StepGraph, StepKind};
+use cairn_store::{Record, Store};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One table cell on both sides.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// The trial point: `trial/<trials>/<server>[params]`.
+    pub point: String,
+    pub metric: String,
+    pub a: Vec<f64>,
+    pub b: Vec<f64>,
+    pub median_a: Option<f64>,
+    pub median_b: Option<f64>,
+    /// median(B) / median(A) and its 95% bootstrap CI.
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<(f64, f64)>,
+    /// `reproduced` (no difference beyond ±5%), `higher`/`lower` (significantly), or
+    /// `inconclusive` — with the reason when it cannot be compared.
+    pub verdict: String,
+}
+
+/// One claim on both sides.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimRow {
+    pub claim: String,
+    pub a: Option<String>,
+    pub b: Option<String>,
+    /// Whether it holds on side B (the reproduction) too; `None` without B's verdict.
+    pub holds_on_b: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub study: String,
+    pub fingerprints_a: Vec<Value>,
+    pub fingerprints_b: Vec<Value>,
+    pub cells: Vec<Cell>,
+    pub claims: Vec<ClaimRow>,
+}
+
+/// Every record of `store` by definition key (records without one are older than it and
+/// cannot be matched); a measurement only when its fingerprint is `fingerprint` (if given).
+fn by_definition(store: &Store, fingerprint: Option<&Value>) -> BTreeMap<String, Vec<Record>> {
+    let keys = store.record_keys().unwrap_or_default();
+    let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    for r in store.get_records(&keys).into_iter().flatten().flatten() {
+        if r.definition_key.is_empty() {
+            continue;
+        }
+        if let (Some(want), Some(fp)) = (fingerprint, &r.fingerprint) {
+            if want != fp {
+                continue;
+            }
+        }
+        out.entry(r.definition_key.clone()).or_default().push(r);
+    }
+    // the latest first
+    for v in out.values_mut() {
+        v.sort_by(|x, y| y.finished.cmp(&x.finished));
+    }
+    out
+}
+
+/// The figures the plan's analyses read (`metric=`), else `tps`.
+fn metrics(graph: &StepGraph) -> Vec<String> {
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if k == "metric" {
+                        if let Some(s) = x.as_str() {
+                            out.insert(s.to_string());
+                        }
+                    }
+                    walk(x, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    for s in graph
+        .steps
+        .iter()
+        .filter(|s| matches!(s.kind, StepKind::Analysis | StepKind::Claim))
+    {
+        walk(&s.definition, &mut out);
+    }
+    if out.is_empty() {
+        out.insert("tps".into());
+    }
+    out.into_iter().collect()
+}
+
+fn figure(r: &Record, name: &str) -> Option<f64> {
+    let figs = r.extra.get("figures")?.as_object()?;
+    figs.get(name)
+        .or_else(|| {
+            cairn_defs::figures::ALIASES
+                .iter()
+                .find(|(_, f)| f.name == name)
+                .and_then(|(old, _)| figs.get(*old))
+        })
+        .and_then(Value::as_f64)
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// Compares store `a` (the baseline: published) with store `b` for `graph`'s study,
+/// optionally each restricted to one fingerprint.
+pub fn compare(
+    graph: &StepGraph,
+    a: &Store,
+    b: &Store,
+    fingerprint_a: Option<&Value>,
+    fingerprint_b: Option<&Value>,
+) -> Comparison {
+    let ra = by_definition(a, fingerprint_a);
+    let rb = by_definition(b, fingerprint_b);
+    let mut samples: BTreeMap<(String, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut fps_a = BTreeSet::new();
+    let mut fps_b = BTreeSet::new();
+    let metrics = metrics(graph);
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Trial) {
+        let point = step
+            .address
+            .rsplit_once('#')
+            .map_or(step.address.clone(), |(p, _)| p.to_string());
+        let first = |m: &BTreeMap<String, Vec<Record>>| {
+            m.get(&step.definition_key).and_then(|v| v.first()).cloned()
+        };
+        let (x, y) = (first(&ra), first(&rb));
+        for (r, fps) in [(&x, &mut fps_a), (&y, &mut fps_b)] {
+            if let Some(fp) = r.as_ref().and_then(|r| r.fingerprint.as_ref()) {
+                fps.insert(fp.to_string());
+            }
+        }
+        for m in &metrics {
+            let e = samples.entry((point.clone(), m.clone())).or_default();
+            if let Some(v) = x.as_ref().and_then(|r| figure(r, m)) {
+                e.0.push(v);
+            }
+            if let Some(v) = y.as_ref().and_then(|r| figure(r, m)) {
+                e.1.push(v);
+            }
+        }
+    }
+    let mut cells = Vec::new();
+    for ((point, metric), (sa, sb)) in samples {
+        if sa.is_empty() && sb.is_empty() {
+            continue;
+        }
+        let direction = cairn_defs::figures::lookup(&metric)
+            .map_or(cairn_defs::figures::Direction::Neither, |f| f.direction);
+        let (ratio, ratio_ci, verdict) =
+            match cairn_analysis::compare(&sa, &sb, direction, &Criteria::default()) {
+                Ok(c) => {
+                    let v = match c.verdict {
+                        Verdict::NoSignificantDifference => "reproduced (within ±5%)".to_string(),
+                        Verdict::Inconclusive => {
+                            format!("inconclusive ({})", reason_text(&c.reason))
+                        }
+                        Verdict::Faster => "differs: better here".into(),
+                        Verdict::Slower => "differs: worse here".into(),
+                        Verdict::Higher => "differs: higher here".into(),
+                        Verdict::Lower => "differs: lower here".into(),
+                    };
+                    (
+                        Some(c.ratio.ratio),
+                        Some((c.ratio.ci.low, c.ratio.ci.high)),
+                        v,
+                    )
+                }
+                Err(e) => (None, None, format!("cannot compare: {e}")),
+            };
+        cells.push(Cell {
+            point,
+            metric,
+            median_a: median(&sa),
+            median_b: median(&sb),
+            a: sa,
+            b: sb,
+            ratio,
+            ratio_ci,
+            verdict,
+        });
+    }
+    let mut claims = Vec::new();
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Claim) {
+        let verdict = |m: &BTreeMap<String, Vec<Record>>, store: &Store| -> Option<String> {
+            let r = m.get(&step.definition_key)?.first()?;
+            let blob = r.outputs.get(cairn_engine::claim_step::CLAIM_JSON)?;
+            let v: Value = serde_json::from_slice(&store.read_blob(blob).ok()?).ok()?;
+            v.get("verdict")?.as_str().map(String::from)
+        };
+        let (va, vb) = (verdict(&ra, a), verdict(&rb, b));
+        claims.push(ClaimRow {
+            claim: step.name.clone(),
+            holds_on_b: vb.as_ref().map(|v| v == "holds"),
+            a: va,
+            b: vb,
+        });
+    }
+    Comparison {
+        study: graph.study.clone(),
+        fingerprints_a: fps_a
+            .into_iter()
+            .filter_map(|s| serde_json::from_str(&s).ok())
+            .collect(),
+        fingerprints_b: fps_b
+            .into_iter()
+            .filter_map(|s| serde_json::from_str(&s).ok())
+            .collect(),
+        cells,
+        claims,
+    }
+}
+
+fn reason_text(r: &cairn_analysis::Reason) -> String {
+    serde_json::to_value(r)
+        .ok()
+        .and_then(|v| {
+            v.get("reason")
+                .and_then(Value::as_str)
+                .map(|s| s.replace('_', " "))
+        })
+        .unwrap_or_else(|| "see comparison.json".into())
+}
+
+fn fingerprint_line(v: &Value) -> String {
+    let s = |k: &str| {
+        v.get(k)
+            .map(|x| x.as_str().map_or(x.to_string(), String::from))
+            .unwrap_or_default()
+    };
+    format!(
+        "{}, {} cores / {} threads, {} GiB, kernel {}, {}",
+        s("cpu_model"),
+        s("cores"),
+        s("threads"),
+        s("memory_gib"),
+        s("kernel"),
+        s("runtime")
+    )
+}
+
+/// The comparison as a Markdown report.
+pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
+    let num = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.2}"));
+    let mut s = format!("# {}: {a} vs {b}\n\n", c.study);
+    for (label, fps) in [(a, &c.fingerprints_a), (b, &c.fingerprints_b)] {
+        for f in fps {
+            s += &format!("- {label} on: {}\n", fingerprint_line(f));
+        }
+    }
+    s += &format!(
+        "\n| point | figure | {a} (median, n) | {b} (median, n) | ratio {b}/{a} [95% CI] | verdict |\n|---|---|---|---|---|---|\n"
+    );
+    for cell in &c.cells {
+        let ratio = match (cell.ratio, cell.ratio_ci) {
+            (Some(r), Some((lo, hi))) => format!("{r:.3} [{lo:.3}, {hi:.3}]"),
+            _ => "–".into(),
+        };
+        s += &format!(
+            "| {} | {} | {} ({}) | {} ({}) | {} | {} |\n",
+            cell.point,
+            cell.metric,
+            num(cell.median_a),
+            cell.a.len(),
+            num(cell.median_b),
+            cell.b.len(),
+            ratio,
+            cell.verdict
+        );
+    }
+    if !c.claims.is_empty() {
+        s += "\n## Claims\n\n";
+        for cl in &c.claims {
+            let here = match cl.holds_on_b {
+                Some(true) => format!("holds on {b} too"),
+                Some(false) => format!("does not hold on {b}"),
+                None => format!("no verdict on {b}"),
+            };
+            s += &format!(
+                "- \"{}\": {a} {}, {b} {} — {here}\n",
+                cl.claim,
+                cl.a.as_deref().unwrap_or("(no verdict)"),
+                cl.b.as_deref().unwrap_or("(no verdict)")
+            );
+        }
+    }
+    s += "\nA cell is *reproduced* when the whole 95% CI of the ratio of medians lies within ±5%; with few passes the rank test cannot decide and the cell is inconclusive (the rules of cairn-analysis).\n";
+    s
+}

@@ -1,0 +1,178 @@
+//! `cairn history PLAN`: every earlier result of each table cell on this machine's class.
+//! The store keeps every result a study's trials ever had: after a release (an image with
+//! other packages), the same trial has the same *definition key* but another key. Records
+//! of one trial point measured on this fingerprint are grouped into result sets by what
+//! they ran on (their inputs' output digests: image and dataset), dated by their last
+//! finish, labelled with the server version the trial verified, and each set is compared
+//! with the one before it.
+//!
+//! The rule for "beyond the noise": a change is flagged when `cairn_analysis::compare` of
+//! the two sets (the earlier one the baseline) gives a significant verdict — the rank test
+//! below α = 0.05 *and* the 95% bootstrap CI of the ratio of medians excluding 1, in the
+//! same direction. Both must agree because either alone is fooled by a few noisy passes; it
+//! is the rule of the study's own tables, so history and report never disagree. With too
+//! few passes (3 vs 3 cannot reach p < 0.05) the change is "inconclusive", never flagged.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cairn_analysis::{Criteria, Verdict};
+use cairn_graph::StepKind;
+use cairn_store::Record;
+use serde_json::{json, Value};
+
+use crate::args::Cli;
+use crate::context::{self, Exit};
+use crate::OK;
+
+/// One result set of one cell.
+struct Set {
+    finished: String,
+    version: String,
+    values: Vec<f64>,
+}
+
+fn figure(r: &Record, name: &str) -> Option<f64> {
+    r.extra.get("figures")?.get(name)?.as_f64()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    let store = context::open_store(&cli.results)?;
+    let machine = context::Machine::new(cache);
+    let fp = serde_json::to_value(machine.fingerprint(&graph)).expect("serialises");
+    let keys = store.record_keys().map_err(context::fail(crate::FAILED))?;
+    let mut by_def: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    for r in store.get_records(&keys).into_iter().flatten().flatten() {
+        if r.kind == "trial" && r.fingerprint.as_ref() == Some(&fp) && !r.definition_key.is_empty()
+        {
+            by_def.entry(r.definition_key.clone()).or_default().push(r);
+        }
+    }
+    // point → result set (its inputs) → set
+    let mut cells: BTreeMap<String, BTreeMap<String, Set>> = BTreeMap::new();
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Trial) {
+        let point = step
+            .address
+            .rsplit_once('#')
+            .map_or(step.address.clone(), |(p, _)| p.to_string());
+        for r in by_def.get(&step.definition_key).into_iter().flatten() {
+            let Some(v) = figure(r, metric) else { continue };
+            let inputs = serde_json::to_string(&r.inputs).expect("serialises");
+            let version = r
+                .extra
+                .get("variant")
+                .and_then(|v| {
+                    v.get("checks")
+                        .and_then(|c| c.get("version"))
+                        .or(v.get("version"))
+                })
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let set = cells
+                .entry(point.clone())
+                .or_default()
+                .entry(inputs)
+                .or_insert(Set {
+                    finished: String::new(),
+                    version,
+                    values: Vec::new(),
+                });
+            set.values.push(v);
+            if r.finished > set.finished {
+                set.finished = r.finished.clone();
+            }
+        }
+    }
+    let direction = cairn_defs::figures::lookup(metric)
+        .map_or(cairn_defs::figures::Direction::Neither, |f| f.direction);
+    let mut out = Vec::new();
+    for (point, sets) in cells {
+        let mut sets: Vec<Set> = sets.into_values().collect();
+        sets.sort_by(|a, b| a.finished.cmp(&b.finished));
+        let mut prev: Option<&Set> = None;
+        let mut rows = Vec::new();
+        for s in &sets {
+            let change = prev.map(|p| {
+                match cairn_analysis::compare(&p.values, &s.values, direction, &Criteria::default())
+                {
+                    Ok(c) => {
+                        let flagged = !matches!(
+                            c.verdict,
+                            Verdict::Inconclusive | Verdict::NoSignificantDifference
+                        );
+                        json!({"ratio": c.ratio.ratio, "ci": [c.ratio.ci.low, c.ratio.ci.high],
+                               "verdict": c.verdict.to_string(), "beyond_noise": flagged})
+                    }
+                    Err(e) => {
+                        json!({"verdict": format!("cannot compare: {e}"), "beyond_noise": false})
+                    }
+                }
+            });
+            rows.push(json!({"finished": s.finished, "server_version": s.version,
+                             "n": s.values.len(), "median": median(&s.values), "change": change}));
+            prev = Some(s);
+        }
+        out.push(json!({"point": point, "metric": metric, "results": rows}));
+    }
+    if cli.json {
+        for o in &out {
+            println!("{o}");
+        }
+        return Ok(OK);
+    }
+    if out.is_empty() {
+        println!("no results of {} on this machine's class yet", graph.study);
+    }
+    for o in &out {
+        println!("{} ({metric}):", o["point"].as_str().unwrap_or(""));
+        for r in o["results"].as_array().into_iter().flatten() {
+            let change = match r["change"].as_object() {
+                None => String::new(),
+                Some(c) => {
+                    let ratio = c
+                        .get("ratio")
+                        .and_then(Value::as_f64)
+                        .map_or(String::new(), |x| {
+                            format!(
+                                "ratio {x:.3} [{:.3}, {:.3}] ",
+                                c["ci"][0].as_f64().unwrap_or(f64::NAN),
+                                c["ci"][1].as_f64().unwrap_or(f64::NAN)
+                            )
+                        });
+                    let flag = if c["beyond_noise"] == true {
+                        "  ← beyond the noise"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "  vs the previous: {ratio}{}{flag}",
+                        c["verdict"].as_str().unwrap_or("")
+                    )
+                }
+            };
+            println!(
+                "  {}  {}  median {:.2} of {}{change}",
+                r["finished"].as_str().unwrap_or(""),
+                r["server_version"].as_str().unwrap_or(""),
+                r["median"].as_f64().unwrap_or(f64::NAN),
+                r["n"]
+            );
+        }
+    }
+    println!("a change is flagged when the rank test (p < 0.05) and the 95% CI of the ratio of medians agree it is not 1 (the tables' rule)");
+    Ok(OK)
+}

@@ -1,0 +1,287 @@
+//! `cairn bundle`, `cairn verify BUNDLE` and `cairn reproduce`: pack a study, check a
+//! bundle (a `.tar.zst` or an unpacked folder), re-run a verified bundle on this machine
+//! and compare with what was published (`crate::comparison`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use cairn_graph::StepKind;
+use serde_json::json;
+
+use crate::args::Cli;
+use crate::bundle::check::{verify_dir, Verified};
+use crate::bundle::unpack::{unpack, Refused};
+use crate::context::{self, Exit};
+use crate::{BAD_INPUT, FAILED, OK};
+
+/// `cairn bundle PLAN -o OUT`.
+pub fn bundle(cli: &Cli, path: &Path, out: &Path) -> Result<i32, Exit> {
+    let t0 = Instant::now();
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    let store = context::open_store(&cli.results)?;
+    let _lock = context::lock_store(&store)?;
+    let machine = context::Machine::new(cache);
+    let fp = machine.fingerprint(&graph);
+    let report_dir = cli.results.join(&graph.study);
+    let packed = crate::bundle::pack::pack(path, &plan, &graph, &store, &fp, &report_dir, out)
+        .map_err(context::fail(FAILED))?;
+    let m = &packed.manifest;
+    if cli.json {
+        println!(
+            "{}",
+            json!({"bundle": out, "files": m.files.len(), "bytes": m.total_bytes,
+                   "archive_bytes": packed.archive_bytes, "host_steps": m.host_steps,
+                   "seconds": t0.elapsed().as_secs_f64()})
+        );
+    } else {
+        println!(
+            "wrote {}: {} files ({} bytes, {} compressed), {} steps, in {:.1} s",
+            out.display(),
+            m.files.len(),
+            m.total_bytes,
+            packed.archive_bytes,
+            m.steps.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        if !m.host_steps.is_empty() {
+            println!(
+                "host steps (a reproducer runs them only with --allow-host-steps): {}",
+                m.host_steps.join(", ")
+            );
+        }
+    }
+    Ok(OK)
+}
+
+/// Opens a bundle for checking: an unpacked folder as it is, an archive unpacked into
+/// `scratch` first. Refusals are bad input.
+fn open(target: &Path, scratch: &Path) -> Result<PathBuf, Exit> {
+    if target.is_dir() {
+        return Ok(target.to_path_buf());
+    }
+    unpack(target, scratch).map_err(|e| refusal(target, e))?;
+    Ok(scratch.to_path_buf())
+}
+
+fn refusal(target: &Path, e: Refused) -> Exit {
+    eprintln!("error: {}: {e}", target.display());
+    Exit(match e {
+        Refused::Unsafe(_) => BAD_INPUT,
+        Refused::Io(_) => FAILED,
+    })
+}
+
+fn check(target: &Path, dir: &Path) -> Result<Verified, Exit> {
+    verify_dir(dir).map_err(|e| refusal(target, e))
+}
+
+fn print_verified(json: bool, target: &Path, v: &Verified) {
+    if json {
+        println!(
+            "{}",
+            json!({"bundle": target, "clean": v.is_clean(), "files_checked": v.files_checked,
+                   "records_checked": v.records_checked,
+                   "problems": v.problems.iter().map(|p| json!({"problem": p.what, "breaks": p.breaks})).collect::<Vec<_>>(),
+                   "host_steps": v.host_steps})
+        );
+        return;
+    }
+    println!(
+        "checked {} files and {} records of study {:?}",
+        v.files_checked, v.records_checked, v.manifest.study
+    );
+    for p in &v.problems {
+        println!("{}\n    breaks: {}", p.what, p.breaks);
+    }
+    if !v.host_steps.is_empty() {
+        println!(
+            "host steps (run on the host only with --allow-host-steps): {}",
+            v.host_steps.join(", ")
+        );
+    }
+    if v.is_clean() {
+        println!("bundle is intact: every file matches, every record chains to the plan");
+    } else {
+        println!("bundle is damaged: {} problems", v.problems.len());
+    }
+}
+
+/// `cairn verify BUNDLE`.
+pub fn verify(cli: &Cli, target: &Path) -> Result<i32, Exit> {
+    let scratch = tempfile::tempdir().map_err(context::fail(FAILED))?;
+    let dir = open(target, scratch.path())?;
+    let v = check(target, &dir)?;
+    print_verified(cli.json, target, &v);
+    Ok(if v.is_clean() { OK } else { FAILED })
+}
+
+/// `cairn reproduce BUNDLE [--into DIR] [--allow-host-steps]`: verify, unpack, run every
+/// step here into `DIR/reproduced` (nothing published is reused: a fresh store), render the
+/// report, and write `DIR/comparison.md` and `.json`.
+pub fn reproduce(
+    cli: &Cli,
+    target: &Path,
+    into: Option<&Path>,
+    allow_host_steps: bool,
+) -> Result<i32, Exit> {
+    let t0 = Instant::now();
+    let dir = match into {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let stem = target
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "study".into());
+            let stem = stem.trim_end_matches(".zst").trim_end_matches(".tar");
+            PathBuf::from(format!("{stem}-reproduced"))
+        }
+    };
+    if target.is_dir() {
+        eprintln!("error: reproduce takes a bundle archive (an unpacked folder is checked with `cairn verify`)");
+        return Err(Exit(BAD_INPUT));
+    }
+    if dir.exists()
+        && std::fs::read_dir(&dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        eprintln!(
+            "error: {} exists and is not empty; give another with --into",
+            dir.display()
+        );
+        return Err(Exit(BAD_INPUT));
+    }
+    let published = dir.join("published");
+    unpack(target, &published).map_err(|e| refusal(target, e))?;
+    let v = check(target, &published)?;
+    print_verified(cli.json, target, &v);
+    if !v.is_clean() {
+        eprintln!("error: the bundle does not verify; nothing was run");
+        return Ok(FAILED);
+    }
+    if !v.host_steps.is_empty() && !allow_host_steps {
+        eprintln!(
+            "error: the study has steps that run commands on this host: {}; read them in {} and pass --allow-host-steps to run them",
+            v.host_steps.join(", "),
+            v.plan.display()
+        );
+        return Err(Exit(BAD_INPUT));
+    }
+    let t_verified = t0.elapsed();
+    let results = dir.join("reproduced");
+    let graph = crate::bundle::check::load_bundled_plan(&v.plan).map_err(context::fail(FAILED))?;
+    let exe = std::env::current_exe().map_err(context::fail(FAILED))?;
+    let mut commands = vec!["run"];
+    if graph.count(StepKind::Report) > 0 {
+        commands.push("report");
+    }
+    for command in commands {
+        let args = [command];
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--results").arg(&results);
+        if let Some(c) = &cli.cache {
+            cmd.arg("--cache").arg(c);
+        }
+        cmd.args(args).arg(&v.plan);
+        let status = cmd.status().map_err(context::fail(FAILED))?;
+        if !status.success() {
+            eprintln!(
+                "error: `cairn {}` of the bundled plan failed ({status})",
+                args[0]
+            );
+            return Ok(status.code().unwrap_or(FAILED));
+        }
+    }
+    let a = context::open_store(&published)?;
+    let b = context::open_store(&results)?;
+    let cmp = crate::comparison::compare(&graph, &a, &b, None, None);
+    let md = crate::comparison::markdown(&cmp, "published", "reproduced here");
+    std::fs::write(dir.join("comparison.md"), &md).map_err(context::fail(FAILED))?;
+    std::fs::write(
+        dir.join("comparison.json"),
+        serde_json::to_vec_pretty(&cmp).expect("serialises"),
+    )
+    .map_err(context::fail(FAILED))?;
+    println!("{md}");
+    println!(
+        "wrote {} and comparison.json (verified in {:.1} s, reproduced and compared in {:.1} s)",
+        dir.join("comparison.md").display(),
+        t_verified.as_secs_f64(),
+        (t0.elapsed() - t_verified).as_secs_f64()
+    );
+    Ok(OK)
+}
+
+/// One side of `cairn compare`: its store (kept open with its scratch folder) and plan.
+struct Side {
+    store: cairn_store::Store,
+    plan: Option<PathBuf>,
+    _scratch: Option<tempfile::TempDir>,
+}
+
+fn side(target: &Path) -> Result<Side, Exit> {
+    let is_results = target.join("store").join("records").is_dir()
+        && !target.join(crate::bundle::format::MANIFEST).is_file();
+    if is_results {
+        return Ok(Side {
+            store: context::open_store(target)?,
+            plan: None,
+            _scratch: None,
+        });
+    }
+    let scratch = tempfile::tempdir().map_err(context::fail(FAILED))?;
+    let dir = open(target, scratch.path())?;
+    let v = check(target, &dir)?;
+    if !v.is_clean() {
+        print_verified(false, target, &v);
+        eprintln!("error: {} does not verify", target.display());
+        return Err(Exit(FAILED));
+    }
+    Ok(Side {
+        store: context::open_store(&dir)?,
+        plan: Some(v.plan),
+        _scratch: Some(scratch),
+    })
+}
+
+/// `cairn compare A [B]`: two bundles or results directories (B defaults to A: two
+/// fingerprints in one store).
+pub fn compare(
+    cli: &Cli,
+    a: &Path,
+    b: Option<&Path>,
+    plan: Option<&Path>,
+    fingerprint_a: Option<&str>,
+    fingerprint_b: Option<&str>,
+) -> Result<i32, Exit> {
+    let parse_fp = |s: Option<&str>| -> Result<Option<serde_json::Value>, Exit> {
+        s.map(serde_json::from_str)
+            .transpose()
+            .map_err(context::fail(BAD_INPUT))
+    };
+    let (fa, fb) = (parse_fp(fingerprint_a)?, parse_fp(fingerprint_b)?);
+    let sa = side(a)?;
+    let sb = match b {
+        Some(b) => side(b)?,
+        None => side(a)?,
+    };
+    let plan_path = plan
+        .map(Path::to_path_buf)
+        .or_else(|| sa.plan.clone())
+        .or_else(|| sb.plan.clone())
+        .ok_or_else(|| {
+            eprintln!("error: results directories bring no plan: give one with --plan");
+            Exit(BAD_INPUT)
+        })?;
+    let graph =
+        crate::bundle::check::load_bundled_plan(&plan_path).map_err(context::fail(BAD_INPUT))?;
+    let cmp = crate::comparison::compare(&graph, &sa.store, &sb.store, fa.as_ref(), fb.as_ref());
+    if cli.json {
+        println!("{}", serde_json::to_string(&cmp).expect("serialises"));
+    } else {
+        print!("{}", crate::comparison::markdown(&cmp, "A", "B"));
+    }
+    Ok(OK)
+}

@@ -1,0 +1,276 @@
+//! `cairn report PLAN` and the end of `cairn run`: render the study's report from recorded
+//! trials (never measuring), copy it to `results/<study>/` (`report.md`, `report.html`,
+//! `data.csv`, `series.csv`, `data.json`, the plots), and show the study's main table and the claims' verdicts in the terminal.
+//!
+//! (`report.rs` beside this module is something else: the reporters of engine events.)
+
+use std::path::{Path, PathBuf};
+
+use cairn_engine::analysis_step::{render_markdown, Table, TABLE_JSON};
+use cairn_engine::claim_step::{ClaimResult, CLAIM_JSON};
+use cairn_engine::execute::read_json;
+use cairn_engine::report_step::{self, PROVENANCE_HEADING};
+use cairn_engine::{RunOptions, Status, StepStatus};
+use cairn_graph::{Selector, Step, StepGraph, StepKind};
+use cairn_plan::Plan;
+use cairn_store::{Record, Store};
+
+use crate::args::Cli;
+use crate::context::{self, Exit};
+use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
+
+/// The record of `step` for its current key, if the store has it.
+fn current_record(store: &Store, all: &[StepStatus], step: &Step) -> Option<Record> {
+    match (&all[step.id].status, &all[step.id].key) {
+        (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
+        _ => None,
+    }
+}
+
+/// blake3 over the plan's files (path and text, root first): what the report was made from.
+pub fn plan_digest(plan: &Plan) -> String {
+    let mut h = blake3::Hasher::new();
+    for s in &plan.sources {
+        h.update(s.path.to_string_lossy().as_bytes());
+        h.update(&[0]);
+        h.update(s.text.as_bytes());
+        h.update(&[0]);
+    }
+    h.finalize().to_hex().to_string()
+}
+
+/// Where a report's files go: `results/<study>/`, or `results/<study>/<report>/` when the
+/// study has several reports.
+fn report_dir(results: &Path, graph: &StepGraph, step: &Step) -> PathBuf {
+    let dir = results.join(&graph.study);
+    if graph.count(StepKind::Report) > 1 {
+        dir.join(&step.name)
+    } else {
+        dir
+    }
+}
+
+/// Write `bytes` to `path` whole or not at all (a temporary file renamed over it).
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("cairn-tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Copy every finished report of the study to its directory, the plan's digest added under
+/// its provenance (the report's key leaves the plan's text out on purpose: comments do not
+/// re-render it). Returns the directories written, each with the files written into it.
+fn export(
+    cli: &Cli,
+    plan: &Plan,
+    graph: &StepGraph,
+    store: &Store,
+    all: &[StepStatus],
+) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
+    let digest = plan_digest(plan);
+    let root = plan
+        .sources
+        .first()
+        .map_or(String::new(), |s| s.path.display().to_string());
+    let mut written = Vec::new();
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Report) {
+        let Some(record) = current_record(store, all, step) else {
+            continue;
+        };
+        let dir = report_dir(&cli.results, graph, step);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let mut files = Vec::new();
+        for (name, blob) in &record.outputs {
+            let mut bytes = store
+                .read_blob(blob)
+                .map_err(|e| format!("reading {name} of {}: {e}", step.address))?;
+            if name == report_step::REPORT_MD {
+                let text = String::from_utf8_lossy(&bytes).replacen(
+                    &format!("{PROVENANCE_HEADING}\n\n"),
+                    &format!("{PROVENANCE_HEADING}\n\n- plan: `{root}`, blake3 `{digest}`\n"),
+                    1,
+                );
+                bytes = text.into_bytes();
+            } else if name == report_step::REPORT_HTML {
+                let list = cairn_engine::report_html::PROVENANCE_LIST;
+                let text = String::from_utf8_lossy(&bytes).replacen(
+                    list,
+                    &format!(
+                        "{list}<li>plan: <code>{}</code>, blake3 <code>{digest}</code></li>\n",
+                        cairn_engine::report_html::escape(&root)
+                    ),
+                    1,
+                );
+                bytes = text.into_bytes();
+            }
+            let path = dir.join(name);
+            write_atomically(&path, &bytes)
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+            files.push(name.clone());
+        }
+        written.push((dir, files));
+    }
+    Ok(written)
+}
+
+/// The study's main table: the first table of the first report, else the first analysis.
+fn main_table(graph: &StepGraph) -> Option<&Step> {
+    let from_report = graph
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Report)
+        .flat_map(|r| r.inputs.iter().map(|i| &graph.steps[i.from]))
+        .find(|s| s.kind == StepKind::Analysis);
+    from_report.or_else(|| graph.steps.iter().find(|s| s.kind == StepKind::Analysis))
+}
+
+/// The main table and every claim's verdict, as text for the terminal (empty when the study
+/// has neither, or they have not run).
+pub fn outcome_text(graph: &StepGraph, store: &Store, all: &[StepStatus]) -> String {
+    let mut out = String::new();
+    if let Some(step) = main_table(graph) {
+        if let Some(r) = current_record(store, all, step) {
+            if let Ok(table) = read_json::<Table>(store, &r.outputs, TABLE_JSON) {
+                out.push_str(&render_markdown(&step.name, &table));
+            }
+        }
+    }
+    let mut claims = String::new();
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Claim) {
+        let line = match current_record(store, all, step)
+            .map(|r| read_json::<ClaimResult>(store, &r.outputs, CLAIM_JSON))
+        {
+            Some(Ok(c)) => report_step::claim_line(&step.name, &c),
+            _ => format!(
+                "\"{}\": not checked (its trials did not all run)",
+                step.name
+            ),
+        };
+        claims.push_str(&format!("- {line}\n"));
+    }
+    if !claims.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("### Claims\n\n");
+        out.push_str(&claims);
+    }
+    out
+}
+
+/// After `cairn run`: export the reports and show the outcome (not with `--json`, whose
+/// stdout is the events).
+pub fn after_run(cli: &Cli, plan: &Plan, graph: &StepGraph, env: &cairn_engine::Env<'_>) {
+    let all = cairn_engine::statuses(graph, env, &[], false);
+    let dirs = export(cli, plan, graph, env.store, &all).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        Vec::new()
+    });
+    if cli.json {
+        return;
+    }
+    let text = outcome_text(graph, env.store, &all);
+    if !text.is_empty() {
+        println!("\n{}", text.trim_end());
+    }
+    for (d, _) in dirs {
+        println!("\nreport: {}", d.join(report_step::REPORT_MD).display());
+    }
+}
+
+/// `cairn report PLAN`: render the reports from the recorded trials (analyses, claims and
+/// reports run if stale; trials never do) and write them to `results/<study>/`.
+pub fn report(cli: &Cli, path: &Path) -> Result<i32, Exit> {
+    let cache = context::cache_dir(cli.cache.as_deref());
+    let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
+    crate::preflight::check(&plan, &graph)?;
+    if graph.count(StepKind::Report) == 0 {
+        eprintln!(
+            "error: {} declares no report; add one, e.g. `report \"summary\" {{ analyses \"tps\" }}`",
+            path.display()
+        );
+        return Err(Exit(BAD_INPUT));
+    }
+    let store = context::open_store(&cli.results)?;
+    let _lock = context::lock_store(&store)?;
+    let machine = context::Machine::new(cache);
+    let fp = machine.fingerprint(&graph);
+    let env = machine.env(&graph, &store, &fp, None);
+    let only = vec![Selector::parse("kind:report").map_err(context::fail(BAD_INPUT))?];
+    // a report never measures: every trial it reads must be recorded for this definition
+    let selected = cairn_engine::run::selection(&graph, &only);
+    let all = cairn_engine::statuses(&graph, &env, &[], false);
+    let missing: Vec<&str> = graph
+        .steps
+        .iter()
+        .filter(|s| {
+            // a pass the adaptive rule does not need has no result, and needs none
+            selected[s.id]
+                && s.measure
+                && !matches!(all[s.id].status, Status::Cached | Status::NotNeeded)
+        })
+        .map(|s| s.address.as_str())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "error: {} of the study's measurements have no result for their current definition on this machine (e.g. {}); run `cairn run {}` first",
+            missing.len(),
+            missing[0],
+            path.display()
+        );
+        return Err(Exit(FAILED));
+    }
+    if let Err(e) = cairn_exec::process::prepare_work_root(&machine.work) {
+        eprintln!("error: cannot create {}: {e}", machine.work.display());
+        return Err(Exit(BAD_INPUT));
+    }
+    let opts = RunOptions {
+        jobs: 1,
+        keep_going: false,
+        only,
+        fresh: Vec::new(),
+        seed: None,
+        retries: cairn_engine::RetryPolicy::default(),
+    };
+    let mut reporter = report::pick(cli.json, cli.verbose);
+    let summary = cairn_engine::run(&graph, &env, &opts, reporter.as_mut());
+    if summary.cancelled {
+        return Ok(INTERRUPTED);
+    }
+    if summary.failed > 0 {
+        return Ok(FAILED);
+    }
+    let all = cairn_engine::statuses(&graph, &env, &[], false);
+    let dirs = export(cli, &plan, &graph, &store, &all).map_err(context::fail(FAILED))?;
+    if cli.json {
+        for (d, _) in &dirs {
+            println!(
+                "{}",
+                serde_json::json!({"report": d.join(report_step::REPORT_MD), "data_csv": d.join(report_step::DATA_CSV), "data_json": d.join(report_step::DATA_JSON)})
+            );
+        }
+        return Ok(OK);
+    }
+    let text = outcome_text(&graph, &store, &all);
+    if !text.is_empty() {
+        println!("{}\n", text.trim_end());
+    }
+    for (d, files) in &dirs {
+        // the plots last: what a person opens next
+        let (plots, others): (Vec<&String>, Vec<&String>) =
+            files.iter().partition(|f| f.starts_with("plot-"));
+        println!(
+            "wrote {}/: {}",
+            d.display(),
+            others
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for p in plots {
+            println!("plot: {}", d.join(p).display());
+        }
+    }
+    Ok(OK)
+}

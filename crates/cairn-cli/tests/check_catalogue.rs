@@ -1,0 +1,43 @@
+//! Catalogue of plans that parse and resolve but that `cairn check` must refuse: what a run
+//! would refuse before it measures (server options my.cnf cannot hold, dataset and driver
+//! parameters, bounds on threads). Each file under tests/plans/bad-check/ goes through what
+//! `cairn check` does (load, resolve, the kinds' checks) and its rendered diagnostic is pinned
+//! by an insta snapshot.
+
+use std::path::Path;
+
+/// The one test of this binary: it changes the working directory to tests/plans/ so that
+/// diagnostics name files relative to it (`bad-check/NN_….kdl`) whatever the checkout's
+/// location. Keep other tests out of this file, they would race with the change of directory.
+#[test]
+fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/plans");
+    std::env::set_current_dir(&plans).expect("tests/plans exists");
+    let dir = Path::new("bad-check");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("tests/plans/bad-check exists")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".kdl"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 8,
+        "the catalogue has {} entries",
+        files.len()
+    );
+    for file in files {
+        let path = dir.join(&file);
+        // the plan itself is fine: only the kinds' checks can refuse it
+        let plan = cairn_plan::load(&path)
+            .unwrap_or_else(|e| panic!("{file} must parse: {}", cairn_plan::render(&e)));
+        let graph =
+            cairn_graph::resolve(&plan).unwrap_or_else(|e| panic!("{file} must resolve: {e}"));
+        let err = match cairn_cli::preflight::diagnose(&plan, &graph) {
+            Ok(()) => panic!("{file} should be refused by `cairn check`"),
+            Err(e) => e,
+        };
+        let rendered = cairn_plan::render(&err);
+        let name = file.trim_end_matches(".kdl");
+        insta::assert_snapshot!(name, rendered);
+    }
+}

@@ -1,0 +1,818 @@
+//! Analysis steps (`analysis` nodes) of kind `table`: one figure of the trials pivoted rows ×
+//! columns (e.g. servers × threads, like the sysbench tables people print), each cell the
+//! summary of its passes and, against the baseline server, the ratio of medians with its
+//! bootstrap CI and a verdict. Kind `compare` is the same table for a suite's per-operation
+//! seconds (sql-bench's `<test>_s` figures): operations × servers, each server's time against
+//! the baseline's with the % difference, like the per-test comparisons people print.
+//!
+//! Deterministic and cached like a build: the step reads only the records of the trials it
+//! depends on, so its key changes exactly when one of them does (the engine keys a step by
+//! its inputs' output digests). The bootstrap of each cell is seeded from the analysis's
+//! definition and the cell's place, never the clock: a re-render is byte-identical.
+//!
+//! Outputs: `table.json` (every cell: summary, ratio + CI, verdict, the trial keys behind
+//! it, a noisy flag) and `table.md` (absolute medians, then ratios with CI and verdicts).
+//! `plot` and `scaling` analyses are charts of the same pivot: [`crate::plot_analysis`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use cairn_analysis::{compare, summarize, BootstrapSettings, Comparison, Criteria, Summary};
+use cairn_defs::figures::{self, Direction, Figure, Figures};
+use cairn_graph::{Step, StepGraph};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::context::Env;
+use crate::error::{failed, StepError};
+use crate::execute::{Built, Done};
+use crate::plot_analysis;
+use crate::trial_points::{self, TrialPoint};
+
+/// Outputs of a table analysis.
+pub const TABLE_JSON: &str = "table.json";
+pub const TABLE_MD: &str = "table.md";
+
+/// A cell is flagged noisy when its passes' coefficient of variation is above this (5%):
+/// a spread that large hides the differences allocator or build studies look for.
+pub const NOISY_CV: f64 = 0.05;
+
+/// The properties a `table` accepts.
+const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline"];
+/// The properties a `compare` accepts.
+const COMPARE_PROPS: &[&str] = &["baseline"];
+/// The rows of a `compare`: the operation of a per-operation figure (`insert` of `insert_s`).
+pub const OPERATION: &str = "operation";
+
+/// What a `table` analysis asks for, read from its definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSpec {
+    pub metric: &'static Figure,
+    /// The figure's name as the plan wrote it, resolved to the shared name (`tps`).
+    pub metric_name: String,
+    pub rows: String,
+    pub columns: String,
+    pub baseline: Option<String>,
+    /// A `compare`: every per-operation seconds figure (`<test>_s`) becomes a row.
+    pub per_operation: bool,
+}
+
+/// A problem with one property of an analysis (or claim): reported at that property.
+fn param(what: &'static str, name: &str, message: String) -> cairn_workload::Error {
+    cairn_workload::Error::Param {
+        what,
+        name: name.to_string(),
+        message,
+    }
+}
+
+fn prop_str<'a>(props: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {
+    props.get(name).and_then(Value::as_str)
+}
+
+/// The figure `name` names, with a did-you-mean style list when it names none.
+pub fn figure_named(
+    what: &'static str,
+    prop: &str,
+    name: &str,
+) -> Result<&'static Figure, cairn_workload::Error> {
+    figures::lookup(name).ok_or_else(|| {
+        let known: Vec<&str> = figures::TABLE.iter().map(|f| f.name).collect();
+        param(
+            what,
+            prop,
+            format!(
+                "`{name}` is not a figure cairn knows; figures of a table include {}",
+                known.join(", ")
+            ),
+        )
+    })
+}
+
+/// Read and check a table's definition: the metric is a figure, rows and columns are
+/// dimensions of the trials (`server`, `trials` or a parameter), and the baseline is one of
+/// the servers. `servers` and `params` are what the trials it reads have (from the graph).
+pub fn table_spec(
+    definition: &Value,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<TableSpec, cairn_workload::Error> {
+    let kind = definition.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind == "compare" {
+        return compare_spec(definition, servers, params);
+    }
+    if kind != "table" {
+        return Err(param(
+            "analysis",
+            "kind",
+            format!("`{kind}` is not an analysis cairn has (table, compare, plot, scaling)"),
+        ));
+    }
+    let empty = serde_json::Map::new();
+    let props = definition
+        .get("props")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    if let Some(unknown) = props.keys().find(|k| !TABLE_PROPS.contains(&k.as_str())) {
+        return Err(param(
+            "analysis",
+            unknown,
+            format!(
+                "a table has no property `{unknown}`; it takes {}",
+                TABLE_PROPS.join(", ")
+            ),
+        ));
+    }
+    let Some(metric_name) = prop_str(props, "metric") else {
+        return Err(param(
+            "analysis",
+            "kind",
+            "a table needs the figure it shows: add metric=\"tps\"".into(),
+        ));
+    };
+    let metric = figure_named("analysis", "metric", metric_name)?;
+    let varying: Vec<&String> = params
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, _)| k)
+        .collect();
+    let rows = prop_str(props, "rows").unwrap_or("server").to_string();
+    let columns = match prop_str(props, "columns") {
+        Some(c) => c.to_string(),
+        None => match varying.as_slice() {
+            [one] => one.to_string(),
+            [] => "trials".to_string(),
+            _ => {
+                return Err(param(
+                    "analysis",
+                    "kind",
+                    format!(
+                        "the trials vary in {}: name the table's columns, e.g. columns=\"{}\"",
+                        names(&varying),
+                        varying[0]
+                    ),
+                ))
+            }
+        },
+    };
+    let dimension_ok =
+        |d: &str| matches!(d, "server" | "trials" | "node") || params.contains_key(d);
+    for (prop, dim) in [("rows", &rows), ("columns", &columns)] {
+        if !dimension_ok(dim) {
+            let mut known: Vec<&str> = vec!["server", "trials", "node"];
+            known.extend(params.keys().map(String::as_str));
+            return Err(param(
+                "analysis",
+                prop,
+                format!(
+                    "`{dim}` is not a dimension of these trials; use one of {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    if rows == columns {
+        return Err(param(
+            "analysis",
+            "columns",
+            format!("rows and columns are both `{rows}`; pivot two different dimensions"),
+        ));
+    }
+    // a parameter that varies but is neither rows nor columns would mix its points in a cell
+    if let Some(hidden) = varying
+        .iter()
+        .find(|v| v.as_str() != rows && v.as_str() != columns)
+    {
+        return Err(param(
+            "analysis",
+            "kind",
+            format!(
+                "the trials vary in `{hidden}` too, which this table does not show: make it its rows or columns, or read trials with one `{hidden}` only"
+            ),
+        ));
+    }
+    if servers.len() > 1 && rows != "server" && columns != "server" {
+        return Err(param(
+            "analysis",
+            "rows",
+            format!(
+                "the trials measure {} servers ({}): one of rows and columns must be \"server\"",
+                servers.len(),
+                servers.join(", ")
+            ),
+        ));
+    }
+    let baseline = prop_str(props, "baseline").map(String::from);
+    if let Some(b) = &baseline {
+        if !servers.contains(b) {
+            return Err(param(
+                "analysis",
+                "baseline",
+                format!(
+                    "the baseline `{b}` is not a server of these trials; they measure {}",
+                    servers.join(", ")
+                ),
+            ));
+        }
+        if rows != "server" && columns != "server" {
+            return Err(param(
+                "analysis",
+                "baseline",
+                "a baseline is a server: make rows or columns \"server\"".into(),
+            ));
+        }
+    }
+    Ok(TableSpec {
+        metric,
+        metric_name: metric.name.to_string(),
+        rows,
+        columns,
+        baseline,
+        per_operation: false,
+    })
+}
+
+/// A `compare`: operations × servers of the per-operation seconds, against `baseline`.
+fn compare_spec(
+    definition: &Value,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<TableSpec, cairn_workload::Error> {
+    let empty = serde_json::Map::new();
+    let props = definition
+        .get("props")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    if let Some(unknown) = props.keys().find(|k| !COMPARE_PROPS.contains(&k.as_str())) {
+        return Err(param(
+            "analysis",
+            unknown,
+            format!(
+                "a compare has no property `{unknown}`; it takes {} (its figures are the suite's per-operation seconds)",
+                COMPARE_PROPS.join(", ")
+            ),
+        ));
+    }
+    let Some(baseline) = prop_str(props, "baseline") else {
+        return Err(param(
+            "analysis",
+            "kind",
+            "a compare needs the server the others are compared with: add baseline=\"…\"".into(),
+        ));
+    };
+    if !servers.iter().any(|s| s == baseline) {
+        return Err(param(
+            "analysis",
+            "baseline",
+            format!(
+                "the baseline `{baseline}` is not a server of these trials; they measure {}",
+                servers.join(", ")
+            ),
+        ));
+    }
+    if let Some((k, _)) = params.iter().find(|(_, v)| v.len() > 1) {
+        return Err(param(
+            "analysis",
+            "kind",
+            format!(
+                "the trials vary in `{k}`: a compare shows one point; read trials with one `{k}` only, or use a table"
+            ),
+        ));
+    }
+    let metric = &figures::OPERATION_SECONDS.figure;
+    Ok(TableSpec {
+        metric,
+        metric_name: metric.name.to_string(),
+        rows: OPERATION.to_string(),
+        columns: "server".to_string(),
+        baseline: Some(baseline.to_string()),
+        per_operation: true,
+    })
+}
+
+/// Each trial once per per-operation figure it has: the operation as a parameter, the
+/// seconds as the spec's metric (in the trials' order, operations in name order).
+fn per_operation(spec: &TableSpec, points: &[TrialPoint]) -> Vec<TrialPoint> {
+    let family = &figures::OPERATION_SECONDS;
+    let mut out = Vec::new();
+    for p in points {
+        for (name, v) in p.figures.iter() {
+            let Some(stem) = name.strip_suffix(family.suffix) else {
+                continue;
+            };
+            // a figure of its own (`total_s`) looks like a member but is not one
+            if figures::lookup(name).map(|f| f.name) != Some(family.figure.name) {
+                continue;
+            }
+            let mut q = p.clone();
+            q.params = BTreeMap::from([(OPERATION.to_string(), Value::String(stem.into()))]);
+            q.figures = Figures::from_map(BTreeMap::from([(spec.metric_name.clone(), v)]));
+            out.push(q);
+        }
+    }
+    out
+}
+
+fn names(v: &[&String]) -> String {
+    v.iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One dimension of the table and its values, in the order the trials first show them
+/// (the plan's order: servers as declared, threads as listed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dimension {
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+/// One cell: the passes of one (row, column).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub row: String,
+    pub column: String,
+    /// The server measured in this cell.
+    pub server: String,
+    /// The records behind it (keys) and their addresses, in pass order.
+    pub trials: Vec<String>,
+    pub addresses: Vec<String>,
+    /// The figure's value of each of those trials.
+    pub values: Vec<f64>,
+    pub summary: Summary,
+    /// CV above [`NOISY_CV`] (or unknown from one pass): shown, flagged, never hidden.
+    pub noisy: bool,
+    /// Against the baseline server at the same point; `None` for the baseline's own cells
+    /// and tables without a baseline.
+    pub comparison: Option<Comparison>,
+}
+
+/// A computed table: what `table.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+    pub rows: Dimension,
+    pub columns: Dimension,
+    pub baseline: Option<String>,
+    /// The CV above which a cell is flagged noisy.
+    pub noisy_cv: f64,
+    /// Row-major, rows and columns in the order of [`Table::rows`] and [`Table::columns`];
+    /// a point without trials has no cell.
+    pub cells: Vec<Cell>,
+}
+
+impl Table {
+    pub fn cell(&self, row: &str, column: &str) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.row == row && c.column == column)
+    }
+}
+
+/// The bootstrap seed of one cell: from the analysis's definition and the cell's place, so
+/// the same table renders the same bits, and a cell's CI does not move when another
+/// cell's trials change.
+pub fn cell_seed(definition: &Value, row: &str, column: &str) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(
+        serde_json::to_string(definition)
+            .expect("serialises")
+            .as_bytes(),
+    );
+    for part in [row, column] {
+        h.update(&[0]);
+        h.update(part.as_bytes());
+    }
+    let bytes = h.finalize();
+    u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+fn push_unique(v: &mut Vec<String>, s: String) {
+    if !v.contains(&s) {
+        v.push(s);
+    }
+}
+
+/// Pivot `points` into the table `spec` asks for. `definition` seeds the bootstrap.
+pub fn build_table(
+    spec: &TableSpec,
+    definition: &Value,
+    points: &[TrialPoint],
+) -> Result<Table, String> {
+    let mut rows = Dimension {
+        name: spec.rows.clone(),
+        values: Vec::new(),
+    };
+    let mut columns = Dimension {
+        name: spec.columns.clone(),
+        values: Vec::new(),
+    };
+    let expanded;
+    let points = if spec.per_operation {
+        expanded = per_operation(spec, points);
+        if expanded.is_empty() {
+            return Err(format!(
+                "none of the {} trials recorded per-operation seconds (`<test>_s` figures, as sql-bench does)",
+                points.len()
+            ));
+        }
+        &expanded[..]
+    } else {
+        points
+    };
+    let mut groups: BTreeMap<(String, String), Vec<&TrialPoint>> = BTreeMap::new();
+    for p in points {
+        let (Some(r), Some(c)) = (p.dimension(&spec.rows), p.dimension(&spec.columns)) else {
+            return Err(format!(
+                "{} has no `{}` or `{}`",
+                p.address, spec.rows, spec.columns
+            ));
+        };
+        push_unique(&mut rows.values, r.clone());
+        push_unique(&mut columns.values, c.clone());
+        groups.entry((r, c)).or_default().push(p);
+    }
+    // the classes of machine each cell was measured on: a comparison never mixes them silently
+    let machines: BTreeMap<(String, String), BTreeSet<String>> = groups
+        .iter()
+        .map(|(at, g)| {
+            (
+                at.clone(),
+                g.iter().map(|p| p.fingerprint.to_string()).collect(),
+            )
+        })
+        .collect();
+    let server_is_row = spec.rows == "server";
+    let mut cells = Vec::new();
+    for r in &rows.values {
+        for c in &columns.values {
+            let Some(group) = groups.get(&(r.clone(), c.clone())) else {
+                continue;
+            };
+            let mut group = group.clone();
+            group.sort_by_key(|p| p.pass);
+            cells.push(summarize_cell(spec, r, c, &group)?);
+        }
+    }
+    if let Some(baseline) = &spec.baseline {
+        let criteria = |row: &str, column: &str| Criteria {
+            bootstrap: BootstrapSettings {
+                seed: cell_seed(definition, row, column),
+                ..BootstrapSettings::default()
+            },
+            ..Criteria::default()
+        };
+        let base_values: BTreeMap<(String, String), Vec<f64>> = cells
+            .iter()
+            .map(|c: &Cell| ((c.row.clone(), c.column.clone()), c.values.clone()))
+            .collect();
+        for cell in &mut cells {
+            if &cell.server == baseline {
+                continue;
+            }
+            let base_key = if server_is_row {
+                (baseline.clone(), cell.column.clone())
+            } else {
+                (cell.row.clone(), baseline.clone())
+            };
+            let Some(base) = base_values.get(&base_key) else {
+                continue;
+            };
+            let cmp = compare(
+                base,
+                &cell.values,
+                spec.metric.direction,
+                &criteria(&cell.row, &cell.column),
+            )
+            .map_err(|e| {
+                format!(
+                    "comparing {} with {baseline} at {} = {}: {e}",
+                    cell.server,
+                    if server_is_row {
+                        &spec.columns
+                    } else {
+                        &spec.rows
+                    },
+                    if server_is_row {
+                        &cell.column
+                    } else {
+                        &cell.row
+                    }
+                )
+            })?;
+            let classes = machines
+                .get(&base_key)
+                .into_iter()
+                .chain(machines.get(&(cell.row.clone(), cell.column.clone())))
+                .flatten()
+                .collect::<BTreeSet<_>>()
+                .len();
+            cell.comparison = Some(if classes > 1 {
+                cmp.mixed_machines(classes)
+            } else {
+                cmp
+            });
+        }
+    }
+    Ok(Table {
+        metric: spec.metric_name.clone(),
+        unit: spec.metric.unit.symbol().to_string(),
+        direction: spec.metric.direction,
+        rows,
+        columns,
+        baseline: spec.baseline.clone(),
+        noisy_cv: NOISY_CV,
+        cells,
+    })
+}
+
+fn summarize_cell(
+    spec: &TableSpec,
+    row: &str,
+    column: &str,
+    group: &[&TrialPoint],
+) -> Result<Cell, String> {
+    let mut values = Vec::new();
+    for p in group {
+        let v = p.figures.get_named(&spec.metric_name).ok_or_else(|| {
+            let have: Vec<&str> = p.figures.names().collect();
+            format!(
+                "{} recorded no `{}` (it has {})",
+                p.address,
+                spec.metric_name,
+                if have.is_empty() {
+                    "no figures".to_string()
+                } else {
+                    have.join(", ")
+                }
+            )
+        })?;
+        values.push(v);
+    }
+    let summary = summarize(&values, "cell").map_err(|e| format!("{row} × {column}: {e}"))?;
+    let noisy = summary.cv.is_none_or(|cv| cv > NOISY_CV);
+    Ok(Cell {
+        row: row.to_string(),
+        column: column.to_string(),
+        server: group[0].server.clone(),
+        trials: group.iter().map(|p| p.key.clone()).collect(),
+        addresses: group.iter().map(|p| p.address.clone()).collect(),
+        values,
+        summary,
+        noisy,
+        comparison: None,
+    })
+}
+
+/// A percentage with one decimal, signed: `+10.3%`.
+pub fn signed_percent(ratio: f64) -> String {
+    format!("{:+.1}%", (ratio - 1.0) * 100.0)
+}
+
+/// `table.md` (titled `title`, if not empty): the absolute medians (noisy cells marked), then — with a baseline — each
+/// variant's ratio to it with the CI and the verdict, then the trials behind every cell.
+pub fn render_markdown(title: &str, table: &Table) -> String {
+    let fig = figures::lookup(&table.metric);
+    let number = |v: f64| fig.map_or(format!("{v:.3}"), |f| figures::format_number(f, v));
+    let unit = if table.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", table.unit)
+    };
+    let mut md = String::new();
+    let corner = format!("{} \\ {}", table.rows.name, table.columns.name);
+    let header = |md: &mut String| {
+        let _ = write!(md, "| {corner} |");
+        for c in &table.columns.values {
+            let _ = write!(md, " {c} |");
+        }
+        md.push('\n');
+        md.push_str("|---|");
+        for _ in &table.columns.values {
+            md.push_str("---:|");
+        }
+        md.push('\n');
+    };
+    let named = if title.is_empty() {
+        String::new()
+    } else {
+        format!("{title}: ")
+    };
+    let _ = writeln!(
+        md,
+        "### {named}`{}`{unit}, median of the passes\n",
+        table.metric
+    );
+    header(&mut md);
+    let mut any_noisy = false;
+    for r in &table.rows.values {
+        let _ = write!(md, "| {r} |");
+        for c in &table.columns.values {
+            match table.cell(r, c) {
+                Some(cell) => {
+                    any_noisy |= cell.noisy;
+                    let mark = if cell.noisy { " ⚠" } else { "" };
+                    let _ = write!(
+                        md,
+                        " {} (n={}){mark} |",
+                        number(cell.summary.median),
+                        cell.summary.n
+                    );
+                }
+                None => md.push_str(" - |"),
+            }
+        }
+        md.push('\n');
+    }
+    if any_noisy {
+        let _ = writeln!(
+            md,
+            "\n⚠ noisy: the passes' coefficient of variation is above {}% (or unknown from one pass).",
+            table.noisy_cv * 100.0
+        );
+    }
+    if let Some(baseline) = &table.baseline {
+        let _ = writeln!(
+            md,
+            "\n#### Relative to `{baseline}`: ratio of medians [95% bootstrap CI], verdict\n"
+        );
+        header(&mut md);
+        for r in &table.rows.values {
+            let _ = write!(md, "| {r} |");
+            for c in &table.columns.values {
+                match table.cell(r, c) {
+                    Some(cell) if &cell.server == baseline => md.push_str(" baseline |"),
+                    Some(Cell {
+                        comparison: Some(cmp),
+                        ..
+                    }) => {
+                        let _ = write!(
+                            md,
+                            " ×{:.3} ({}) [{:.3}, {:.3}] **{}** |",
+                            cmp.ratio.ratio,
+                            signed_percent(cmp.ratio.ratio),
+                            cmp.ratio.ci.low,
+                            cmp.ratio.ci.high,
+                            cmp.verdict
+                        );
+                    }
+                    _ => md.push_str(" - |"),
+                }
+            }
+            md.push('\n');
+        }
+        md.push('\n');
+        for cell in &table.cells {
+            if let Some(cmp) = &cell.comparison {
+                let _ = writeln!(
+                    md,
+                    "- {} at {}: {} — {}; {}.",
+                    cell.server,
+                    point_label(table, cell),
+                    cmp.verdict,
+                    cmp.reason,
+                    cmp.passes_needed
+                );
+            }
+        }
+    }
+    md.push_str("\nTrials behind each cell:\n\n");
+    for cell in &table.cells {
+        let keys: Vec<String> = cell
+            .trials
+            .iter()
+            .map(|k| format!("`{}`", &k[..12.min(k.len())]))
+            .collect();
+        let _ = writeln!(
+            md,
+            "- {} = {}, {} = {}: {}",
+            table.rows.name,
+            cell.row,
+            table.columns.name,
+            cell.column,
+            keys.join(" ")
+        );
+    }
+    md
+}
+
+/// `threads = 4` (the non-server coordinate of a cell).
+fn point_label(table: &Table, cell: &Cell) -> String {
+    if table.rows.name == "server" {
+        format!("{} = {}", table.columns.name, cell.column)
+    } else {
+        format!("{} = {}", table.rows.name, cell.row)
+    }
+}
+
+/// The chart analysis (`plot`, `scaling`) a definition asks for, if it is one.
+fn chart_flavour(definition: &Value) -> Option<plot_analysis::Flavour> {
+    definition
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(plot_analysis::Flavour::of)
+}
+
+/// A `plot` or `scaling` analysis: its table, its chart and (scaling) its efficiencies.
+fn perform_chart(
+    env: &Env<'_>,
+    step: &Step,
+    flavour: plot_analysis::Flavour,
+    points: &[TrialPoint],
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<Built, StepError> {
+    let spec =
+        plot_analysis::plot_spec(flavour, &step.definition, servers, params).map_err(failed)?;
+    let (files, headline) =
+        plot_analysis::render(&spec, &step.definition, points).map_err(failed)?;
+    let mut outputs = BTreeMap::new();
+    for (name, bytes) in files {
+        let blob = env
+            .store
+            .put_blob(&bytes)
+            .map_err(|e| failed(format!("storing {name}: {e}")))?;
+        outputs.insert(name.to_string(), blob);
+    }
+    let mut extra = serde_json::Map::new();
+    extra.insert("headline".into(), Value::String(headline));
+    Ok(Built {
+        outputs,
+        extra,
+        ..Default::default()
+    })
+}
+
+/// The kind of `analysis` steps.
+pub struct AnalysisKind;
+
+impl crate::kind::Kind for AnalysisKind {
+    fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_workload::Error> {
+        let servers = trial_points::servers_of_inputs(graph, step);
+        let params = trial_points::params_of_inputs(graph, step);
+        match chart_flavour(&step.definition) {
+            Some(flavour) => {
+                plot_analysis::plot_spec(flavour, &step.definition, &servers, &params).map(|_| ())
+            }
+            None => table_spec(&step.definition, &servers, &params).map(|_| ()),
+        }
+    }
+
+    fn perform(
+        &self,
+        env: &Env<'_>,
+        step: &Step,
+        _key: &str,
+        inputs: &[&Done],
+    ) -> Result<Built, StepError> {
+        let points = trial_points::read(env.store, step, inputs)?;
+        let (servers, params) = trial_points::dimensions(&points);
+        if let Some(flavour) = chart_flavour(&step.definition) {
+            return perform_chart(env, step, flavour, &points, &servers, &params);
+        }
+        let spec = table_spec(&step.definition, &servers, &params).map_err(failed)?;
+        let table = build_table(&spec, &step.definition, &points).map_err(failed)?;
+        let json = serde_json::to_vec_pretty(&table).expect("serialises");
+        // the analysis's name is not in its key: the report titles the table
+        let md = render_markdown("", &table);
+        let put = |bytes: &[u8], name: &str| {
+            env.store
+                .put_blob(bytes)
+                .map_err(|e| failed(format!("storing {name}: {e}")))
+        };
+        let outputs = BTreeMap::from([
+            (TABLE_JSON.to_string(), put(&json, TABLE_JSON)?),
+            (TABLE_MD.to_string(), put(md.as_bytes(), TABLE_MD)?),
+        ]);
+        let decided = table
+            .cells
+            .iter()
+            .filter_map(|c| c.comparison.as_ref())
+            .filter(|c| c.verdict != cairn_analysis::Verdict::Inconclusive)
+            .count();
+        let compared = table
+            .cells
+            .iter()
+            .filter(|c| c.comparison.is_some())
+            .count();
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "headline".into(),
+            Value::String(format!(
+                "{} × {} of {}: {} cells, {decided} of {compared} comparisons decided",
+                table.rows.name,
+                table.columns.name,
+                table.metric,
+                table.cells.len()
+            )),
+        );
+        Ok(Built {
+            outputs,
+            extra,
+            ..Default::default()
+        })
+    }
+}

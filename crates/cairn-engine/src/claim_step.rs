@@ -1,0 +1,435 @@
+//! Claim steps (`claim` nodes): a published finding stated as a check against the trials —
+//! `expect "jemalloc > system" by="5%"` at one matrix point (`where threads=4`) — with a
+//! verdict of holds / fails / inconclusive, the ratio of medians and its CI, and the passes
+//! the observed noise would need. Writes `claim.json`.
+//!
+//! # What an expectation means
+//!
+//! With `r` = median(left) / median(right) of the claim's figure (right is the baseline):
+//!
+//! | expectation | holds when the whole 95% CI of `r` shows | cairn-analysis claim |
+//! |---|---|---|
+//! | `a > b by="x"` | `r ≥ 1 + x` (a is higher by at least x; `by` defaults to 0) | a shift of at least x, significant |
+//! | `a < b by="x"` | `r ≤ 1 − x` | a shift of at least x, significant |
+//! | `a >= b within="x"` | `r ≥ 1 − x` (a is not lower than b by more than x; default 0) | the opposite claim `a < b by x` fails |
+//! | `a <= b within="x"` | `r ≤ 1 + x` | the opposite claim `a > b by x` fails |
+//!
+//! `>`/`<` compare the figure's numbers (for a time, `a < b` means a takes less time); they
+//! are turned into the figure's better direction for `cairn_analysis::check_claim`. The
+//! strict forms claim a difference and need the rank test to confirm it; the non-strict
+//! forms claim the absence of a difference beyond a tolerance, and hold when the CI rules
+//! it out. Both are inconclusive when the passes are too few for the rank test, or fewer
+//! than the observed noise needs to resolve the size: noisy data never holds (nor fails).
+
+use std::collections::BTreeMap;
+
+use cairn_analysis::{
+    check_claim, compare, BootstrapSettings, ClaimCheck, ClaimDirection, ClaimVerdict, Criteria,
+    Interval, PassesNeeded,
+};
+use cairn_defs::figures::{Direction, Figure};
+use cairn_graph::{Step, StepGraph};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::analysis_step::{cell_seed, figure_named};
+use crate::context::Env;
+use crate::error::{failed, StepError};
+use crate::execute::{Built, Done};
+use crate::trial_points::{self, display_value, TrialPoint};
+
+/// The output of a claim step.
+pub const CLAIM_JSON: &str = "claim.json";
+
+/// The comparison operator of an expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Operator {
+    #[serde(rename = ">")]
+    Greater,
+    #[serde(rename = "<")]
+    Less,
+    #[serde(rename = ">=")]
+    AtLeast,
+    #[serde(rename = "<=")]
+    AtMost,
+}
+
+impl Operator {
+    fn symbol(self) -> &'static str {
+        match self {
+            Operator::Greater => ">",
+            Operator::Less => "<",
+            Operator::AtLeast => ">=",
+            Operator::AtMost => "<=",
+        }
+    }
+}
+
+/// `"jemalloc >= system"` read: the two sides and the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expectation {
+    pub left: String,
+    pub operator: Operator,
+    pub right: String,
+}
+
+fn param(name: &str, message: String) -> cairn_workload::Error {
+    cairn_workload::Error::Param {
+        what: "claim",
+        name: name.to_string(),
+        message,
+    }
+}
+
+/// Parse `"a >= b"`; the sides are server names.
+pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let [left, op, right] = words.as_slice() else {
+        return Err(format!(
+            "`{text}` is not an expectation: write two servers around one of >=, <=, >, <, e.g. \"jemalloc >= system\""
+        ));
+    };
+    let operator = match *op {
+        ">" => Operator::Greater,
+        "<" => Operator::Less,
+        ">=" => Operator::AtLeast,
+        "<=" => Operator::AtMost,
+        other => {
+            return Err(format!(
+                "`{other}` is not an operator of an expectation; use one of >=, <=, >, <"
+            ))
+        }
+    };
+    if left == right {
+        return Err(format!("both sides of `{text}` are `{left}`"));
+    }
+    Ok(Expectation {
+        left: left.to_string(),
+        operator,
+        right: right.to_string(),
+    })
+}
+
+/// A claim's definition, checked: what it compares, where, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimSpec {
+    pub metric: &'static Figure,
+    pub filter: BTreeMap<String, String>,
+    pub expectation: Expectation,
+    /// `by` (strict operators) or `within` (non-strict), as a fraction; 0 when absent.
+    pub size: f64,
+}
+
+/// Read and check a claim's definition against the servers and parameters of the trials.
+pub fn claim_spec(
+    definition: &Value,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<ClaimSpec, cairn_workload::Error> {
+    let metric_name = definition
+        .get("metric")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let metric = figure_named("claim", "metric", metric_name)?;
+    if metric.direction == Direction::Neither {
+        return Err(param(
+            "metric",
+            format!(
+                "`{}` is neither better higher nor lower (it is a setting), so a claim about it cannot be checked",
+                metric.name
+            ),
+        ));
+    }
+    let text = definition
+        .get("expect")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let expectation = parse_expectation(text).map_err(|m| param("expect", m))?;
+    for side in [&expectation.left, &expectation.right] {
+        if !servers.contains(side) {
+            return Err(param(
+                "expect",
+                format!(
+                    "`{side}` is not a server of the study's trials; they measure {}",
+                    servers.join(", ")
+                ),
+            ));
+        }
+    }
+    let by = definition.get("by").and_then(Value::as_f64);
+    let within = definition.get("within").and_then(Value::as_f64);
+    let size = match expectation.operator {
+        Operator::Greater | Operator::Less => {
+            if within.is_some() {
+                return Err(param(
+                    "expect",
+                    format!(
+                        "`within` is the tolerance of >= and <=; for `{}` write by=\"5%\" (at least that much)",
+                        expectation.operator.symbol()
+                    ),
+                ));
+            }
+            by.unwrap_or(0.0)
+        }
+        Operator::AtLeast | Operator::AtMost => {
+            if by.is_some() {
+                return Err(param(
+                    "expect",
+                    format!(
+                        "`by` is the size of > and <; for `{}` write within=\"5%\" (the tolerance)",
+                        expectation.operator.symbol()
+                    ),
+                ));
+            }
+            within.unwrap_or(0.0)
+        }
+    };
+    if !(0.0..1.0).contains(&size) {
+        return Err(param(
+            "expect",
+            format!(
+                "a size of {}% cannot be checked; use one below 100%",
+                size * 100.0
+            ),
+        ));
+    }
+    let mut filter = BTreeMap::new();
+    if let Some(w) = definition.get("where").and_then(Value::as_object) {
+        for (k, v) in w {
+            let v = display_value(v);
+            match params.get(k) {
+                None => {
+                    return Err(param(
+                        k,
+                        format!(
+                            "the trials have no parameter `{k}`; they have {}",
+                            params.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    ))
+                }
+                Some(values) if !values.contains(&v) => {
+                    return Err(param(
+                        k,
+                        format!(
+                            "no trial has {k} = {v}; the trials have {}",
+                            values.join(", ")
+                        ),
+                    ))
+                }
+                Some(_) => {
+                    filter.insert(k.clone(), v);
+                }
+            }
+        }
+    }
+    if let Some((k, values)) = params
+        .iter()
+        .find(|(k, v)| v.len() > 1 && !filter.contains_key(*k))
+    {
+        return Err(param(
+            "expect",
+            format!(
+                "the trials vary in `{k}` ({}): say at which point the claim is, e.g. `where {k}={}`",
+                values.join(", "),
+                values[0]
+            ),
+        ));
+    }
+    Ok(ClaimSpec {
+        metric,
+        filter,
+        expectation,
+        size,
+    })
+}
+
+/// What `claim.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimResult {
+    pub metric: String,
+    pub expect: Expectation,
+    /// `by` or `within`, as a fraction.
+    pub size: f64,
+    /// The point the claim is checked at (`where`).
+    pub point: BTreeMap<String, String>,
+    pub verdict: ClaimVerdict,
+    /// Why, for a person.
+    pub reason: String,
+    /// median(left) / median(right) and its 95% bootstrap CI.
+    pub ratio: f64,
+    pub ratio_ci: Interval,
+    /// The passes per side, and how many the observed noise would need for the claim's size.
+    pub passes: usize,
+    pub passes_needed: PassesNeeded,
+    /// The check as cairn-analysis made it (in the figure's better direction); for `>=` and
+    /// `<=` it is the opposite claim's, whose verdict this one turns around.
+    pub check: ClaimCheck,
+    pub opposite_checked: bool,
+    /// The trial records behind each side.
+    pub left_trials: Vec<String>,
+    pub right_trials: Vec<String>,
+}
+
+/// The claim for cairn-analysis and whether its verdict is to be turned around (`>=`, `<=`).
+fn analysis_claim(op: Operator, size: f64, direction: Direction) -> (cairn_analysis::Claim, bool) {
+    // the strict form whose verdict decides: `>=` within x is "not (< by x)"
+    let (strict_greater, negated) = match op {
+        Operator::Greater => (true, false),
+        Operator::Less => (false, false),
+        Operator::AtLeast => (false, true),
+        Operator::AtMost => (true, true),
+    };
+    // on the ratio r: greater → r ≥ 1 + x, less → r ≤ 1 − x; then in speed-up terms
+    let higher_better = direction == Direction::HigherIsBetter;
+    let claim = match (strict_greater, higher_better) {
+        (true, true) => cairn_analysis::Claim {
+            direction: ClaimDirection::Faster,
+            at_least: size,
+        },
+        (false, true) => cairn_analysis::Claim {
+            direction: ClaimDirection::Slower,
+            at_least: size,
+        },
+        // a time: r ≥ 1 + x is a speed-up s = 1/r ≤ 1/(1 + x)
+        (true, false) => cairn_analysis::Claim {
+            direction: ClaimDirection::Slower,
+            at_least: 1.0 - 1.0 / (1.0 + size),
+        },
+        // r ≤ 1 − x is s ≥ 1/(1 − x)
+        (false, false) => cairn_analysis::Claim {
+            direction: ClaimDirection::Faster,
+            at_least: 1.0 / (1.0 - size) - 1.0,
+        },
+    };
+    (claim, negated)
+}
+
+/// Check `spec` against `points` (the study's trials). `definition` seeds the bootstrap.
+pub fn check(
+    spec: &ClaimSpec,
+    definition: &Value,
+    points: &[TrialPoint],
+) -> Result<ClaimResult, String> {
+    let at_point = |p: &&TrialPoint| {
+        spec.filter
+            .iter()
+            .all(|(k, v)| p.dimension(k).as_ref() == Some(v))
+    };
+    let side = |server: &str| -> Result<(Vec<f64>, Vec<String>), String> {
+        let mut chosen: Vec<&TrialPoint> = points
+            .iter()
+            .filter(|p| p.server == server)
+            .filter(at_point)
+            .collect();
+        chosen.sort_by_key(|p| p.pass);
+        if chosen.is_empty() {
+            return Err(format!("no trial of `{server}` at this point"));
+        }
+        let mut values = Vec::new();
+        for p in &chosen {
+            values.push(
+                p.figures
+                    .get(spec.metric)
+                    .ok_or_else(|| format!("{} recorded no `{}`", p.address, spec.metric.name))?,
+            );
+        }
+        Ok((values, chosen.iter().map(|p| p.key.clone()).collect()))
+    };
+    let (left, left_trials) = side(&spec.expectation.left)?;
+    let (right, right_trials) = side(&spec.expectation.right)?;
+    let (claim, negated) =
+        analysis_claim(spec.expectation.operator, spec.size, spec.metric.direction);
+    let criteria = Criteria {
+        resolve: (claim.at_least > 0.0).then_some(claim.at_least),
+        bootstrap: BootstrapSettings {
+            seed: cell_seed(definition, &spec.expectation.left, &spec.expectation.right),
+            ..BootstrapSettings::default()
+        },
+        ..Criteria::default()
+    };
+    let comparison =
+        compare(&right, &left, spec.metric.direction, &criteria).map_err(|e| e.to_string())?;
+    let check = check_claim(&comparison, claim).map_err(|e| e.to_string())?;
+    let (verdict, reason) = if negated {
+        match check.verdict {
+            ClaimVerdict::Holds => (
+                ClaimVerdict::Fails,
+                format!("the data show the opposite ({claim}): {}", check.reason),
+            ),
+            ClaimVerdict::Fails => (
+                ClaimVerdict::Holds,
+                format!("the whole CI rules out the opposite ({claim})"),
+            ),
+            ClaimVerdict::Inconclusive => (ClaimVerdict::Inconclusive, check.reason.to_string()),
+        }
+    } else {
+        (check.verdict, check.reason.to_string())
+    };
+    Ok(ClaimResult {
+        metric: spec.metric.name.to_string(),
+        expect: spec.expectation.clone(),
+        size: spec.size,
+        point: spec.filter.clone(),
+        verdict,
+        reason,
+        ratio: check.ratio,
+        ratio_ci: check.ratio_ci,
+        passes: left.len().min(right.len()),
+        passes_needed: check.passes_needed,
+        check,
+        opposite_checked: negated,
+        left_trials,
+        right_trials,
+    })
+}
+
+/// One line for a person: `holds: ratio 1.103 [1.071, 1.140] (3 passes); the whole CI …`.
+pub fn summary_line(r: &ClaimResult) -> String {
+    format!(
+        "{}: ratio {:.3} [{:.3}, {:.3}] with {} passes per side; {}",
+        r.verdict, r.ratio, r.ratio_ci.low, r.ratio_ci.high, r.passes, r.reason
+    )
+}
+
+/// The kind of `claim` steps.
+pub struct ClaimKind;
+
+impl crate::kind::Kind for ClaimKind {
+    fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_workload::Error> {
+        claim_spec(
+            &step.definition,
+            &trial_points::servers_of_inputs(graph, step),
+            &trial_points::params_of_inputs(graph, step),
+        )
+        .map(|_| ())
+    }
+
+    fn perform(
+        &self,
+        env: &Env<'_>,
+        step: &Step,
+        _key: &str,
+        inputs: &[&Done],
+    ) -> Result<Built, StepError> {
+        let points = trial_points::read(env.store, step, inputs)?;
+        let (servers, params) = trial_points::dimensions(&points);
+        let spec = claim_spec(&step.definition, &servers, &params).map_err(failed)?;
+        let result = check(&spec, &step.definition, &points).map_err(failed)?;
+        let json = serde_json::to_vec_pretty(&result).expect("serialises");
+        let blob = env
+            .store
+            .put_blob(&json)
+            .map_err(|e| failed(format!("storing {CLAIM_JSON}: {e}")))?;
+        let mut extra = serde_json::Map::new();
+        extra.insert("headline".into(), Value::String(summary_line(&result)));
+        extra.insert(
+            "verdict".into(),
+            serde_json::to_value(result.verdict).expect("serialises"),
+        );
+        Ok(Built {
+            outputs: BTreeMap::from([(CLAIM_JSON.to_string(), blob)]),
+            extra,
+            ..Default::default()
+        })
+    }
+}

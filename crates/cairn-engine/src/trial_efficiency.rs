@@ -1,0 +1,445 @@
+//! A trial's efficiency figures: what the server spent per query in the measured window — CPU time (`server_cpu_us_per_query`, `server_cpu_s`) and context switches (`ctx_switches_per_query`) — read through the runtime's [`ResourceProbe`] before and after the window.
+//!
+//! The window is the workload's measured window, not its warmup: a run the clock ends is
+//! read `warmup` seconds after the workload starts (by a timer thread, since drivers and
+//! external tools keep their warmup to themselves) and again when the workload returns; a
+//! run a count ends, or one without warmup, from the workload's start. The queries divided
+//! by are the server's `Questions` counted over the same span (read beside each reading), so
+//! numerator and denominator cover the same time even where the span's start is off by a
+//! client's connect time; without them, the driver's `queries`. At each end the CPU counters
+//! are read first (a file read, on time) and the `Questions` after (a connection and a query);
+//! if those reads lag the counters by more than max(0.5 s, a tenth of the window) in all, the
+//! two would count different spans, and the per-query figures are absent with the lags said
+//! (`server_cpu_s` stays). The record (`extra.efficiency`)
+//! says where each number came from, and why a figure is absent (a runtime that cannot read
+//! its server, a machine without hardware counters for `instructions_per_query`).
+//!
+//! Client CPU per query is the driver's own figure (`client_cpu_ms_per_1k_queries`, the same
+//! number as µs per query): the driver measures its threads, or the tool's container.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cairn_defs::figures::{self, Figures};
+use cairn_exec::usage::{ResourceProbe, UsageReading};
+use cairn_workload::server::StatusSession;
+use cairn_workload::Target;
+use serde_json::{json, Value};
+
+/// The reading at the start of the window: the server's counters, then its `Questions`, and
+/// how long the `Questions` took to read (the two are only comparable if that is short).
+struct StartReading {
+    usage: Result<UsageReading, String>,
+    questions: Option<f64>,
+    at: Instant,
+    questions_lag: Duration,
+}
+
+impl StartReading {
+    /// Read the counters first (a file read: the window starts when it was due), then the
+    /// server's `Questions` (a connection and a query, which a loaded machine can delay).
+    fn take(
+        probe: &Result<ResourceProbe, String>,
+        status: Option<&mut StatusSession>,
+        before: &BTreeMap<String, String>,
+    ) -> StartReading {
+        let at = Instant::now();
+        let usage = probe
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(ResourceProbe::read);
+        let questions = match status {
+            Some(s) => s.read().ok().and_then(|s| questions(&s)),
+            None => questions(before),
+        };
+        StartReading {
+            usage,
+            questions,
+            at,
+            questions_lag: at.elapsed(),
+        }
+    }
+}
+
+/// How far apart the CPU counters and the `Questions` of the window's two ends may be read
+/// before per-query figures would divide one span's CPU by another span's queries: half a
+/// second, or a tenth of the window if that is longer.
+fn lag_allowed(window: Duration) -> Duration {
+    Duration::from_millis(500).max(window / 10)
+}
+
+/// Where the window's first reading comes from.
+enum Start {
+    /// Taken already (no warmup to skip).
+    Taken(StartReading),
+    /// A timer thread takes it when the warmup ends; a message ends it early. The thread
+    /// hands back the status connection.
+    Pending {
+        thread: JoinHandle<(Option<StartReading>, StatusSession)>,
+        workload_done: mpsc::Sender<()>,
+    },
+}
+
+/// Measures the server over one workload's measured window.
+pub struct WindowMeter {
+    probe: Result<ResourceProbe, String>,
+    start: Start,
+    from: &'static str,
+    /// The status connection, while the timer thread does not hold it.
+    session: Option<StatusSession>,
+    /// Where the status connection goes (for a new one if the timer thread was lost).
+    target: Target,
+}
+
+/// The window's second reading, taken as the workload returned.
+pub struct WindowEnd {
+    session: StatusSession,
+    /// Why instructions were not counted, if they were not.
+    instructions_absent: Option<String>,
+    probe_error: Option<String>,
+    start: Option<StartReading>,
+    end: Option<UsageReading>,
+    at: Instant,
+    from: &'static str,
+}
+
+/// `Questions` of a `SHOW GLOBAL STATUS` map.
+fn questions(status: &BTreeMap<String, String>) -> Option<f64> {
+    status.get("Questions").and_then(|v| v.parse().ok())
+}
+
+impl WindowMeter {
+    /// Start measuring at a workload's start: `before` is the status read just before it,
+    /// `warmup` what the workload declares (zero for none), `status` reaches the server for
+    /// the readings at the warmup's end and after the workload (connected now, before the
+    /// workload, so a reading costs a query and not a connect).
+    pub fn start(
+        probe: Result<ResourceProbe, String>,
+        before: &BTreeMap<String, String>,
+        warmup: Duration,
+        status: &Target,
+    ) -> WindowMeter {
+        let mut session = StatusSession::open(status);
+        // counting starts before the workload, so the connection threads it makes inherit it
+        let probe = probe.map(ResourceProbe::count_instructions);
+        // a probe that cannot read has no window to wait for: its record says why
+        if warmup.is_zero() || probe.is_err() {
+            let start = Start::Taken(StartReading::take(&probe, None, before));
+            return WindowMeter {
+                probe,
+                start,
+                from: "workload start",
+                session: Some(session),
+                target: status.clone(),
+            };
+        }
+        let (workload_done, done) = mpsc::channel::<()>();
+        let p = probe.clone();
+        let thread = std::thread::spawn(move || {
+            let start = match done.recv_timeout(warmup) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    Some(StartReading::take(&p, Some(&mut session), &BTreeMap::new()))
+                }
+                // the workload ended (or failed) before its warmup did
+                _ => None,
+            };
+            (start, session)
+        });
+        WindowMeter {
+            probe,
+            start: Start::Pending {
+                thread,
+                workload_done,
+            },
+            from: "warmup end (by the clock)",
+            session: None,
+            target: status.clone(),
+        }
+    }
+
+    /// Take the window's second reading: call as soon as the workload returns.
+    pub fn stop(self) -> WindowEnd {
+        let at = Instant::now();
+        let (end, probe_error) = match &self.probe {
+            Ok(p) => (p.read().ok(), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        let (start, session) = match self.start {
+            Start::Taken(s) => (Some(s), self.session),
+            Start::Pending {
+                thread,
+                workload_done,
+            } => {
+                let _ = workload_done.send(());
+                match thread.join() {
+                    Ok((start, session)) => (start, Some(session)),
+                    Err(_) => (None, None),
+                }
+            }
+        };
+        WindowEnd {
+            instructions_absent: self
+                .probe
+                .as_ref()
+                .map_or_else(|e| Some(e.clone()), ResourceProbe::instructions_absent),
+            session: session.unwrap_or_else(|| StatusSession::open(&self.target)),
+            probe_error,
+            start,
+            end,
+            at,
+            from: self.from,
+        }
+    }
+}
+
+impl WindowEnd {
+    /// `SHOW GLOBAL STATUS` after the workload, on the window's status connection, and when
+    /// it returned (for [`WindowEnd::record`]).
+    pub fn status_after(
+        &mut self,
+    ) -> Result<(BTreeMap<String, String>, Instant), cairn_workload::Error> {
+        let status = self.session.read()?;
+        Ok((status, Instant::now()))
+    }
+
+    /// Set the efficiency figures in `figures` and return what the record keeps about them;
+    /// `after` is the status read after the workload (its `Questions` close the window),
+    /// `after_read` when that read returned.
+    pub fn record(
+        &self,
+        after: &BTreeMap<String, String>,
+        after_read: Instant,
+        figures: &mut Figures,
+    ) -> Value {
+        let instructions = json!({"absent": self
+            .instructions_absent
+            .clone()
+            .unwrap_or_else(|| "the server's counters could not be read".into())});
+        if let Some(e) = &self.probe_error {
+            return json!({"absent": e, "instructions_per_query": instructions});
+        }
+        let Some(StartReading {
+            usage: start_usage,
+            questions: start_questions,
+            at: start_at,
+            questions_lag: start_lag,
+        }) = &self.start
+        else {
+            return json!({
+                "absent": "the workload ended before its warmup did: no measured window to read",
+                "instructions_per_query": instructions,
+            });
+        };
+        let (start_usage, end) = match (start_usage, &self.end) {
+            (Ok(s), Some(e)) => (s, e),
+            (Err(e), _) => {
+                return json!({"absent": format!("reading the server at the window's start: {e}"), "instructions_per_query": instructions})
+            }
+            (_, None) => {
+                return json!({"absent": "the server's counters could not be read at the window's end", "instructions_per_query": instructions})
+            }
+        };
+        let delta = end.since(start_usage);
+        let window = self.at.saturating_duration_since(*start_at);
+        let end_lag = after_read.saturating_duration_since(self.at);
+        let lag = json!({"start_s": start_lag.as_secs_f64(), "end_s": end_lag.as_secs_f64()});
+        figures.set(&figures::SERVER_CPU_S, delta.cpu_s);
+        let mut rec = json!({
+            "window": {
+                "from": self.from,
+                "to": "workload end",
+                "seconds": window.as_secs_f64(),
+            },
+            "questions_lag": lag,
+            "server": delta,
+            "threads": end.threads,
+        });
+        if *start_lag + end_lag > lag_allowed(window) {
+            // the queries would be another span's than the CPU: no per-query figure
+            rec["absent"] = json!(format!(
+                "per-query figures: the server's Questions were read {:.2} s after its CPU counters at the window's start and {:.2} s at its end (more than {:.2} s for a {:.2} s window), so they would not count the queries of the same span",
+                start_lag.as_secs_f64(), end_lag.as_secs_f64(), lag_allowed(window).as_secs_f64(), window.as_secs_f64()
+            ));
+            rec["instructions_per_query"] = counted_but_not_per_query(
+                delta.instructions,
+                "not per query: the Questions of the window were read too late (see absent)",
+                instructions,
+            );
+            return rec;
+        }
+        let window_questions = start_questions
+            .zip(questions(after))
+            .map(|(a, b)| b - a)
+            .filter(|q| *q > 0.0);
+        let (queries, queries_from) = match window_questions {
+            Some(q) => (Some(q), "Questions"),
+            None => (
+                figures.get(&figures::QUERIES).filter(|q| *q > 0.0),
+                "driver",
+            ),
+        };
+        let instructions = match (delta.instructions, queries) {
+            (Some(n), Some(q)) => {
+                figures.set(&figures::INSTRUCTIONS_PER_QUERY, n as f64 / q);
+                json!({"from": COUNTED_FROM, "instructions": n})
+            }
+            (counted, _) => counted_but_not_per_query(
+                counted,
+                "not per query: neither the server's Questions nor the driver counted the window's queries",
+                instructions,
+            ),
+        };
+        if let Some(q) = queries {
+            figures.set(&figures::SERVER_CPU_US_PER_QUERY, delta.cpu_s * 1e6 / q);
+            figures.set(
+                &figures::CTX_SWITCHES_PER_QUERY,
+                delta.ctx_switches as f64 / q,
+            );
+        }
+        rec["queries"] = json!(queries);
+        rec["queries_from"] = json!(queries_from);
+        rec["instructions_per_query"] = instructions;
+        rec
+    }
+}
+
+const COUNTED_FROM: &str = "perf_event, per server thread (inherited by new threads)";
+
+/// What the record says of instructions counted over a window that has no per-query
+/// figure: the count and why it is not per query — or, when nothing was counted, why not.
+fn counted_but_not_per_query(counted: Option<u64>, why: &str, not_counted: Value) -> Value {
+    match counted {
+        Some(n) => json!({"absent": why, "from": COUNTED_FROM, "instructions": n}),
+        None => not_counted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(q: u64) -> BTreeMap<String, String> {
+        BTreeMap::from([("Questions".to_string(), q.to_string())])
+    }
+
+    /// A meter whose status connection goes nowhere (port 1): the tests hand it the
+    /// closing status themselves.
+    fn meter(
+        probe: Result<ResourceProbe, String>,
+        before: &BTreeMap<String, String>,
+        warmup: Duration,
+    ) -> WindowMeter {
+        WindowMeter::start(probe, before, warmup, &Target::tcp("127.0.0.1", 1, "x"))
+    }
+
+    #[test]
+    fn figures_divide_by_the_questions_of_the_same_window() {
+        // this test process stands in for the server: its counters are real
+        let probe = ResourceProbe::process(std::process::id());
+        let meter = meter(Ok(probe), &status(1000), Duration::ZERO);
+        // spend some CPU in the window
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let end = meter.stop();
+        let mut f = Figures::new();
+        f.set(&figures::QUERIES, 7.0);
+        let rec = end.record(&status(3000), Instant::now(), &mut f);
+        assert_eq!(rec["queries"], json!(2000.0), "{rec}");
+        assert_eq!(rec["queries_from"], "Questions");
+        assert_eq!(rec["server"]["cpu_from"], "proc");
+        let cpu = f.get(&figures::SERVER_CPU_S).unwrap();
+        assert!(cpu > 0.0, "{rec}");
+        assert_eq!(
+            f.get(&figures::SERVER_CPU_US_PER_QUERY),
+            Some(cpu * 1e6 / 2000.0)
+        );
+        assert!(f.contains(&figures::CTX_SWITCHES_PER_QUERY));
+        assert!(rec["instructions_per_query"]["absent"].is_string());
+    }
+
+    #[test]
+    fn questions_read_long_after_the_counters_give_no_per_query_figure() {
+        let probe = ResourceProbe::process(std::process::id());
+        let meter = meter(Ok(probe), &status(1000), Duration::ZERO);
+        let end = meter.stop();
+        let mut f = Figures::new();
+        f.set(&figures::QUERIES, 7.0);
+        // the closing status read returned two seconds after the counters were read
+        let rec = end.record(
+            &status(3000),
+            Instant::now() + Duration::from_secs(2),
+            &mut f,
+        );
+        assert!(
+            rec["absent"]
+                .as_str()
+                .unwrap()
+                .contains("Questions were read"),
+            "{rec}"
+        );
+        assert!(
+            rec["questions_lag"]["end_s"].as_f64().unwrap() >= 2.0,
+            "{rec}"
+        );
+        assert!(f.contains(&figures::SERVER_CPU_S));
+        assert!(!f.contains(&figures::SERVER_CPU_US_PER_QUERY));
+        assert!(!f.contains(&figures::CTX_SWITCHES_PER_QUERY));
+    }
+
+    #[test]
+    fn instructions_counted_without_a_per_query_figure_keep_the_count_and_say_why() {
+        let not_counted = json!({"absent": "this machine cannot count instructions"});
+        let rec = counted_but_not_per_query(Some(1234), "not per query: late", not_counted.clone());
+        assert_eq!(rec["instructions"], 1234);
+        assert_eq!(rec["absent"], "not per query: late");
+        assert_eq!(
+            counted_but_not_per_query(None, "not per query: late", not_counted.clone()),
+            not_counted
+        );
+    }
+
+    #[test]
+    fn without_questions_the_drivers_queries_count() {
+        let probe = ResourceProbe::process(std::process::id());
+        let meter = meter(Ok(probe), &BTreeMap::new(), Duration::ZERO);
+        let mut f = Figures::new();
+        f.set(&figures::QUERIES, 50.0);
+        let rec = meter
+            .stop()
+            .record(&BTreeMap::new(), Instant::now(), &mut f);
+        assert_eq!(rec["queries_from"], "driver");
+        assert_eq!(rec["queries"], json!(50.0));
+    }
+
+    #[test]
+    fn a_runtime_that_cannot_read_says_why_and_sets_nothing() {
+        let meter = meter(
+            Err("the `x` executor cannot read its server's resource usage".into()),
+            &status(1),
+            Duration::from_secs(3600),
+        );
+        let mut f = Figures::new();
+        let rec = meter.stop().record(&status(2), Instant::now(), &mut f);
+        assert!(rec["absent"].as_str().unwrap().contains("cannot read"));
+        assert!(f.is_empty());
+    }
+
+    #[test]
+    fn a_workload_that_ends_within_its_warmup_has_no_window() {
+        let probe = ResourceProbe::process(std::process::id());
+        // the timer waits an hour; the workload's end stops it at once
+        let meter = meter(Ok(probe), &status(1), Duration::from_secs(3600));
+        let mut f = Figures::new();
+        let rec = meter.stop().record(&status(2), Instant::now(), &mut f);
+        assert!(rec["absent"]
+            .as_str()
+            .unwrap()
+            .contains("before its warmup"));
+        assert!(f.is_empty());
+    }
+}

@@ -1,0 +1,255 @@
+//! The trials an analysis, a claim or a report reads: each input trial's record, turned into
+//! the figures, parameters, server and pass behind it — read from records only, never from a
+//! server.
+//!
+//! A trial's record carries everything needed in its `extra` (figures under the shared
+//! names, the matrix point, the verified variant, the image) and its definition (the
+//! server's settings), so analyses never read a driver's private output.
+
+use std::collections::BTreeMap;
+
+use cairn_defs::figures::Figures;
+use cairn_defs::ServerDef;
+use cairn_graph::{Step, StepKind};
+use cairn_store::Store;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{failed, StepError};
+use crate::execute::Done;
+
+/// One measured trial as analyses see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialPoint {
+    /// The key of the trial's record: what a table cell names as its evidence.
+    pub key: String,
+    /// `trial/<trials>/<server>[threads=4]#2`.
+    pub address: String,
+    /// The `trials` block it belongs to.
+    pub trials: String,
+    /// The server (variant) measured.
+    pub server: String,
+    /// 1-based pass index.
+    pub pass: u32,
+    /// The matrix point (every parameter of the workload point), as the plan wrote them.
+    pub params: BTreeMap<String, Value>,
+    /// Figures under the shared names (old names read through the aliases).
+    pub figures: Figures,
+    /// The server's settings as they went into the trial's key.
+    #[serde(default)]
+    pub settings: Option<ServerDef>,
+    /// The verified variant (`extra.variant`: version, word size, allocator), if recorded.
+    #[serde(default)]
+    pub variant: Value,
+    /// The image the server ran from (`reference`, `image_id`), if any.
+    #[serde(default)]
+    pub image: Value,
+    /// The machine fingerprint the trial was measured on (a fleet's trial: its node's).
+    #[serde(default)]
+    pub fingerprint: Value,
+    /// The fleet node it ran on (`extra.node.name`); `None` for a trial measured here.
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+impl TrialPoint {
+    /// The value of a table dimension: `server`, `trials`, `pass`, `node` (the fleet node it
+    /// ran on, `local` for a trial measured here), or a parameter's name; `None` when the
+    /// trial has no such parameter.
+    pub fn dimension(&self, name: &str) -> Option<String> {
+        match name {
+            "server" => Some(self.server.clone()),
+            "trials" => Some(self.trials.clone()),
+            "pass" => Some(self.pass.to_string()),
+            "node" => Some(self.node.clone().unwrap_or_else(|| "local".into())),
+            _ => self.params.get(name).map(display_value),
+        }
+    }
+}
+
+/// A parameter value as people write it: strings bare, numbers and booleans as JSON.
+pub fn display_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `trial/<trials>/<server>[a=1]#2` → (`<trials>`, `<server>`, 2); the pass is 1 when the
+/// address has none (a study of one pass).
+pub fn parse_address(address: &str) -> (String, String, u32) {
+    let rest = address.strip_prefix("trial/").unwrap_or(address);
+    let (trials, rest) = rest.split_once('/').unwrap_or(("", rest));
+    let server = rest.split(['[', '#']).next().unwrap_or(rest).to_string();
+    let pass = rest
+        .rsplit_once('#')
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(1);
+    (trials.to_string(), server, pass)
+}
+
+/// The trials among `step`'s inputs, read from their records (in the inputs' order, which
+/// is the graph's declaration order).
+pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoint>, StepError> {
+    let mut out = Vec::new();
+    for (input, done) in step.inputs.iter().zip(inputs) {
+        // a conditional pass the adaptive rule did not need: nothing was measured
+        if !input.mount.starts_with("trial/") || done.is_not_needed() {
+            continue;
+        }
+        let record = store
+            .get_record(&done.key)
+            .map_err(|e| failed(format!("reading the record of {}: {e}", input.mount)))?
+            .ok_or_else(|| {
+                failed(format!(
+                    "the record of {} ({}) is gone from the store; run again",
+                    input.mount,
+                    &done.key[..12.min(done.key.len())]
+                ))
+            })?;
+        if record.kind != StepKind::Trial.as_str() {
+            continue;
+        }
+        let (trials, server, pass) = parse_address(&record.address);
+        let params: BTreeMap<String, Value> = record
+            .extra
+            .get("params")
+            .and_then(|p| serde_json::from_value(p.clone()).ok())
+            .unwrap_or_default();
+        let figures: Figures = record
+            .extra
+            .get("figures")
+            .and_then(|f| serde_json::from_value(f.clone()).ok())
+            .unwrap_or_default();
+        let settings = record
+            .definition
+            .get("server")
+            .and_then(|s| serde_json::from_value(s.clone()).ok());
+        out.push(TrialPoint {
+            key: record.key.clone(),
+            address: record.address.clone(),
+            trials,
+            server,
+            pass,
+            params,
+            figures,
+            settings,
+            variant: record.extra.get("variant").cloned().unwrap_or(Value::Null),
+            image: record.extra.get("image").cloned().unwrap_or(Value::Null),
+            // where it was measured: the node's own fingerprint for a trial a fleet ran (so
+            // a report lists each kind of node and warns when they differ), else this machine's
+            fingerprint: record
+                .extra
+                .get("node")
+                .and_then(|n| n.get("fingerprint"))
+                .cloned()
+                .or_else(|| record.fingerprint.clone())
+                .unwrap_or(Value::Null),
+            node: record
+                .extra
+                .get("node")
+                .and_then(|n| n.get("name"))
+                .and_then(Value::as_str)
+                .map(String::from),
+        });
+    }
+    Ok(out)
+}
+
+/// The servers (variants) of the trials among `step`'s inputs in `graph`, from their
+/// addresses, in first-seen order (for checks before anything ran).
+pub fn servers_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in &step.inputs {
+        let from = &graph.steps[i.from];
+        if from.kind != StepKind::Trial {
+            continue;
+        }
+        let (_, server, _) = parse_address(&from.address);
+        if !out.contains(&server) {
+            out.push(server);
+        }
+    }
+    out
+}
+
+/// The parameters of the trials among `step`'s inputs in `graph`, each with its values in
+/// first-seen order (for checks before anything ran).
+pub fn params_of_inputs(
+    graph: &cairn_graph::StepGraph,
+    step: &Step,
+) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for i in &step.inputs {
+        let from = &graph.steps[i.from];
+        if from.kind != StepKind::Trial {
+            continue;
+        }
+        for (k, v) in &from.params {
+            // as the record will hold it (JSON), so checks and runs read values alike
+            let v = serde_json::to_value(v).map_or_else(|_| v.to_string(), |j| display_value(&j));
+            push_unique(out.entry(k.clone()).or_default(), v);
+        }
+        let (trials, _, _) = parse_address(&from.address);
+        push_unique(out.entry(TRIALS.to_string()).or_default(), trials);
+    }
+    drop_single_trials(&mut out);
+    out
+}
+
+/// The pseudo-parameter naming a point's `trials` block.
+const TRIALS: &str = "trials";
+
+/// `trials` counts as a parameter only when the points come from more than one block (a
+/// cell or a claim must not mix two blocks' measurements).
+fn drop_single_trials(params: &mut BTreeMap<String, Vec<String>>) {
+    if params.get(TRIALS).is_some_and(|v| v.len() < 2) {
+        params.remove(TRIALS);
+    }
+}
+
+fn push_unique(values: &mut Vec<String>, v: String) {
+    if !values.contains(&v) {
+        values.push(v);
+    }
+}
+
+/// The servers of `points` and their parameters, each with its values in first-seen order
+/// (`trials` among them when the points come from more than one block).
+pub fn dimensions(points: &[TrialPoint]) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+    let mut servers = Vec::new();
+    let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in points {
+        push_unique(&mut servers, p.server.clone());
+        for (k, v) in &p.params {
+            push_unique(params.entry(k.clone()).or_default(), display_value(v));
+        }
+        push_unique(
+            params.entry(TRIALS.to_string()).or_default(),
+            p.trials.clone(),
+        );
+    }
+    drop_single_trials(&mut params);
+    (servers, params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_give_trials_server_and_pass() {
+        assert_eq!(
+            parse_address("trial/ro/system[threads=2]#3"),
+            ("ro".into(), "system".into(), 3)
+        );
+        assert_eq!(
+            parse_address("trial/ro/jemalloc#1"),
+            ("ro".into(), "jemalloc".into(), 1)
+        );
+        assert_eq!(
+            parse_address("trial/ro/x[threads=4]"),
+            ("ro".into(), "x".into(), 1)
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! Adaptive passes in the scheduler, with a fake trial kind (no Docker) whose figures are
+//! noisy or quiet on purpose, and the real table analysis reading what was measured: a noisy
+//! point runs to `max`, a quiet one stops at `min`, every decision is recorded with its CI,
+//! a raised `max` runs only the new passes, and the order interleaves variants pass by pass.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::{Env, Event, Kind, Registry, Reporter, RetryPolicy, RunOptions, StepError};
+use cairn_exec::cancel::CancelToken;
+use cairn_exec::runtime::Runtimes;
+use cairn_graph::{Fingerprint, Step, StepGraph, StepKind};
+use cairn_store::Store;
+use serde_json::json;
+
+/// A trial that "measures" `tps`: around 1000, with a ±30% swing from pass to pass on the
+/// servers named noisy, ±0.01% on the others. (The two servers differ in a setting: names
+/// never reach a key, so identical servers would share their trials.)
+struct FakeTrial {
+    noisy: Vec<String>,
+    ran: Arc<Mutex<Vec<String>>>,
+}
+
+impl Kind for FakeTrial {
+    fn perform(
+        &self,
+        env: &Env<'_>,
+        step: &Step,
+        _key: &str,
+        _inputs: &[&Done],
+    ) -> Result<Built, StepError> {
+        self.ran.lock().unwrap().push(step.address.clone());
+        let noisy = self
+            .noisy
+            .iter()
+            .any(|n| step.address.contains(&format!("/{n}[")));
+        let sign = if step.pass.is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        };
+        let swing = if noisy { 0.3 } else { 0.0001 };
+        let tps = 1000.0 * (1.0 + sign * swing * (1.0 + step.pass as f64 / 10.0));
+        let blob = env
+            .store
+            .put_blob(format!("{} {tps}", step.address).as_bytes())
+            .map_err(|e| StepError::permanent(e.to_string()))?;
+        let mut extra = serde_json::Map::new();
+        extra.insert("figures".into(), json!({ "tps": tps }));
+        extra.insert("params".into(), json!(step.params));
+        Ok(Built {
+            outputs: BTreeMap::from([("trial.json".to_string(), blob)]),
+            extra,
+            ..Default::default()
+        })
+    }
+}
+
+/// Decisions and measurement starts, in order.
+#[derive(Default)]
+struct Recorder {
+    started: Vec<String>,
+    decisions: Vec<cairn_engine::adaptive::Decision>,
+    failed: Vec<String>,
+}
+
+impl Reporter for Recorder {
+    fn event(&mut self, e: &Event<'_>) {
+        match e {
+            Event::StepStarted { step, .. } => self.started.push(step.address.clone()),
+            Event::PassDecided { decision, .. } => self.decisions.push((*decision).clone()),
+            Event::StepFailed { step, error, .. } => {
+                self.failed.push(format!("{}: {error}", step.address))
+            }
+            _ => {}
+        }
+    }
+}
+
+fn plan(passes: &str) -> String {
+    format!(
+        r#"
+study "adaptive"
+server "quiet" {{ option max_connections=100 }}
+server "noisy" {{ option max_connections=200 }}
+workload "w" {{ sysbench "oltp_read_only"; threads 1 2; duration "1s" }}
+trials "t" {{ servers "quiet" "noisy"; workload "w"; {passes} }}
+analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="quiet" }}
+"#
+    )
+}
+
+fn graph(text: &str) -> StepGraph {
+    let plan = cairn_plan::parse_str("adaptive.kdl", text)
+        .unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    cairn_graph::resolve(&plan).expect("resolves")
+}
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+    store: Store,
+    fp: Fingerprint,
+    runtimes: Runtimes,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("results")).unwrap();
+        Sandbox {
+            dir,
+            store,
+            fp: Fingerprint {
+                cpu_model: "Fake CPU".into(),
+                cores: 2,
+                threads: 2,
+                memory_gib: 1,
+                kernel: "test".into(),
+                runtime: "host".into(),
+            },
+            runtimes: Runtimes::new(CancelToken::new()),
+        }
+    }
+
+    /// Runs `g`; returns the summary, the events and the trials the fake measured.
+    fn run(&self, g: &StepGraph) -> (cairn_engine::RunSummary, Recorder, Vec<String>) {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let kinds = Registry::empty()
+            .with(
+                StepKind::Trial,
+                FakeTrial {
+                    noisy: vec!["noisy".into()],
+                    ran: ran.clone(),
+                },
+            )
+            .with(
+                StepKind::Analysis,
+                cairn_engine::analysis_step::AnalysisKind,
+            );
+        let cache = self.dir.path().join("cache");
+        let work = cache.join("work");
+        let env = Env {
+            study: &g.study,
+            store: &self.store,
+            fingerprint: &self.fp,
+            machine: &serde_json::Value::Null,
+            kinds: &kinds,
+            cache_root: &cache,
+            work_root: &work,
+            mirror: None,
+            lock: None,
+            run_id: "fake-run",
+            runtimes: &self.runtimes,
+        };
+        let opts = RunOptions {
+            jobs: 1,
+            keep_going: false,
+            only: Vec::new(),
+            fresh: Vec::new(),
+            seed: Some(7),
+            retries: RetryPolicy::default(),
+        };
+        let mut rec = Recorder::default();
+        let summary = cairn_engine::run(g, &env, &opts, &mut rec);
+        let ran = ran.lock().unwrap().clone();
+        (summary, rec, ran)
+    }
+}
+
+fn passes_of(ran: &[String], server: &str) -> usize {
+    ran.iter()
+        .filter(|a| a.starts_with(&format!("trial/t/{server}[")))
+        .count()
+}
+
+#[test]
+fn a_noisy_point_runs_to_max_and_a_quiet_one_stops_at_min() {
+    let g = graph(&plan(r#"passes min=2 max=5 until-ci="2%""#));
+    let sb = Sandbox::new();
+    let (summary, rec, ran) = sb.run(&g);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    // two thread counts each: quiet 2 passes per point, noisy 5
+    assert_eq!(
+        passes_of(&ran, "quiet"),
+        2 * 2,
+        "{ran:?} {:?}",
+        rec.decisions
+    );
+    assert_eq!(passes_of(&ran, "noisy"), 2 * 5, "{ran:?}");
+    assert_eq!(summary.not_needed, 2 * 3);
+    // every conditional pass was decided, with the CI it was decided on
+    assert_eq!(rec.decisions.len(), 2 * 3 + 2 * 3);
+    for d in &rec.decisions {
+        assert_eq!(d.metric, "tps");
+        assert_eq!(d.until_ci, Some(0.02));
+        let w = d.ci_half_width.expect("estimable from two passes on");
+        if d.point.contains("/noisy") {
+            assert!(d.needed && w > 0.02, "{d:?}");
+        } else {
+            assert!(!d.needed && w <= 0.02, "{d:?}");
+        }
+    }
+    assert_eq!(summary.decisions, rec.decisions);
+    // the real table analysis ran on the passes that exist (the not-needed ones are empty
+    // inputs, not failures)
+    assert!(
+        rec.started.iter().any(|a| a.starts_with("analysis")),
+        "{:?}",
+        rec.started
+    );
+}
+
+#[test]
+fn a_pass_that_ran_records_the_decision_behind_it() {
+    let g = graph(&plan(r#"passes min=2 max=3 until-ci="2%""#));
+    let sb = Sandbox::new();
+    let (summary, rec, _) = sb.run(&g);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    let third = g
+        .steps
+        .iter()
+        .find(|s| s.address.starts_with("trial/t/noisy[threads=1]#3"))
+        .expect("pass 3");
+    let names = sb.store.names("adaptive").unwrap();
+    let key = &names[&third.address];
+    let record = sb.store.get_record(key).unwrap().expect("recorded");
+    let adaptive = &record.extra["adaptive"];
+    assert_eq!(adaptive["needed"], json!(true));
+    assert_eq!(adaptive["passes"], json!(2));
+    assert!(adaptive["ci_half_width"].as_f64().unwrap() > 0.02);
+    // a pass that was not needed left no record
+    let quiet_third = g
+        .steps
+        .iter()
+        .find(|s| s.address.starts_with("trial/t/quiet[threads=1]#3"))
+        .unwrap();
+    assert!(!names.contains_key(&quiet_third.address));
+}
+
+#[test]
+fn raising_max_runs_only_the_new_passes() {
+    let sb = Sandbox::new();
+    let (first, rec, ran) = sb.run(&graph(&plan(r#"passes min=2 max=3 until-ci="2%""#)));
+    assert!(first.ok(), "{:?}", rec.failed);
+    assert_eq!(passes_of(&ran, "noisy"), 2 * 3);
+    let (second, rec, ran) = sb.run(&graph(&plan(r#"passes min=2 max=5 until-ci="2%""#)));
+    assert!(second.ok(), "{:?}", rec.failed);
+    // passes 1–3 of the noisy points are served from the store; 4 and 5 run
+    assert_eq!(passes_of(&ran, "noisy"), 2 * 2, "{ran:?}");
+    assert!(
+        ran.iter().all(|a| a.ends_with("#4") || a.ends_with("#5")),
+        "{ran:?}"
+    );
+    assert_eq!(passes_of(&ran, "quiet"), 0, "{ran:?}");
+    // a fixed `passes 2` is the first two passes of the same keys: all cached
+    let (third, _, ran) = sb.run(&graph(&plan("passes 2")));
+    assert!(third.ok());
+    assert!(ran.is_empty(), "{ran:?}");
+}
+
+#[test]
+fn variants_and_points_interleave_pass_by_pass() {
+    let g = graph(&plan("passes 3"));
+    let sb = Sandbox::new();
+    let (summary, rec, _) = sb.run(&g);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    let order = &summary.measurement_order;
+    assert_eq!(order.len(), 2 * 2 * 3);
+    // block b holds pass b of every variant at every point
+    for (b, block) in order.chunks(4).enumerate() {
+        let pass = format!("#{}", b + 1);
+        assert!(block.iter().all(|a| a.ends_with(&pass)), "{order:?}");
+        for server in ["quiet", "noisy"] {
+            assert_eq!(
+                block
+                    .iter()
+                    .filter(|a| a.contains(&format!("/{server}[")))
+                    .count(),
+                2,
+                "{order:?}"
+            );
+        }
+    }
+    // never all passes of one variant in a row
+    let servers: Vec<bool> = order.iter().map(|a| a.contains("/noisy[")).collect();
+    assert!(servers
+        .windows(4)
+        .any(|w| w.iter().any(|&n| n) && w.iter().any(|&n| !n)));
+}

@@ -1,0 +1,481 @@
+//! The scheduler with a fake step kind, no Docker: dependency order, the build lane beside
+//! the exclusive measurement lane, keep-going, cancellation, transient retries, caching, and
+//! that a failed step is never recorded.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::{
+    Env, Event, Kind, Registry, Reporter, RetryPolicy, RunOptions, RunSummary, StepError, Unusable,
+};
+use cairn_exec::cancel::CancelToken;
+use cairn_exec::runtime::Runtimes;
+use cairn_graph::{Fingerprint, Step, StepGraph, StepKind};
+use cairn_store::{Record, Store};
+
+/// What the fake does when asked to perform a step (by the step's name).
+#[derive(Clone, Copy, PartialEq)]
+enum Act {
+    Succeed,
+    Fail,
+    /// Fail transiently this many times, then succeed.
+    FlakyTimes(u32),
+    /// Cancel the run, then report the cancellation (as a step interrupted by Ctrl-C does).
+    Cancel,
+    /// Wait until another step with this act is running too (bounded: a hang guard).
+    Meet,
+    /// Panic (as a bug in a kind or a driver would).
+    Panic,
+}
+
+#[derive(Default)]
+struct Log {
+    /// `start <address>` / `end <address>`, in order.
+    lines: Vec<String>,
+    running: BTreeSet<String>,
+    /// Steps that were running when an exclusive step was (never allowed).
+    overlaps: Vec<String>,
+    tries: HashMap<String, u32>,
+    met: usize,
+}
+
+struct Fake {
+    acts: HashMap<String, Act>,
+    log: Arc<(Mutex<Log>, Condvar)>,
+    /// Steps whose records must not serve (as an image gone from the engine).
+    unusable: BTreeSet<String>,
+}
+
+impl Fake {
+    fn new(acts: &[(&str, Act)]) -> (Fake, Arc<(Mutex<Log>, Condvar)>) {
+        let log = Arc::new((Mutex::new(Log::default()), Condvar::new()));
+        (
+            Fake {
+                acts: acts.iter().map(|(n, a)| (n.to_string(), *a)).collect(),
+                log: log.clone(),
+                unusable: BTreeSet::new(),
+            },
+            log,
+        )
+    }
+}
+
+impl Kind for Fake {
+    fn usable(&self, _env: &Env<'_>, record: &Record) -> Result<(), Unusable> {
+        if self.unusable.contains(&record.address) {
+            return Err(Unusable {
+                what: "gone",
+                why: "the fake says so".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn perform(
+        &self,
+        env: &Env<'_>,
+        step: &Step,
+        _key: &str,
+        _inputs: &[&Done],
+    ) -> Result<Built, StepError> {
+        let (lock, cv) = &*self.log;
+        let act = self.acts.get(&step.name).copied().unwrap_or(Act::Succeed);
+        {
+            let mut log = lock.lock().unwrap();
+            log.lines.push(format!("start {}", step.address));
+            let exclusive = step.measure;
+            let others: Vec<String> = log.running.iter().cloned().collect();
+            let exclusive_running = others.iter().any(|a| a.contains("measure"));
+            if (exclusive && !others.is_empty()) || exclusive_running {
+                log.overlaps
+                    .push(format!("{} beside {others:?}", step.address));
+            }
+            log.running.insert(step.address.clone());
+            *log.tries.entry(step.address.clone()).or_default() += 1;
+        }
+        let result = match act {
+            Act::Succeed => Ok(()),
+            Act::Fail => Err(StepError::permanent("the fake fails").context("fake step")),
+            Act::FlakyTimes(n) => {
+                let tries = lock.lock().unwrap().tries[&step.address];
+                if tries <= n {
+                    Err(StepError::transient("the engine hiccuped"))
+                } else {
+                    Ok(())
+                }
+            }
+            Act::Panic => panic!("the fake panics"),
+            Act::Cancel => {
+                env.cancel().cancel_all(Duration::from_millis(10));
+                Err(StepError::cancelled())
+            }
+            Act::Meet => {
+                let mut log = lock.lock().unwrap();
+                log.met += 1;
+                cv.notify_all();
+                let (log, timeout) = cv
+                    .wait_timeout_while(log, Duration::from_secs(20), |l| l.met < 2)
+                    .unwrap();
+                drop(log);
+                if timeout.timed_out() {
+                    Err(StepError::permanent("no other build ran beside this one"))
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        let mut log = lock.lock().unwrap();
+        log.running.remove(&step.address);
+        log.lines.push(format!("end {}", step.address));
+        drop(log);
+        result?;
+        let blob = env
+            .store
+            .put_blob(step.address.as_bytes())
+            .map_err(|e| StepError::permanent(e.to_string()))?;
+        Ok(Built {
+            outputs: BTreeMap::from([("out".to_string(), blob)]),
+            ..Default::default()
+        })
+    }
+}
+
+/// Events as (event, address) pairs, and the keys of failed steps.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<(String, String)>,
+    failed: Vec<(String, StepError)>,
+}
+
+impl Reporter for Recorder {
+    fn event(&mut self, e: &Event<'_>) {
+        let (name, step) = match e {
+            Event::StepCached { step, .. } => ("cached", step),
+            Event::StepStarted { step, .. } => ("started", step),
+            Event::StepFinished { step, .. } => ("finished", step),
+            Event::StepFailed { step, key, error } => {
+                self.failed.push((key.to_string(), (*error).clone()));
+                ("failed", step)
+            }
+            Event::StepRetrying { step, .. } => ("retrying", step),
+            Event::StepSkipped { step, .. } => ("skipped", step),
+            _ => return,
+        };
+        self.events.push((name.to_string(), step.address.clone()));
+    }
+}
+
+impl Recorder {
+    fn with(&self, event: &str) -> BTreeSet<String> {
+        self.events
+            .iter()
+            .filter(|(e, _)| e == event)
+            .map(|(_, a)| a.clone())
+            .collect()
+    }
+}
+
+fn graph(text: &str) -> StepGraph {
+    let plan = cairn_plan::parse_str("fake.kdl", text)
+        .unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    cairn_graph::resolve(&plan).expect("resolves")
+}
+
+fn fingerprint() -> Fingerprint {
+    Fingerprint {
+        cpu_model: "Fake CPU".into(),
+        cores: 2,
+        threads: 2,
+        memory_gib: 1,
+        kernel: "test".into(),
+        runtime: "host".into(),
+    }
+}
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+    store: Store,
+    fp: Fingerprint,
+    /// No container engine is ever connected: the fake kind needs none.
+    runtimes: Runtimes,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("results")).unwrap();
+        Sandbox {
+            dir,
+            store,
+            fp: fingerprint(),
+            runtimes: Runtimes::new(CancelToken::new()),
+        }
+    }
+
+    fn run(&self, g: &StepGraph, fake: Fake, opts: &RunOptions) -> (RunSummary, Recorder) {
+        let kinds = Registry::empty().with(StepKind::Command, fake);
+        let cache = self.dir.path().join("cache");
+        let work = cache.join("work");
+        let env = Env {
+            study: &g.study,
+            store: &self.store,
+            fingerprint: &self.fp,
+            machine: &serde_json::Value::Null,
+            kinds: &kinds,
+            cache_root: &cache,
+            work_root: &work,
+            mirror: None,
+            lock: None,
+            run_id: "fake-run",
+            runtimes: &self.runtimes,
+        };
+        let mut rec = Recorder::default();
+        let summary = cairn_engine::run(g, &env, opts, &mut rec);
+        (summary, rec)
+    }
+}
+
+fn opts(jobs: usize) -> RunOptions {
+    RunOptions {
+        jobs,
+        keep_going: false,
+        only: Vec::new(),
+        fresh: Vec::new(),
+        seed: Some(7),
+        retries: RetryPolicy::default(),
+    }
+}
+
+const CHAIN: &str = r#"
+study "fake"
+step "a" { run "x"; output "o" }
+step "b" { run "x"; output "o"; needs "a" }
+step "c" { run "x"; output "o"; needs "b"; needs "d" }
+step "d" { run "x"; output "o"; matrix { n 1 2 3 } }
+"#;
+
+#[test]
+fn every_step_starts_after_its_inputs_finished() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, log) = Fake::new(&[]);
+    let (summary, _) = sb.run(&g, fake, &opts(4));
+    assert!(summary.ok(), "{summary:?}");
+    assert_eq!(summary.ran, g.steps.len());
+    let lines = log.0.lock().unwrap().lines.clone();
+    let at = |l: String| lines.iter().position(|x| *x == l).expect("logged");
+    for s in &g.steps {
+        for i in &s.inputs {
+            let input = &g.steps[i.from].address;
+            assert!(
+                at(format!("end {input}")) < at(format!("start {}", s.address)),
+                "{} started before its input {input} ended: {lines:?}",
+                s.address
+            );
+        }
+    }
+}
+
+#[test]
+fn builds_run_side_by_side_up_to_jobs() {
+    let g = graph(
+        r#"
+study "fake"
+step "x" { run "x"; output "o" }
+step "y" { run "x"; output "o" }
+"#,
+    );
+    let sb = Sandbox::new();
+    let (fake, log) = Fake::new(&[("x", Act::Meet), ("y", Act::Meet)]);
+    let (summary, rec) = sb.run(&g, fake, &opts(2));
+    assert!(summary.ok(), "{:?}", rec.failed);
+    assert_eq!(log.0.lock().unwrap().met, 2);
+}
+
+#[test]
+fn measurements_run_alone_in_the_seeded_order() {
+    let g = graph(
+        r#"
+study "fake"
+step "build" { run "x"; output "o"; matrix { n 1 2 3 4 } }
+step "measure" { run "x"; output "o"; measure #true; passes 3; matrix { v 1 2 } }
+step "after" { run "x"; output "o"; needs "measure"; matrix { n 1 2 } }
+"#,
+    );
+    let sb = Sandbox::new();
+    let (fake, log) = Fake::new(&[]);
+    let (summary, _) = sb.run(&g, fake, &opts(4));
+    assert!(summary.ok());
+    let log = log.0.lock().unwrap();
+    assert!(log.overlaps.is_empty(), "{:?}", log.overlaps);
+    assert_eq!(summary.measurement_order.len(), 6);
+    // pass by pass: every pass-1 measurement before any pass-2 one
+    let passes: Vec<char> = summary
+        .measurement_order
+        .iter()
+        .map(|a| a.chars().last().unwrap())
+        .collect();
+    assert_eq!(passes, ['1', '1', '2', '2', '3', '3']);
+    // the same seed gives the same order
+    let sb2 = Sandbox::new();
+    let (fake, _) = Fake::new(&[]);
+    let (again, _) = sb2.run(&g, fake, &opts(4));
+    assert_eq!(again.measurement_order, summary.measurement_order);
+}
+
+#[test]
+fn a_failure_stops_the_run_and_is_never_recorded() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[("b", Act::Fail)]);
+    let (summary, rec) = sb.run(&g, fake, &opts(1));
+    assert_eq!(summary.failed, 1);
+    assert!(!summary.ok());
+    let (key, err) = &rec.failed[0];
+    assert_eq!(err.chain, ["fake step", "the fake fails"]);
+    assert!(
+        sb.store.get_record(key).unwrap().is_none(),
+        "a failure was recorded"
+    );
+    assert!(rec.with("skipped").contains("c"), "{:?}", rec.events);
+}
+
+/// A kind that panics fails its step like any failure: before, the scheduler waited forever
+/// for the step's report (the run hung with, e.g., the trial's server still running).
+#[test]
+fn a_panicking_step_fails_and_the_run_ends() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let g = graph(CHAIN);
+        let sb = Sandbox::new();
+        let (fake, _) = Fake::new(&[("b", Act::Panic)]);
+        let (summary, rec) = sb.run(&g, fake, &opts(2));
+        let failed: Vec<(String, Vec<String>)> = rec
+            .failed
+            .iter()
+            .map(|(k, e)| (k.clone(), e.chain.clone()))
+            .collect();
+        let recorded = failed
+            .iter()
+            .any(|(k, _)| sb.store.get_record(k).unwrap().is_some());
+        let _ = done.send((summary.failed, failed, recorded));
+    });
+    // a hang guard, not a timing assertion
+    let (n_failed, failed, recorded) = finished
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the run ended");
+    assert_eq!(n_failed, 1);
+    assert_eq!(failed[0].1, ["the step panicked: the fake panics"]);
+    assert!(!recorded, "a panicked step was recorded");
+}
+
+#[test]
+fn keep_going_runs_what_does_not_depend_on_a_failure() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[("a", Act::Fail)]);
+    let mut o = opts(2);
+    o.keep_going = true;
+    let (summary, rec) = sb.run(&g, fake, &o);
+    assert_eq!(rec.with("failed"), BTreeSet::from(["a".to_string()]));
+    assert_eq!(
+        rec.with("skipped"),
+        BTreeSet::from(["b".to_string(), "c".to_string()])
+    );
+    assert_eq!(
+        rec.with("finished"),
+        BTreeSet::from(["d[n=1]".into(), "d[n=2]".into(), "d[n=3]".into()])
+    );
+    assert_eq!((summary.failed, summary.skipped, summary.ran), (1, 2, 3));
+}
+
+#[test]
+fn cancellation_stops_the_run_and_records_nothing_of_the_step() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[("a", Act::Cancel)]);
+    let (summary, rec) = sb.run(&g, fake, &opts(1));
+    assert!(summary.cancelled);
+    assert_eq!(summary.failed, 0);
+    assert!(rec.with("skipped").contains("a"));
+    assert!(!rec.with("finished").contains("a"));
+    assert!(!rec.with("started").contains("c"));
+    let names = sb.store.names("fake").unwrap_or_default();
+    assert!(!names.contains_key("a"), "the cancelled step was recorded");
+}
+
+#[test]
+fn transient_failures_of_builds_are_retried_and_the_retry_recorded() {
+    let g = graph(
+        r#"
+study "fake"
+step "flaky" { run "x"; output "o" }
+"#,
+    );
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[("flaky", Act::FlakyTimes(1))]);
+    let (summary, rec) = sb.run(&g, fake, &opts(1));
+    assert!(summary.ok(), "{:?}", rec.failed);
+    assert_eq!(summary.retried, 1);
+    assert!(rec.with("retrying").contains("flaky"));
+    let key = sb.store.names("fake").unwrap()["flaky"].clone();
+    let record = sb.store.get_record(&key).unwrap().unwrap();
+    assert_eq!(record.extra["attempts"][0]["class"], "transient");
+    assert_eq!(record.extra["attempts"][0]["error"], "the engine hiccuped");
+
+    // bounded: more transient failures than tries fail the step
+    let sb = Sandbox::new();
+    let (fake, log) = Fake::new(&[("flaky", Act::FlakyTimes(10))]);
+    let (summary, _) = sb.run(&g, fake, &opts(1));
+    assert_eq!(summary.failed, 1);
+    assert_eq!(log.0.lock().unwrap().tries["flaky"], 3, "1 try + 2 retries");
+}
+
+#[test]
+fn measurements_are_not_retried_unless_asked() {
+    let g = graph(
+        r#"
+study "fake"
+step "m" { run "x"; output "o"; measure #true }
+"#,
+    );
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[("m", Act::FlakyTimes(1))]);
+    let (summary, _) = sb.run(&g, fake, &opts(1));
+    assert_eq!((summary.failed, summary.retried), (1, 0));
+
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[("m", Act::FlakyTimes(1))]);
+    let mut o = opts(1);
+    o.retries.measurements = 1;
+    let (summary, _) = sb.run(&g, fake, &o);
+    assert!(summary.ok());
+    assert_eq!(summary.retried, 1);
+    let key = sb.store.names("fake").unwrap()["m"].clone();
+    let record = sb.store.get_record(&key).unwrap().unwrap();
+    assert_eq!(record.extra["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(record.extra["order"]["position"], 1, "the second run of m");
+}
+
+#[test]
+fn a_second_run_is_served_from_the_store_unless_the_kind_refuses_a_record() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[]);
+    let (first, _) = sb.run(&g, fake, &opts(2));
+    assert!(first.ok());
+    let (fake, log) = Fake::new(&[]);
+    let (second, _) = sb.run(&g, fake, &opts(2));
+    assert_eq!((second.cached, second.ran), (g.steps.len(), 0));
+    assert!(log.0.lock().unwrap().lines.is_empty());
+
+    // the kind refuses a's record (as if its image were gone): a runs again; its output is
+    // the same, so what depends on it stays cached
+    let (mut fake, _) = Fake::new(&[]);
+    fake.unusable.insert("a".into());
+    let (third, rec) = sb.run(&g, fake, &opts(2));
+    assert_eq!(rec.with("finished"), BTreeSet::from(["a".to_string()]));
+    assert_eq!(third.cached, g.steps.len() - 1);
+}

@@ -1,0 +1,103 @@
+//! `cairn clean` against the real Docker Engine: what a killed run left (found by its
+//! `cairn.run` label) is removed; without an engine the command says how to start one; the
+//! server socket directories of ended runs are removed by `cairn clean` and `cairn run`.
+//!
+//! `cairn clean` removes whatever cairn labelled, also what other tests of this process are
+//! using right now: it runs with the engine held exclusively ([`engine_exclusive`]).
+
+use std::process::Command;
+
+use crate::support::{contains, engine_exclusive, Sandbox};
+
+#[test]
+fn clean_removes_networks_a_killed_run_left() {
+    let _engine = engine_exclusive();
+    let name = format!("cairn-e2e-clean-{}", std::process::id());
+    let made = Command::new("docker")
+        .args(["network", "create", "--label"])
+        .arg(format!("cairn.run=e2e-clean-{}", std::process::id()))
+        .arg(&name)
+        .output()
+        .expect("docker CLI");
+    assert!(made.status.success(), "{made:?}");
+
+    Sandbox::new()
+        .cairn(["clean"])
+        .stdout(contains(&name))
+        .success();
+    let left = Command::new("docker")
+        .args(["network", "ls", "-q", "--filter"])
+        .arg(format!("name=^{name}$"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty());
+}
+
+#[test]
+fn clean_without_an_engine_says_how_to_start_one() {
+    Sandbox::new()
+        .cairn(["clean"])
+        .env("DOCKER_HOST", "unix:///nonexistent/cairn-docker.sock")
+        .stderr(contains("systemctl start docker"))
+        .failure();
+}
+
+/// A socket directory name of this (live) test process as a cairn run would make it:
+/// `cairn-run-<pid>-<start ticks>-<random>`.
+fn live_socket_dir_name() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let after_name = &stat[stat.rfind(')').expect("stat has a name") + 1..];
+    let ticks = after_name
+        .split_whitespace()
+        .nth(19)
+        .expect("start time field");
+    format!("cairn-run-{}-{ticks}-live01", std::process::id())
+}
+
+/// `cairn clean` removes the server socket directories of ended runs (here one of a pid that
+/// cannot exist), keeps a live run's, and says so — also when no container engine answers
+/// (the engine is never reached here, so nothing of other tests is touched).
+#[test]
+fn clean_removes_socket_dirs_of_ended_runs_even_without_an_engine() {
+    let sb = Sandbox::new();
+    let tmp = sb.path().join("tmp");
+    let dead = tmp.join("cairn-run-4294967295-5-dead01");
+    let live = tmp.join(live_socket_dir_name());
+    for d in [&dead, &live] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(dead.join("mysqld.sock"), "").expect("socket stand-in");
+    sb.cairn(["clean"])
+        .env("TMPDIR", &tmp.display().to_string())
+        .env("DOCKER_HOST", "unix:///nonexistent/cairn-docker.sock")
+        .stdout(contains(format!(
+            "removed socket directory {}",
+            dead.display()
+        )))
+        .stderr(contains("systemctl start docker"))
+        .failure();
+    assert!(!dead.exists(), "an ended run's directory is removed");
+    assert!(live.exists(), "a live run's directory is kept");
+}
+
+/// `cairn run` (of any plan) first removes the socket directories that killed runs left.
+#[test]
+fn run_removes_socket_dirs_that_killed_runs_left() {
+    let sb = Sandbox::new();
+    let tmp = sb.path().join("tmp");
+    let dead = tmp.join("cairn-run-4294967295-5-dead02");
+    let live = tmp.join(live_socket_dir_name());
+    for d in [&dead, &live] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    sb.write(
+        "p.kdl",
+        "study \"sweep\"\nstep \"a\" { run \"echo a > a.txt\"; output \"a.txt\" }\n",
+    );
+    sb.run("p.kdl")
+        .env("TMPDIR", &tmp.display().to_string())
+        .stderr(contains("1 socket directory"))
+        .success();
+    assert!(!dead.exists());
+    assert!(live.exists());
+}

@@ -1,0 +1,331 @@
+//! End-to-end: the CLI surface. `check`, diagnostics and exit codes, `graph` in both
+//! formats, `fmt --check`/`fmt`, `plan -vv`, bad selectors and unknown steps.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::support::{contains, fixture, lacks, set, Sandbox, Test};
+
+#[test]
+fn check_prints_step_counts() {
+    let t = Test::new()
+        .fixture("basic.kdl")
+        .args(["check", "basic.kdl"])
+        // gen[n=1], gen[n=2], sum, lone
+        .stdout(contains("4 steps"))
+        .stdout(contains("basic"))
+        .success();
+    // check writes nothing into the store
+    assert_eq!(t.sb.record_count(), 0);
+}
+
+#[test]
+fn check_of_the_shipped_fixture_in_place() {
+    let path = fixture("basic.kdl");
+    Test::new()
+        .args(["check", path.to_str().expect("utf-8 path")])
+        .success();
+}
+
+#[test]
+fn a_bad_plan_exits_2_with_a_diagnostic_naming_the_file() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("bad_unknown_node.kdl", "broken.kdl");
+    for cmd in ["check", "plan", "run", "graph"] {
+        sb.cairn([cmd, plan])
+            .output(contains("broken.kdl"))
+            // the bad node, and line 3 of the fixture that holds it
+            .output(contains("runn"))
+            .output(contains("broken.kdl:3"))
+            .code(2);
+    }
+    assert_eq!(sb.record_count(), 0);
+}
+
+#[test]
+fn other_bad_input_exits_2() {
+    let sb = Sandbox::new();
+    let cases = [
+        (
+            "cycle.kdl",
+            "study \"c\"\nstep \"a\" { needs \"b\"; run \"true\"; output \"x\" }\nstep \"b\" { needs \"a\"; run \"true\"; output \"y\" }\n",
+        ),
+        (
+            "dangling.kdl",
+            "study \"c\"\nstep \"a\" { needs \"zzz\"; run \"true\"; output \"x\" }\n",
+        ),
+        ("syntax.kdl", "study \"c\"\nstep \"a\" { run \"true\"\n"),
+    ];
+    for (name, text) in cases {
+        sb.write(name, text);
+        sb.cairn(["check", name]).stderr(contains(name)).code(2);
+    }
+    sb.cairn(["check", "does-not-exist.kdl"])
+        .stderr(contains("does-not-exist.kdl"))
+        .code(2);
+}
+
+/// Node id → label, and edges as (from label, to label), from `dot` or `mermaid` text.
+fn parse_graph(text: &str, arrow: &str) -> (BTreeSet<String>, BTreeSet<(String, String)>) {
+    let mut labels: BTreeMap<String, String> = BTreeMap::new();
+    let mut raw_edges = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some((a, b)) = line.split_once(arrow) {
+            let clean = |s: &str| {
+                s.trim()
+                    .trim_end_matches(';')
+                    .trim()
+                    .trim_matches('"')
+                    .to_string()
+            };
+            raw_edges.push((clean(a), clean(b)));
+        } else if let Some(start) = line.find("label=\"") {
+            let id = line.split_whitespace().next().unwrap_or("").to_string();
+            let rest = &line[start + 7..];
+            let label = &rest[..rest.find('"').expect("closing quote")];
+            labels.insert(id, label.to_string());
+        } else if let Some((id, rest)) = line.split_once("[\"") {
+            let label = &rest[..rest.find('"').expect("closing quote")];
+            labels.insert(id.trim().to_string(), label.to_string());
+        }
+    }
+    let name = |id: &String| labels.get(id).cloned().unwrap_or_else(|| id.clone());
+    let edges = raw_edges.iter().map(|(a, b)| (name(a), name(b))).collect();
+    (labels.into_values().collect(), edges)
+}
+
+#[test]
+fn graph_in_dot_and_mermaid_has_every_step_and_edge() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("basic.kdl", "basic.kdl");
+    let nodes = set(["gen[n=1]", "gen[n=2]", "sum", "lone"]);
+    let edges: BTreeSet<(String, String)> = [("gen[n=1]", "sum"), ("gen[n=2]", "sum")]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .into();
+
+    let mut dot = sb
+        .cairn(["graph", "--format", "dot", plan])
+        .stdout(contains("digraph"));
+    for n in &nodes {
+        dot = dot.stdout(contains(n.as_str()));
+    }
+    let dot = dot.success();
+    let (n, e) = parse_graph(&dot.stdout, "->");
+    assert_eq!(n, nodes, "{}", dot.stdout);
+    assert_eq!(e, edges, "{}", dot.stdout);
+
+    // dot is the default
+    let default = sb.cairn(["graph", plan]).success();
+    assert_eq!(default.stdout, dot.stdout);
+
+    let mut mm = sb.cairn(["graph", "--format", "mermaid", plan]);
+    for n in &nodes {
+        mm = mm.stdout(contains(n.as_str()));
+    }
+    let mm = mm.success();
+    let (n, e) = parse_graph(&mm.stdout, "-->");
+    assert_eq!(n, nodes, "{}", mm.stdout);
+    assert_eq!(e, edges, "{}", mm.stdout);
+
+    sb.cairn(["graph", "--format", "svg", plan]).code(2);
+}
+
+#[test]
+fn fmt_check_then_fmt_then_check_again() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("unformatted.kdl", "u.kdl");
+    let original = sb.read(plan);
+    let keys = || -> Vec<_> {
+        sb.plan_json(plan)
+            .into_iter()
+            .map(|s| (s["address"].clone(), s["key"].clone()))
+            .collect()
+    };
+    let keys_before = keys();
+
+    sb.cairn(["fmt", "--check", plan])
+        .output(contains("u.kdl"))
+        .failure();
+    assert_eq!(sb.read(plan), original, "--check does not write");
+
+    sb.cairn(["fmt", plan]).success();
+    let formatted = sb.read(plan);
+    assert_ne!(formatted, original);
+    assert!(
+        formatted.contains("// e2e fixture: valid but not in canonical formatting"),
+        "comments survive: {formatted}"
+    );
+
+    sb.cairn(["fmt", "--check", plan]).success();
+    // idempotent
+    sb.cairn(["fmt", plan]).success();
+    assert_eq!(sb.read(plan), formatted);
+    // formatting changes no key
+    assert_eq!(keys_before, keys());
+
+    // a formatted fixture passes --check as is
+    let b = sb.fixture("basic.kdl", "b.kdl");
+    sb.cairn(["fmt", "--check", b]).success();
+}
+
+#[test]
+fn plan_vv_shows_the_key_json() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("basic.kdl", "basic.kdl");
+    sb.cairn(["-vv", "plan", plan])
+        .stdout(contains("\"schema\""))
+        .stdout(contains("echo lone > lone.txt"))
+        .success();
+    // without -vv no key JSON
+    sb.cairn(["plan", plan])
+        .stdout(lacks("\"schema\""))
+        .success();
+}
+
+#[test]
+fn an_unknown_selector_kind_exits_2() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("basic.kdl", "basic.kdl");
+    sb.cairn(["run", "--only", "kind:nope", plan])
+        .stderr(contains("nope"))
+        .code(2);
+    sb.cairn(["run", "--fresh", "kind:nope", plan]).code(2);
+    assert_eq!(sb.record_count(), 0, "nothing ran");
+}
+
+#[test]
+fn only_with_a_selector_that_matches_nothing_exits_2() {
+    // a typo in --only must not look like a successful (empty) run
+    Test::new()
+        .fixture("basic.kdl")
+        .args(["run", "--only", "gne", "basic.kdl"])
+        .code(2);
+}
+
+#[test]
+fn selectors_by_kind_and_pattern_work() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("basic.kdl", "basic.kdl");
+    let ev = sb.run_ok(plan, &["--only", "gen[n=2]"]);
+    assert_eq!(ev.finished(), set(["gen[n=2]"]));
+    let ev = sb.run_ok(plan, &["--only", "l*"]);
+    assert_eq!(ev.finished(), set(["lone"]));
+    let ev = sb.run_ok(plan, &["--only", "kind:command"]);
+    assert_eq!(ev.finished(), set(["gen[n=1]", "sum"]));
+}
+
+#[test]
+fn explain_of_an_unknown_step_exits_2() {
+    let sb = Sandbox::new();
+    let plan = sb.fixture("basic.kdl", "basic.kdl");
+    sb.cairn(["explain", plan, "nope"])
+        .stderr(contains("nope"))
+        .code(2);
+    // a known one works
+    sb.cairn(["explain", plan, "sum"])
+        .stdout(contains("sum"))
+        .success();
+}
+
+#[test]
+fn usage_errors_exit_2_and_version_exits_0() {
+    let sb = Sandbox::new();
+    sb.cairn(["no-such-command"]).code(2);
+    sb.cairn(["run"]).code(2);
+    sb.cairn(["--version"]).stdout(contains("cairn")).success();
+}
+
+/// Issue 9, item 3: input that would exhaust the stack, memory or time is refused by
+/// `check` with a diagnostic and exit code 2 — not a crash (134), not a hang.
+#[test]
+fn check_refuses_unbounded_input_with_exit_2() {
+    let sb = Sandbox::new();
+    let deep = format!("{}{}", "a {\n".repeat(2000), "}\n".repeat(2000));
+    sb.write("deep.kdl", &deep);
+    sb.cairn(["check", "deep.kdl"])
+        .stderr(contains("nested more than 32 levels deep"))
+        .stderr(contains("deep.kdl:33"))
+        .code(2);
+
+    // thousands of syntax errors: the KDL parser recursed once per error
+    sb.write("closers.kdl", &"}\n".repeat(20_000));
+    sb.cairn(["check", "closers.kdl"]).code(2);
+
+    sb.write(
+        "passes.kdl",
+        "step \"again\" {\n    run \"true\"\n    passes 1000000000\n}\n",
+    );
+    sb.cairn(["check", "passes.kdl"])
+        .stderr(contains(
+            "step `again` would expand to 1000000000 steps (1000000000 passes)",
+        ))
+        .stderr(contains("passes.kdl:3"))
+        .code(2);
+
+    sb.write("zero.kdl", "import \"/dev/zero\"\n");
+    sb.cairn(["check", "zero.kdl"])
+        .stderr(contains(
+            "cannot read imported file `/dev/zero`: it is not a regular file",
+        ))
+        .stderr(contains("zero.kdl:1"))
+        .code(2);
+
+    // a FIFO nobody writes to: reading it would block for ever
+    let fifo = sb.path().join("pipe.kdl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    sb.write("fifo.kdl", "import \"pipe.kdl\"\n");
+    sb.cairn(["check", "fifo.kdl"])
+        .stderr(contains("it is not a regular file"))
+        .code(2);
+    sb.cairn(["check", "pipe.kdl"])
+        .stderr(contains("not a regular file"))
+        .code(2);
+
+    sb.write("huge.kdl", &format!("// {}\n", "x".repeat(2 << 20)));
+    sb.write("imports_huge.kdl", "import \"huge.kdl\"\n");
+    sb.cairn(["check", "imports_huge.kdl"])
+        .stderr(contains("larger than the limit of 1048576"))
+        .code(2);
+    assert_eq!(sb.record_count(), 0);
+}
+
+/// Issue 9, item 6: a plan reads host files outside its directory only where its study
+/// allows it with `host-path`.
+#[test]
+fn check_refuses_host_files_outside_the_plan_without_opt_in() {
+    let sb = Sandbox::new();
+    sb.write(
+        "collect.kdl",
+        "step \"collect\" {\n    run \"cat passwd\"\n    input \"/etc/passwd\"\n}\n",
+    );
+    for cmd in ["check", "run"] {
+        sb.cairn([cmd, "collect.kdl"])
+            .stderr(contains("input `/etc/passwd` cannot be read"))
+            .stderr(contains("collect.kdl:3"))
+            .stderr(contains("host-path \"/etc\""))
+            .code(2);
+    }
+    assert_eq!(sb.record_count(), 0);
+
+    // a symlink inside the plan's directory is followed first
+    std::os::unix::fs::symlink("/etc/passwd", sb.path().join("innocent.txt")).unwrap();
+    sb.write(
+        "sneaky.kdl",
+        "step \"collect\" {\n    run \"true\"\n    input \"innocent.txt\"\n}\n",
+    );
+    sb.cairn(["check", "sneaky.kdl"])
+        .stderr(contains(
+            "it is `/etc/passwd`, outside the plan's directory",
+        ))
+        .code(2);
+
+    // with the opt-in, the same step is fine
+    sb.write(
+        "allowed.kdl",
+        "study \"allowed\" {\n    host-path \"/etc\"\n}\nstep \"collect\" {\n    run \"true\"\n    input \"/etc/passwd\"\n    input \"innocent.txt\"\n}\n",
+    );
+    sb.cairn(["check", "allowed.kdl"]).success();
+}

@@ -1,0 +1,110 @@
+//! End-to-end: a real trial records what its server spent per query in the measured window — server CPU and context switches read through the runtime (a container's cgroup, a host process's `/proc`) — beside the driver's client CPU per query, for the native driver, the external sysbench tool and the process executor; `cairn results` shows the figures and a `table` analysis reads them.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{engine_shared, Sandbox};
+use crate::trials::images;
+
+/// A hang guard for invocations that start servers (never a timing).
+const GUARD: Duration = Duration::from_secs(600);
+
+/// The efficiency figures of `address`'s record are there and positive; its record's
+/// `efficiency` (returned) says where they came from.
+fn efficient(sb: &Sandbox, address: &str) -> Value {
+    let rec = sb.record(address);
+    let f = &rec["extra"]["figures"];
+    for name in [
+        "server_cpu_s",
+        "server_cpu_us_per_query",
+        "ctx_switches_per_query",
+        "client_cpu_ms_per_1k_queries",
+    ] {
+        let v = f[name].as_f64().unwrap_or(0.0);
+        assert!(
+            v > 0.0,
+            "{address} {name}: {f} {}",
+            rec["extra"]["efficiency"]
+        );
+    }
+    let e = rec["extra"]["efficiency"].clone();
+    eprintln!("{address} efficiency: {e}");
+    assert_eq!(e["queries_from"], "Questions", "{address}: {e}");
+    assert!(e["queries"].as_f64().unwrap() > 0.0, "{e}");
+    // no hardware counters are read: the record says why
+    assert!(
+        e["instructions_per_query"]["absent"].as_str().is_some(),
+        "{e}"
+    );
+    e
+}
+
+#[test]
+fn trials_record_server_and_client_cpu_and_switches_per_query() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-efficiency"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "native" {{ sysbench "oltp_read_only"; threads 2; duration "2s"; warmup "1s" }}
+workload "external" {{ sysbench "oltp_read_only" tool="external"; threads 2; duration "2s"; warmup "1s" }}
+trials "native" {{ servers "s"; dataset "sb"; workload "native" }}
+trials "external" {{ servers "s"; dataset "sb"; workload "external" }}
+analysis "cpu" {{ table metric="server_cpu_us_per_query" rows="server" columns="trials" baseline="s" }}
+"#,
+            images()
+        ),
+    );
+    let r = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
+    r.expect_code(0);
+    for address in ["trial/native/s", "trial/external/s"] {
+        let e = efficient(&sb, address);
+        // a container's CPU is its cgroup's where this host lets us read it
+        let from = e["server"]["cpu_from"].as_str().unwrap();
+        assert!(from == "cgroup" || from == "proc", "{e}");
+        assert_eq!(e["window"]["from"], "warmup end (by the clock)", "{e}");
+    }
+    let table = sb.cairn(["results", "plan.kdl"]).guard(GUARD).run();
+    table.expect_code(0);
+    assert!(
+        table.stdout.contains("server_cpu_us_per_query")
+            && table.stdout.contains("ctx_switches_per_query"),
+        "{}",
+        table.stdout
+    );
+    let t = sb
+        .cairn(["cat", "plan.kdl", "analysis/cpu", "table.json"])
+        .guard(GUARD)
+        .run();
+    t.expect_code(0);
+    assert!(t.stdout.contains("server_cpu_us_per_query"), "{}", t.stdout);
+}
+
+#[test]
+fn the_process_executor_reads_its_host_servers_proc() {
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        r#"study "e2e-efficiency-process"
+server "host" {
+    executor "process"
+    option innodb_buffer_pool_size="64M" innodb_log_file_size="16M"
+    connect "socket"
+}
+dataset "sb" { sysbench tables=1 rows=300 }
+workload "ps" { sysbench "oltp_point_select"; threads 2; duration "1s" }
+trials "t" { servers "host"; dataset "sb"; workload "ps" }
+"#,
+    );
+    let r = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
+    r.expect_code(0);
+    let e = efficient(&sb, "trial/t/host");
+    assert_eq!(e["server"]["cpu_from"], "proc", "{e}");
+    assert_eq!(e["window"]["from"], "workload start", "{e}");
+}

@@ -1,0 +1,23 @@
+//! cairn's end-to-end tests, one binary: the real `cairn` runs in a sandbox per test. One
+//! module per area; the Docker modules (`trials`, `images`, `clean`) need a Docker Engine.
+
+mod support;
+
+mod adaptive;
+mod cache;
+mod clean;
+mod cli;
+mod efficiency;
+mod failure;
+mod faults;
+mod images;
+mod kill;
+mod mysql;
+mod postgresql;
+mod report;
+mod repro;
+mod slurm;
+mod snapshots;
+mod source_build;
+mod store;
+mod trials;

@@ -1,0 +1,385 @@
+//! End-to-end: MySQL (Debian sid's `mysql-server`, `images/mysql.kdl`) as a server system
+//! through the real `cairn` binary and real containers — a dataset loaded once and snapshot,
+//! trials started from the snapshot running point_select and read_only natively and with the
+//! image's own sysbench (`tool="external"`) over TCP, the socket and TLS, sysbench's counts
+//! checked against the server's own statement counters, the variant checks (version, word
+//! size, the allocator read from the memory map), and MySQL beside MariaDB in one trials node,
+//! side by side in `cairn results`; and the client's declared network path (loopback,
+//! bridge, host, an emulated link), taken by native and external drivers alike.
+
+use std::path::Path;
+use std::sync::RwLockReadGuard;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{engine_shared, Ran, Sandbox};
+use crate::trials::{containers_of, networks_of};
+
+/// A hang guard for invocations that start servers (never a timing).
+const GUARD: Duration = Duration::from_secs(900);
+
+fn recipe(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("images")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Both shared images exist before the test's cairn needs them.
+fn images_ready() -> RwLockReadGuard<'static, ()> {
+    let engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    cairn_testkit::mysql_image();
+    engine
+}
+
+fn cairn(sb: &Sandbox, args: &[&str]) -> Ran {
+    sb.cairn(args.iter().copied()).guard(GUARD).run()
+}
+
+/// A JSON output of a step.
+fn cat(sb: &Sandbox, step: &str, file: &str) -> Value {
+    let out = cairn(sb, &["cat", "plan.kdl", step, file]);
+    out.expect_code(0);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{step} {file}: {e}"))
+}
+
+fn plan() -> String {
+    format!(
+        r#"study "e2e-mysql"
+import "{mariadb}"
+import "{mysql}"
+server "mysql" {{
+    image "mysql-sid"
+    system "mysql"
+    // the smallest redo log keeps the snapshot small
+    option innodb_buffer_pool_size="64M" max_connections=50 innodb_redo_log_capacity="8M"
+}}
+server "mysql-sock" {{ extends "mysql"; connect "socket"; allocator "jemalloc" }}
+server "mysql-tls" {{ extends "mysql"; connect "tls" }}
+server "mariadb" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+dataset "sb" {{ sysbench tables=1 rows=1000 }}
+workload "ps" {{ sysbench "oltp_point_select"; threads 2; duration "2s" }}
+workload "ro" {{ sysbench "oltp_read_only"; threads 2; duration "2s" }}
+workload "ps-ext" {{ sysbench "oltp_point_select" tool="external"; threads 2; duration "2s" }}
+workload "ro-ext" {{ sysbench "oltp_read_only" tool="external"; threads 2; duration "2s" }}
+trials "ps" {{ servers "mysql" "mariadb"; dataset "sb"; workload "ps" }}
+trials "ro" {{ servers "mysql" "mysql-sock" "mysql-tls"; dataset "sb"; workload "ro" }}
+trials "ps-ext" {{ servers "mysql"; dataset "sb"; workload "ps-ext" }}
+trials "ro-ext" {{ servers "mysql" "mysql-sock" "mysql-tls"; dataset "sb"; workload "ro-ext" }}
+"#,
+        mariadb = recipe("mariadb.kdl"),
+        mysql = recipe("mysql.kdl"),
+    )
+}
+
+#[test]
+fn mysql_runs_native_and_external_sysbench_from_a_snapshot_beside_mariadb() {
+    let _engine = images_ready();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &plan());
+    let r = cairn(&sb, &["--json", "run", "plan.kdl"]);
+    r.expect_code(0);
+    let ev = r.events();
+    let finished = ev.finished();
+    for step in [
+        "dataset/sb@mysql",
+        "trial/ps/mysql",
+        "trial/ps/mariadb",
+        "trial/ro/mysql",
+        "trial/ro/mysql-sock",
+        "trial/ro/mysql-tls",
+        "trial/ps-ext/mysql",
+        "trial/ro-ext/mysql",
+        "trial/ro-ext/mysql-sock",
+        "trial/ro-ext/mysql-tls",
+    ] {
+        assert!(finished.contains(step), "{step} ran: {finished:?}");
+    }
+
+    // every MySQL trial ran on the MySQL server it claims, started from the dataset's snapshot
+    for (step, preloaded) in [
+        ("trial/ro/mysql", None),
+        ("trial/ro/mysql-sock", Some("libjemalloc")),
+        ("trial/ro-ext/mysql-tls", None),
+    ] {
+        let rec = sb.record(step);
+        let v = &rec["extra"]["variant"]["checks"];
+        let version = v["version"].as_str().unwrap();
+        assert!(
+            version.starts_with(|c: char| c.is_ascii_digit()) && !version.contains("MariaDB"),
+            "{step}: {v}"
+        );
+        assert_eq!(v["process_name"], "mysqld", "{v}");
+        assert_eq!(v["word_size"], 64, "{v}");
+        assert_eq!(v["compile_machine"], "x86_64", "{v}");
+        // MySQL has no @@version_malloc_library: the allocator comes from the memory map.
+        // Debian's mysqld links tcmalloc itself: its "system" allocator
+        let malloc = v["malloc_library"].as_str().unwrap();
+        assert!(
+            malloc.starts_with("libtcmalloc (linked)") && malloc.ends_with("(from the memory map)"),
+            "{step}: {v}"
+        );
+        match preloaded {
+            Some(lib) => assert!(malloc.contains(&format!("{lib} (loaded)")), "{v}"),
+            None => assert!(!malloc.contains("loaded"), "{v}"),
+        }
+    }
+    let maria = sb.record("trial/ps/mariadb");
+    assert!(maria["extra"]["variant"]["checks"]["version"]
+        .as_str()
+        .unwrap()
+        .contains("MariaDB"));
+
+    // sysbench's counts are what the server executed: native and external, every connect mode
+    for (step, selects_per_query) in [
+        ("trial/ps/mysql", 1.0),
+        ("trial/ps-ext/mysql", 1.0),
+        ("trial/ro/mysql", 14.0 / 16.0),
+        ("trial/ro/mysql-sock", 14.0 / 16.0),
+        ("trial/ro/mysql-tls", 14.0 / 16.0),
+        ("trial/ro-ext/mysql", 14.0 / 16.0),
+        ("trial/ro-ext/mysql-sock", 14.0 / 16.0),
+        ("trial/ro-ext/mysql-tls", 14.0 / 16.0),
+    ] {
+        let f = &sb.record(step)["extra"]["figures"];
+        let queries = f["queries"].as_f64().unwrap();
+        assert!(
+            queries > 0.0 && f["tps"].as_f64().unwrap() > 0.0,
+            "{step}: {f}"
+        );
+        assert_eq!(f["errors"], 0.0, "{step}: {f}");
+        let deltas = &cat(&sb, step, "server.json")["status_deltas"];
+        let selects = deltas["Com_select"].as_f64().unwrap();
+        assert!(
+            selects >= queries * selects_per_query,
+            "{step}: the server counted {selects} SELECTs for sysbench's {queries} queries: {deltas}"
+        );
+        if step.ends_with("-tls") {
+            let accepts = deltas["Ssl_accepts"].as_f64().unwrap_or(0.0);
+            assert!(accepts >= 2.0, "{step}: Ssl_accepts {accepts}: {deltas}");
+        }
+    }
+    // the external tool reached the server the way each server's `connect` says
+    for (step, want) in [
+        ("trial/ro-ext/mysql", "--mysql-host="),
+        (
+            "trial/ro-ext/mysql-sock",
+            "--mysql-socket=/run/cairn/mysqld.sock",
+        ),
+        ("trial/ro-ext/mysql-tls", "--mysql-ssl=on"),
+    ] {
+        let m = cat(&sb, step, "metrics.json");
+        let argv = m["tool"]["argv"].as_array().unwrap();
+        assert!(
+            argv.iter().any(|a| a.as_str().unwrap().starts_with(want)),
+            "{step}: {argv:?}"
+        );
+    }
+
+    // MySQL and MariaDB side by side
+    let table = cairn(&sb, &["results", "plan.kdl"]);
+    table.expect_code(0);
+    let ps_rows: Vec<&str> = table
+        .stdout
+        .lines()
+        .filter(|l| l.contains("ps") && !l.contains("ps-ext"))
+        .collect();
+    assert!(
+        ps_rows.iter().any(|l| l.contains("mysql"))
+            && ps_rows.iter().any(|l| l.contains("mariadb")),
+        "{}",
+        table.stdout
+    );
+    let json = sb
+        .cairn(["--json", "results", "plan.kdl"])
+        .guard(GUARD)
+        .run();
+    let rows = json.json_lines();
+    assert_eq!(rows.len(), 9, "{}", json.stdout);
+    eprintln!("{}", table.stdout);
+
+    let pid = r.pid.unwrap();
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
+}
+
+#[test]
+fn an_unknown_system_is_refused_at_check_at_its_place() {
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-mysql-bad"
+import "{}"
+server "s" {{ image "mysql-sid"; system "percona" }}
+dataset "sb" {{ sysbench tables=1 rows=10 }}
+workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
+"#,
+            recipe("mysql.kdl")
+        ),
+    );
+    let r = cairn(&sb, &["check", "plan.kdl"]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("invalid system `percona`")
+            && r.stderr.contains("`mariadb`, `mysql` or `postgresql`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("system \"percona\"") && r.stderr.contains("not a known system"),
+        "the span: {}",
+        r.stderr
+    );
+}
+
+/// The client's network path, declared per server: native and external sysbench take the
+/// same one — loopback in the server's network namespace, another container on the bridge,
+/// the host, an emulated link — and each trial records it; `cairn results` shows it. A
+/// loopback client reaches the server at 127.0.0.1, which only the server's own network
+/// namespace answers (nothing listens there on the host or in another container), so a
+/// loopback trial that measured is one that ran there.
+#[test]
+fn native_and_external_clients_take_the_declared_network_path() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-netpath"
+import "{}"
+server "loop" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M"; client "loopback" }}
+server "bridge" {{ extends "loop"; client "bridge" }}
+server "host" {{ extends "loop"; client "host" }}
+server "link" {{ extends "loop"; client "bridge"; link rate="100mbit" }}
+dataset "sb" {{ sysbench tables=1 rows=1000 }}
+workload "native" {{ sysbench "oltp_point_select"; threads 2; duration "1s" }}
+workload "external" {{ sysbench "oltp_point_select" tool="external"; threads 2; duration "1s" }}
+trials "native" {{ servers "loop" "bridge" "host" "link"; dataset "sb"; workload "native" }}
+trials "external" {{ servers "loop" "bridge" "link"; dataset "sb"; workload "external" }}
+"#,
+            recipe("mariadb.kdl")
+        ),
+    );
+    let r = cairn(&sb, &["--json", "run", "plan.kdl"]);
+    r.expect_code(0);
+    // where a client runs does not change the data: one dataset for the four servers
+    let loads = r
+        .events()
+        .of("step_finished")
+        .into_iter()
+        .filter(|e| e["kind"] == "dataset")
+        .count();
+    assert!(loads >= 1, "{}", r.stdout);
+    for (server, path, native, external) in [
+        (
+            "loop",
+            "loopback",
+            "cairn's threads in the server container's network namespace, over TCP to 127.0.0.1",
+            Some("a container sharing the server container's network namespace, over TCP to 127.0.0.1"),
+        ),
+        (
+            "bridge",
+            "bridge",
+            "cairn's threads in another container's network namespace on cairn-",
+            Some("another container on cairn-"),
+        ),
+        (
+            "host",
+            "host",
+            "cairn's threads on the host, over TCP to the container's address",
+            None,
+        ),
+        (
+            "link",
+            "bridge",
+            "cairn's threads in another container's network namespace on cairn-",
+            Some("another container on cairn-"),
+        ),
+    ] {
+        let rec = sb.record(&format!("trial/native/{server}"));
+        let c = &rec["extra"]["client"];
+        assert_eq!(c["path"], path, "{c}");
+        assert_eq!(c["driver"], "native", "{c}");
+        assert!(c["place"].as_str().unwrap().starts_with(native), "{c}");
+        assert!(rec["extra"]["figures"]["queries"].as_f64().unwrap() > 0.0);
+        if let Some(external) = external {
+            let step = format!("trial/external/{server}");
+            let rec = sb.record(&step);
+            let c = &rec["extra"]["client"];
+            assert_eq!((c["path"].as_str(), c["driver"].as_str()), (Some(path), Some("external")), "{c}");
+            assert!(c["place"].as_str().unwrap().starts_with(external), "{c}");
+            let argv = cat(&sb, &step, "metrics.json")["tool"]["argv"].clone();
+            let host = argv
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|a| a.as_str()?.strip_prefix("--mysql-host="))
+                .next()
+                .unwrap()
+                .to_string();
+            assert_eq!(host == "127.0.0.1", path == "loopback", "{step}: {argv}");
+        }
+        if server == "link" {
+            assert_eq!(c["link"]["rate"], "100mbit", "{c}");
+        }
+    }
+    let table = cairn(&sb, &["results", "plan.kdl"]);
+    table.expect_code(0);
+    let header = table.stdout.lines().next().unwrap();
+    assert!(
+        header.split_whitespace().nth(2) == Some("client"),
+        "{}",
+        table.stdout
+    );
+    assert!(table.stdout.contains("bridge 100mbit"), "{}", table.stdout);
+    let pid = r.pid.unwrap();
+    assert!(
+        containers_of(pid).is_empty(),
+        "netns holders removed too: {:?}",
+        containers_of(pid)
+    );
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
+}
+
+#[test]
+fn a_link_where_clients_cross_no_network_is_refused_at_check() {
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-netpath-bad"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; client "loopback"; link rate="10mbit" }}
+dataset "sb" {{ sysbench tables=1 rows=10 }}
+workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
+"#,
+            recipe("mariadb.kdl")
+        ),
+    );
+    let r = cairn(&sb, &["check", "plan.kdl"]);
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains("loopback clients do not cross the server's network interface"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("link rate="), "the span: {}", r.stderr);
+    sb.write(
+        "plan.kdl",
+        &sb.read("plan.kdl").replace(
+            "client \"loopback\"; link rate=\"10mbit\"",
+            "link rate=\"fast\"",
+        ),
+    );
+    let r = cairn(&sb, &["check", "plan.kdl"]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("is not a rate"), "{}", r.stderr);
+}

@@ -1,0 +1,340 @@
+//! End-to-end: a tiny real study (two MariaDB servers in Docker, one thread count, three
+//! passes of a second) with a table, a claim and a report — `cairn run` ends with the table
+//! and the verdict, `cairn report` writes `results/<study>/report.md`, `data.csv` and
+//! `data.json` (report.md pinned by a snapshot with numbers, keys and noise redacted), and
+//! re-measuring one trial re-runs its analysis, claim and report and nothing else.
+//! `report.html` carries its plot inline, and headless Chromium (installed by
+//! `scripts/setup.sh`; never skipped) renders it: a screenshot, decoded, shows the chart's
+//! series colours.
+//!
+//! Three passes per side keep the verdicts fixed (a rank test cannot decide 3 vs 3, so
+//! every comparison and the claim are inconclusive whatever the machine measures): the
+//! snapshot pins the report's layout and reasoning, not this machine's speed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::{assert_snapshot, engine_shared, normalize, set, Sandbox};
+
+/// A hang guard for invocations that start servers (never a timing).
+const GUARD: Duration = Duration::from_secs(900);
+
+fn plan() -> String {
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    format!(
+        r#"study "e2e-report" {{ title "System malloc vs jemalloc (e2e)" }}
+import "{}"
+server "system" {{
+    image "mariadb-bookworm"
+    option innodb_buffer_pool_size="64M" max_connections=50 skip-name-resolve=#true
+    connect "tcp"
+}}
+server "jemalloc" {{ extends "system"; allocator "jemalloc" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ps" {{
+    sysbench "oltp_point_select"
+    threads 2
+    duration "1s"
+}}
+trials "r" {{ servers "system" "jemalloc"; dataset "sb"; workload "ps"; passes 3 }}
+analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="system" }}
+claim "jemalloc is faster by at least 5%" {{
+    metric "tps"
+    expect "jemalloc > system" by="5%"
+}}
+analysis "lat" {{ plot metric="latency_p95_ms" x="threads" style="bar" }}
+report "summary" {{ analyses "tps" "lat" }}
+"#,
+        images.display()
+    )
+}
+
+/// `report.md` with what varies between runs and machines redacted: numbers, keys and
+/// digests, the machine, and which cells happened to be noisy.
+fn redact(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut in_noisy = false;
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            in_noisy = line == "## Noisy points";
+            out.push(line.to_string());
+            if in_noisy {
+                out.push(String::new());
+                out.push("[which cells were noisy]".into());
+                out.push(String::new());
+            }
+            continue;
+        }
+        if in_noisy || line.starts_with("⚠ noisy") {
+            continue;
+        }
+        if line.starts_with("- machine: ") {
+            out.push("- machine: [MACHINE]".into());
+            continue;
+        }
+        out.push(redact_numbers(&line.replace(" ⚠", "")));
+    }
+    // which way and how far the noise tipped the ratio, and whether the passes needed are
+    // countable, are this machine's: the sentences stay
+    for line in &mut out {
+        *line = line
+            .replace("(+N%)", "(±N%)")
+            .replace("(-N%)", "(±N%)")
+            .replace(
+                "more than N passes per variant would be needed to resolve",
+                "about N passes per variant would resolve",
+            );
+    }
+    // a dropped line may leave two blank lines in a row
+    out.dedup_by(|a, b| a.is_empty() && b.is_empty());
+    out.join("\n")
+}
+
+/// Hex runs of 12 or more (keys, digests) → `HEX`; other digit runs (with `.`) → `N`.
+fn redact_numbers(line: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let hex_len = chars[i..]
+            .iter()
+            .take_while(|c| c.is_ascii_hexdigit())
+            .count();
+        let starts_word = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
+        if starts_word && hex_len >= 12 {
+            out.push_str("HEX");
+            i += hex_len;
+        } else if chars[i].is_ascii_digit() {
+            let len = chars[i..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit() || **c == '.')
+                .count();
+            out.push('N');
+            i += len;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &plan());
+
+    // the run ends with the main table and the claim's verdict, and writes the report
+    let run = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
+    run.expect_code(0);
+    for part in [
+        "### tps: `tps` (1/s), median of the passes",
+        "| system |",
+        "| jemalloc |",
+        "**inconclusive**",
+        "### Claims",
+        "\"jemalloc is faster by at least 5%\"",
+    ] {
+        assert!(run.stdout.contains(part), "{part:?} in\n{}", run.stdout);
+    }
+    let dir = sb.results().join("e2e-report");
+    assert!(dir.join("report.md").exists());
+
+    // `cairn report`: from the records only; nothing measured, nothing re-rendered
+    let rep = sb
+        .cairn(["--json", "report", "plan.kdl"])
+        .guard(GUARD)
+        .run();
+    rep.expect_code(0);
+    let ev = rep.events();
+    assert!(ev.finished().is_empty(), "{:?}", ev.finished());
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("- plan: `plan.kdl`, blake3 "), "{md}");
+    assert_snapshot("report_md", &redact(&normalize(&md, Some(sb.path()))));
+
+    // data.csv: one row per trial with its parameters and figures
+    let csv = std::fs::read_to_string(dir.join("data.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for col in ["address", "server", "pass", "key", "threads", "tps"] {
+        assert!(header.contains(&col), "{col} in {header:?}");
+    }
+    assert_eq!(lines.count(), 6);
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("data.json")).unwrap()).unwrap();
+    assert_eq!(data["trials"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        data["tables"]["tps"]["cells"][1]["trials"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        data["claims"]["jemalloc is faster by at least 5%"]["verdict"],
+        "inconclusive"
+    );
+
+    // the plot: files beside the report, inline in report.html, rendered by a browser
+    for file in ["plot-lat.svg", "plot-lat.png", "report.html", "series.csv"] {
+        assert!(dir.join(file).exists(), "{file} in {}", dir.display());
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg"), "no inline SVG in report.html");
+    assert!(
+        html.contains("latency_p95_ms (ms)"),
+        "no y axis label with its unit"
+    );
+    assert!(html.contains("- plan: ") || html.contains("<li>plan: <code>plan.kdl</code>"));
+    assert_chromium_renders_the_plot(&dir.join("report.html"), sb.path());
+
+    // series.csv: per-second samples of every trial in long format
+    let series = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    let mut lines = series.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("key,address,trials,server,pass,")
+            && header.contains(",threads,")
+            && header.ends_with(",second,in_warmup,figure,value"),
+        "{header}"
+    );
+    let tps_rows = lines.filter(|l| l.contains(",tps,")).count();
+    assert!(
+        tps_rows >= 6,
+        "{tps_rows} tps samples for 6 trials:\n{series}"
+    );
+
+    // one trial measured again: its analysis, claim and report follow, nothing else runs
+    let again = sb
+        .cairn(["--json", "run", "plan.kdl", "--fresh", "trial/r/jemalloc#2"])
+        .guard(GUARD)
+        .run();
+    again.expect_code(0);
+    assert_eq!(
+        again.events().finished(),
+        set([
+            "trial/r/jemalloc#2",
+            "analysis/tps",
+            "analysis/lat",
+            "claim/jemalloc is faster by at least 5%",
+            "report/summary",
+        ])
+    );
+    // and a plain second run is served from the cache
+    let cached = sb.cairn(["--json", "run", "plan.kdl"]).guard(GUARD).run();
+    cached.expect_code(0);
+    assert!(cached.events().finished().is_empty());
+}
+
+#[test]
+fn bad_analyses_and_claims_are_refused_at_check_pointing_at_the_value() {
+    let sb = Sandbox::new();
+    let text = plan()
+        .replace(
+            r#"expect "jemalloc > system" by="5%""#,
+            r#"expect "tcmalloc > system" by="5%""#,
+        )
+        .replace(r#"baseline="system""#, r#"baseline="sytem""#)
+        .replace(r#"style="bar""#, r#"style="pie""#);
+    sb.write("plan.kdl", &text);
+    let r = sb.cairn(["check", "plan.kdl"]).run();
+    r.expect_code(2);
+    for part in [
+        "`tcmalloc` is not a server of the study's trials",
+        r#"expect "tcmalloc > system" by="5%""#,
+        "the baseline `sytem` is not a server of these trials",
+        "╰── `expect`",
+        r#"baseline="sytem""#,
+        "`pie` is not a chart style; use \"line\" or \"bar\"",
+    ] {
+        assert!(r.stderr.contains(part), "{part:?} in\n{}", r.stderr);
+    }
+    // nothing was recorded
+    assert_eq!(sb.record_count(), 0);
+}
+
+/// Opens `html` in headless Chromium, screenshots it and checks the top of the page (where
+/// the plots are) shows the charts' series colours — saturated pixels the page's text, tables
+/// and verdict shading never have. A missing Chromium fails the test: setup installs it.
+fn assert_chromium_renders_the_plot(html: &Path, work: &Path) {
+    let shot = work.join("report.png");
+    let profile = work.join("chromium-profile");
+    let out = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1200,1000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium runs (scripts/setup.sh installs Debian's `chromium`)");
+    assert!(
+        shot.exists(),
+        "chromium wrote no screenshot: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // kept for a person to look at when the check fails
+    let _ = std::fs::copy(
+        &shot,
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-report-screenshot.png"),
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let mut ink = 0;
+    let mut saturated = 0;
+    for p in pixels.chunks(channels) {
+        let (r, g, b) = (p[0], p[1], p[2]);
+        if (r, g, b) != (255, 255, 255) {
+            ink += 1;
+        }
+        if r.max(g).max(b) - r.min(g).min(b) > 100 {
+            saturated += 1;
+        }
+    }
+    assert!(
+        ink > 10_000,
+        "the screenshot is (nearly) blank: {ink} non-white pixels"
+    );
+    assert!(
+        saturated > 2_000,
+        "no chart in the screenshot: {saturated} saturated pixels of {ink} non-white"
+    );
+}
+
+#[test]
+fn report_never_measures_it_refuses_while_trials_have_no_result() {
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &plan());
+    let r = sb.cairn(["report", "plan.kdl"]).run();
+    r.expect_code(1);
+    assert!(
+        r.stderr
+            .contains("6 of the study's measurements have no result for their current definition on this machine"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("run `cairn run plan.kdl` first"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sb.record_count(), 0, "nothing ran");
+    assert!(!sb.results().join("e2e-report").exists());
+
+    // a plan without a report is bad input
+    sb.write("bare.kdl", "study \"bare\"\nstep \"a\" { run \"true\" }\n");
+    let r = sb.cairn(["report", "bare.kdl"]).run();
+    r.expect_code(2);
+    assert!(r.stderr.contains("declares no report"), "{}", r.stderr);
+}

@@ -1,0 +1,560 @@
+//! End-to-end: reproduction workflows. A tiny real study (two MariaDB servers in Docker,
+//! rows=500, 1 s runs, 2 passes) is bundled, verified, altered in every way a bundle can
+//! be (a flipped byte in a blob, a deleted record, a foreign file — each named with what it
+//! breaks, and reproduce refuses), and reproduced under a second, simulated fingerprint:
+//! every trial re-runs and the comparison names a verdict for every claim. Hostile archives
+//! (`../`, links, a decompression bomb) are refused; a host `step` does not run without
+//! the flag; `gc` keeps another machine's trials; an image rebuilt with the same packages
+//! changes no record and re-runs nothing downstream.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{engine_shared, Sandbox};
+
+/// A hang guard for invocations that start servers or build images (never a timing).
+const GUARD: Duration = Duration::from_secs(900);
+
+const SIMULATED: &str = r#"{"cpu_model":"Simulated CPU for reproduction"}"#;
+
+fn study_plan() -> String {
+    // the bundle holds only files under the plan's directory: the recipe is copied beside it
+    r#"study "e2e-repro"
+import "mariadb.kdl"
+server "system" {
+    image "mariadb-bookworm"
+    option innodb_buffer_pool_size="64M" max_connections=50 skip-name-resolve=#true
+    connect "tcp"
+}
+server "jemalloc" { extends "system"; allocator "jemalloc" }
+dataset "sb" { sysbench tables=1 rows=500 }
+workload "ps" {
+    sysbench "oltp_point_select"
+    threads 2
+    duration "1s"
+}
+trials "r" { servers "system" "jemalloc"; dataset "sb"; workload "ps"; passes 2 }
+analysis "tps" { table metric="tps" rows="server" columns="threads" baseline="system" }
+claim "jemalloc is not slower by more than 50%" {
+    metric "tps"
+    expect "jemalloc >= system" within="50%"
+}
+report "summary" { analyses "tps" }
+"#
+    .to_string()
+}
+
+fn write_study(sb: &Sandbox) {
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    sb.write("plan.kdl", &study_plan());
+    sb.write("mariadb.kdl", &std::fs::read_to_string(images).unwrap());
+}
+
+/// Every `(path, bytes)` under `dir`, sorted.
+fn snapshot_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<(PathBuf, Vec<u8>)> = crate::support::files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Unpacks a `.tar.zst` (trusted here: one this test made) into `dest`.
+fn unpack(archive: &Path, dest: &Path) {
+    let f = std::fs::File::open(archive).unwrap();
+    let dec = zstd::stream::Decoder::new(f).unwrap();
+    tar::Archive::new(dec).unpack(dest).unwrap();
+}
+
+/// Packs `dir` into a `.tar.zst`, `bundle.json` first (as cairn writes it).
+fn repack(dir: &Path, archive: &Path) {
+    let f = std::fs::File::create(archive).unwrap();
+    let enc = zstd::stream::Encoder::new(f, 3).unwrap();
+    let mut t = tar::Builder::new(enc);
+    t.append_path_with_name(dir.join("bundle.json"), "bundle.json")
+        .unwrap();
+    for p in crate::support::files_under(dir) {
+        let rel = p.strip_prefix(dir).unwrap();
+        if rel != Path::new("bundle.json") {
+            t.append_path_with_name(&p, rel).unwrap();
+        }
+    }
+    t.into_inner().unwrap().finish().unwrap();
+}
+
+/// An archive whose entries are written raw: `(name, kind, data)`; names are not checked,
+/// so `../` and links can be made.
+/// One raw archive entry: name, type, content, link target.
+type RawEntry<'a> = (&'a str, tar::EntryType, &'a [u8], Option<&'a str>);
+
+fn hostile(archive: &Path, entries: &[RawEntry<'_>]) {
+    let f = std::fs::File::create(archive).unwrap();
+    let mut enc = zstd::stream::Encoder::new(f, 3).unwrap();
+    for (name, kind, data, link) in entries {
+        let mut h = tar::Header::new_gnu();
+        {
+            let gnu = h.as_gnu_mut().unwrap();
+            gnu.name[..name.len()].copy_from_slice(name.as_bytes());
+            if let Some(l) = link {
+                gnu.linkname[..l.len()].copy_from_slice(l.as_bytes());
+            }
+        }
+        h.set_entry_type(*kind);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        enc.write_all(h.as_bytes()).unwrap();
+        enc.write_all(data).unwrap();
+        let pad = (512 - data.len() % 512) % 512;
+        enc.write_all(&vec![0u8; pad]).unwrap();
+    }
+    enc.write_all(&[0u8; 1024]).unwrap();
+    enc.finish().unwrap();
+}
+
+fn minimal_manifest(total_bytes: u64) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "format": "cairn-bundle/1", "study": "x", "plan": "plan/x.kdl", "cairn_version": "0",
+        "created": "", "files": {}, "steps": [], "host_steps": [], "total_bytes": total_bytes
+    }))
+    .unwrap()
+}
+
+#[test]
+fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    write_study(&sb);
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+
+    // bundle and verify: clean
+    let t = Instant::now();
+    sb.cairn(["bundle", "plan.kdl", "-o", "study.tar.zst"])
+        .guard(GUARD)
+        .success();
+    eprintln!("TIMING bundle: {:.2?}", t.elapsed());
+    let t = Instant::now();
+    let v = sb.cairn(["verify", "study.tar.zst"]).guard(GUARD).success();
+    eprintln!("TIMING verify: {:.2?}", t.elapsed());
+    assert!(v.stdout.contains("bundle is intact"), "{}", v.stdout);
+
+    // altered: a flipped byte in a blob, a deleted record, a foreign file
+    let dir = sb.path().join("unpacked");
+    unpack(&sb.path().join("study.tar.zst"), &dir);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+    let step_key = |address: &str| -> String {
+        manifest["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["address"] == address)
+            .unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let trial = step_key("trial/r/system#1");
+    let trial_rec: Value = serde_json::from_slice(
+        &std::fs::read(dir.join(format!("store/records/{trial}.json"))).unwrap(),
+    )
+    .unwrap();
+    let figures = trial_rec["outputs"]["figures.json"]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let blob = dir.join(format!("store/blobs/{}/{figures}", &figures[..2]));
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&blob, bytes).unwrap();
+    let claim = step_key("claim/jemalloc is not slower by more than 50%");
+    std::fs::remove_file(dir.join(format!("store/records/{claim}.json"))).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not part of the study").unwrap();
+    let r = sb
+        .cairn(["verify", dir.to_str().unwrap()])
+        .guard(GUARD)
+        .code(1);
+    let out = &r.stdout;
+    assert!(
+        out.contains(&format!(
+            "altered file store/blobs/{}/{figures}",
+            &figures[..2]
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("trial/r/system#1"),
+        "what the blob breaks: {out}"
+    );
+    assert!(
+        out.contains(&format!("missing file store/records/{claim}.json")),
+        "{out}"
+    );
+    assert!(out.contains("extra file notes.txt"), "{out}");
+    assert!(out.contains("bundle is damaged"), "{out}");
+    // reproduce refuses an altered bundle, and runs nothing
+    repack(&dir, &sb.path().join("altered.tar.zst"));
+    let r = sb
+        .cairn(["reproduce", "altered.tar.zst", "--into", "altered-repro"])
+        .guard(GUARD)
+        .code(1);
+    assert!(
+        r.stderr.contains("does not verify; nothing was run"),
+        "{}",
+        r.stderr
+    );
+    assert!(!sb.path().join("altered-repro/reproduced").exists());
+
+    // reproduce on a second machine (a simulated fingerprint): every trial re-runs
+    let t = Instant::now();
+    let r = sb
+        .cairn(["reproduce", "study.tar.zst", "--into", "repro"])
+        .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
+        .guard(GUARD)
+        .success();
+    eprintln!("TIMING reproduce: {:.2?}", t.elapsed());
+    let repro = sb.path().join("repro");
+    let cmp: Value =
+        serde_json::from_slice(&std::fs::read(repro.join("comparison.json")).unwrap()).unwrap();
+    assert!(repro.join("comparison.md").exists());
+    assert!(r.stdout.contains("ratio"), "{}", r.stdout);
+    let cells = cmp["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "one tps cell per server: {cmp}");
+    for c in cells {
+        assert_eq!(c["a"].as_array().unwrap().len(), 2, "{c}");
+        assert_eq!(c["b"].as_array().unwrap().len(), 2, "{c}");
+        assert!(c["verdict"].as_str().is_some_and(|v| !v.is_empty()));
+    }
+    let claims = cmp["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 1);
+    for c in claims {
+        assert!(
+            c["a"].is_string() && c["b"].is_string(),
+            "a verdict each: {c}"
+        );
+        assert!(c["holds_on_b"].is_boolean(), "{c}");
+    }
+    assert_eq!(
+        cmp["fingerprints_b"][0]["cpu_model"],
+        "Simulated CPU for reproduction"
+    );
+    // nothing published was reused: the reproduced store has every trial, measured here
+    let reproduced = repro.join("reproduced");
+    let trials: Vec<Value> = crate::support::files_under(&reproduced.join("store/records"))
+        .into_iter()
+        .map(|p| serde_json::from_slice::<Value>(&std::fs::read(p).unwrap()).unwrap())
+        .filter(|r| r["kind"] == "trial")
+        .collect();
+    assert_eq!(trials.len(), 4);
+    assert!(trials.iter().all(|t| t["fingerprint"]["cpu_model"]
+        == "Simulated CPU for reproduction"
+        && t["extra"]["machine"]["simulated"].is_object()));
+
+    // gc (on this machine, not the simulated one) keeps the other machine's trials: the
+    // reproduction's records join this machine's store
+    for sub in ["records", "blobs"] {
+        let from = reproduced.join("store").join(sub);
+        for p in crate::support::files_under(&from) {
+            let to = sb.store().join(sub).join(p.strip_prefix(&from).unwrap());
+            if !to.exists() {
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::copy(&p, &to).unwrap();
+            }
+        }
+    }
+    let simulated_trials = || {
+        sb.record_files()
+            .into_iter()
+            .map(|p| serde_json::from_slice::<Value>(&std::fs::read(p).unwrap()).unwrap())
+            .filter(|r| {
+                r["kind"] == "trial"
+                    && r["fingerprint"]["cpu_model"] == "Simulated CPU for reproduction"
+            })
+            .count()
+    };
+    assert_eq!(simulated_trials(), 4);
+    let g = sb
+        .cairn(["gc", "plan.kdl", "--apply"])
+        .guard(GUARD)
+        .success();
+    assert!(
+        g.stdout
+            .contains("keeping 4 measurements made on other machines"),
+        "{}",
+        g.stdout
+    );
+    assert_eq!(simulated_trials(), 4);
+    sb.cairn(["gc", "plan.kdl", "--apply", "--other-machines"])
+        .guard(GUARD)
+        .success();
+    assert_eq!(
+        simulated_trials(),
+        0,
+        "asked: the other machine's trials go"
+    );
+    // this machine's study is whole: its report renders from the records, nothing runs
+    sb.cairn(["report", "plan.kdl"]).guard(GUARD).success();
+    // history: this machine's results of each cell (one result set so far), with the rule
+    let h = sb.cairn(["history", "plan.kdl"]).guard(GUARD).success();
+    assert!(h.stdout.contains("trial/r/system (tps):"), "{}", h.stdout);
+    assert!(h.stdout.contains("trial/r/jemalloc (tps):"), "{}", h.stdout);
+    assert!(h.stdout.contains("of 2"), "{}", h.stdout);
+    assert!(h.stdout.contains("the tables' rule"), "{}", h.stdout);
+}
+
+#[test]
+fn hostile_archives_are_refused() {
+    let sb = Sandbox::new();
+    let outside = sb.path().join("evil");
+    let m = minimal_manifest(10);
+    let cases: Vec<(&str, Vec<RawEntry<'_>>, &str)> = vec![
+        (
+            "dotdot.tar.zst",
+            vec![
+                ("bundle.json", tar::EntryType::Regular, &m, None),
+                ("../evil", tar::EntryType::Regular, b"x", None),
+            ],
+            "climbs out with `..`",
+        ),
+        (
+            "absolute.tar.zst",
+            vec![
+                ("bundle.json", tar::EntryType::Regular, &m, None),
+                ("/tmp/cairn-e2e-evil", tar::EntryType::Regular, b"x", None),
+            ],
+            "is an absolute path",
+        ),
+        (
+            "link.tar.zst",
+            vec![
+                ("bundle.json", tar::EntryType::Regular, &m, None),
+                ("store", tar::EntryType::Symlink, b"", Some("/etc")),
+            ],
+            "symbolic link",
+        ),
+    ];
+    for (name, entries, why) in &cases {
+        hostile(&sb.path().join(name), entries);
+        for cmd in ["verify", "reproduce"] {
+            let r = sb.cairn([cmd, name]).guard(GUARD).code(2);
+            assert!(r.stderr.contains(why), "{cmd} {name}: {}", r.stderr);
+        }
+    }
+    // a bomb: the manifest declares 10 bytes, an entry unpacks to 64 MiB of zeros
+    let zeros = vec![0u8; 64 << 20];
+    hostile(
+        &sb.path().join("bomb.tar.zst"),
+        &[
+            ("bundle.json", tar::EntryType::Regular, &m, None),
+            ("store/blobs/00/big", tar::EntryType::Regular, &zeros, None),
+        ],
+    );
+    let size = std::fs::metadata(sb.path().join("bomb.tar.zst"))
+        .unwrap()
+        .len();
+    assert!(size < 1 << 20, "the bomb is small packed: {size}");
+    let r = sb.cairn(["verify", "bomb.tar.zst"]).guard(GUARD).code(2);
+    assert!(r.stderr.contains("decompression bomb"), "{}", r.stderr);
+    assert!(!outside.exists());
+    assert!(!Path::new("/tmp/cairn-e2e-evil").exists());
+}
+
+#[test]
+fn a_host_step_of_a_bundle_runs_only_with_the_flag() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("marker");
+    sb.write(
+        "plan.kdl",
+        &format!(
+            "study \"hosty\"\nstep \"touch\" {{\n    run \"touch {} && echo done > out\"\n    output \"out\"\n}}\n",
+            marker.display()
+        ),
+    );
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+    let b = sb
+        .cairn(["bundle", "plan.kdl", "-o", "hosty.tar.zst"])
+        .guard(GUARD)
+        .success();
+    assert!(b.stdout.contains("host steps"), "{}", b.stdout);
+    let v = sb.cairn(["verify", "hosty.tar.zst"]).guard(GUARD).success();
+    assert!(
+        v.stdout
+            .contains("host steps (run on the host only with --allow-host-steps): touch"),
+        "{}",
+        v.stdout
+    );
+    let r = sb
+        .cairn(["reproduce", "hosty.tar.zst", "--into", "r1"])
+        .guard(GUARD)
+        .code(2);
+    assert!(r.stderr.contains("--allow-host-steps"), "{}", r.stderr);
+    assert!(!marker.exists(), "the host step did not run");
+    sb.cairn([
+        "reproduce",
+        "hosty.tar.zst",
+        "--into",
+        "r2",
+        "--allow-host-steps",
+    ])
+    .guard(GUARD)
+    .success();
+    assert!(marker.exists(), "with the flag it ran");
+}
+
+/// Removes every tag of `cairn/<name>` when dropped.
+struct ImageGuard(String);
+
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        let repo = format!("cairn/{}", self.0);
+        let out = docker(&["images", "--format", "{{.Repository}}:{{.Tag}}", &repo]);
+        for r in String::from_utf8_lossy(&out.stdout).lines().rev() {
+            let _ = docker(&["rmi", "-f", r]);
+        }
+    }
+}
+
+fn docker(args: &[&str]) -> std::process::Output {
+    Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI")
+}
+
+/// Provenance survives a rebuild, and a lock holds the image to its versions: the same
+/// recipe rebuilt with the same packages changes no record; `cairn lock` writes every
+/// package version and plan file digest; `cairn plan` compares the lock with the archive;
+/// a lock pinned to a version the archive does not serve fails the build before it starts,
+/// naming the package and version, and the earlier build no longer serves as cached.
+#[test]
+fn an_image_rebuilt_with_the_same_packages_changes_no_record_and_a_lock_holds_it() {
+    let _engine = engine_shared();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let name = format!("e2e-rebuild-{}-{nanos:x}", std::process::id());
+    let _guard = ImageGuard(name.clone());
+    let sb = Sandbox::new();
+    sb.write("conf/x.cnf", "[mysqld]\n");
+    sb.write(
+        "plan.kdl",
+        &format!(
+            "study \"rebuild\"\nimage \"{name}\" {{\n    debian suite=\"bookworm\" arch=\"amd64\"\n    packages \"less\"\n    file \"conf/x.cnf\" \"/etc/x.cnf\"\n}}\n"
+        ),
+    );
+    // the debootstrap cache is shared with the image tests (kept between test runs)
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-images-cache");
+    let run = || {
+        sb.cairn(["--json", "run", "plan.kdl"])
+            .cache_dir(cache.clone())
+            .guard(GUARD)
+            .success()
+            .events()
+    };
+    run();
+    let before = snapshot_files(&sb.store().join("records"));
+    let names_before = snapshot_files(&sb.store().join("names"));
+    let base = format!("image/{name}");
+    let (_, rec) = sb.records_of(&base).pop().unwrap();
+    let reference = rec["extra"]["reference"].as_str().unwrap().to_string();
+    let manifest = sb.output_text(&base, "manifest.json");
+    assert!(
+        !manifest.contains("image_id"),
+        "the engine's id is not output: {manifest}"
+    );
+
+    // remove the base image from the engine (its layer keeps the content, not the tag)
+    let o = docker(&["rmi", &reference]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ev = run();
+    assert_eq!(
+        ev.finished(),
+        crate::support::set([base.as_str()]),
+        "only the removed image is rebuilt"
+    );
+    assert_eq!(
+        ev.cached(),
+        crate::support::set([format!("{base}/1").as_str()])
+    );
+    assert!(docker(&["image", "inspect", &reference]).status.success());
+    assert_eq!(
+        snapshot_files(&sb.store().join("records")),
+        before,
+        "no record changed"
+    );
+    assert_eq!(snapshot_files(&sb.store().join("names")), names_before);
+    assert!(!sb.store().join("alternates").exists());
+
+    // the lock's commands, on the shared debootstrap cache
+    let cairn = |args: &[&str]| {
+        sb.cairn(args.iter().copied())
+            .cache_dir(cache.clone())
+            .guard(GUARD)
+    };
+    // the lock: every installed package with its version, and the plan file's digest
+    let locked = cairn(&["lock", "plan.kdl"]).success();
+    assert!(
+        locked.stdout.contains("wrote plan.kdl.lock: 2 image(s)"),
+        "{}",
+        locked.stdout
+    );
+    let lock_file = sb.path().join("plan.kdl.lock");
+    let mut lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock_file).unwrap()).unwrap();
+    let less = lock["images"][&base]["packages"]["less"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        manifest.contains(&less),
+        "the lock holds the built version {less}"
+    );
+    assert!(lock["plan_files"]["plan.kdl"].is_string(), "{lock}");
+    let plan = cairn(&["plan", "plan.kdl"]).success();
+    assert!(
+        plan.stdout
+            .contains(&format!("lock: {base}: the archive serves all")),
+        "{}",
+        plan.stdout
+    );
+
+    // pinned to a version the archive does not serve
+    lock["images"][&base]["packages"]["less"] = Value::from("0.0-not-served");
+    std::fs::write(&lock_file, serde_json::to_string_pretty(&lock).unwrap()).unwrap();
+    let plan = cairn(&["plan", "plan.kdl"]).success();
+    assert!(
+        plan.stdout.contains(&format!(
+            "lock: {base}: the lock and the archive disagree on 1 package(s): less locked 0.0-not-served, found {less}"
+        )),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("this build does not hold the lock"),
+        "{}",
+        plan.stdout
+    );
+    let r = cairn(&["run", "plan.kdl"]).code(1);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        said.contains("no longer serves 1 locked version(s): less locked 0.0-not-served"),
+        "{said}"
+    );
+    assert_eq!(
+        snapshot_files(&sb.store().join("records")),
+        before,
+        "nothing recorded"
+    );
+}
