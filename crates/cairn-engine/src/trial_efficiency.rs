@@ -35,6 +35,9 @@ struct StartReading {
     questions: Option<f64>,
     at: Instant,
     questions_lag: Duration,
+    /// How long after it was due the reading was taken (a timer thread a loaded machine did
+    /// not schedule in time reads late, and its window misses the measured run's start).
+    late: Duration,
 }
 
 impl StartReading {
@@ -44,6 +47,7 @@ impl StartReading {
         probe: &Result<ResourceProbe, String>,
         status: Option<&mut StatusSession>,
         before: &BTreeMap<String, String>,
+        due: Instant,
     ) -> StartReading {
         let at = Instant::now();
         let usage = probe
@@ -59,6 +63,7 @@ impl StartReading {
             questions,
             at,
             questions_lag: at.elapsed(),
+            late: at.saturating_duration_since(due),
         }
     }
 }
@@ -126,7 +131,7 @@ impl WindowMeter {
         let probe = probe.map(ResourceProbe::count_instructions);
         // a probe that cannot read has no window to wait for: its record says why
         if warmup.is_zero() || probe.is_err() {
-            let start = Start::Taken(StartReading::take(&probe, None, before));
+            let start = Start::Taken(StartReading::take(&probe, None, before, Instant::now()));
             return WindowMeter {
                 probe,
                 start,
@@ -137,11 +142,17 @@ impl WindowMeter {
         }
         let (workload_done, done) = mpsc::channel::<()>();
         let p = probe.clone();
+        // due by the clock of this call: a thread that first runs late does not wait a whole
+        // warmup more, and its reading says how late it came
+        let due = Instant::now() + warmup;
         let thread = std::thread::spawn(move || {
-            let start = match done.recv_timeout(warmup) {
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    Some(StartReading::take(&p, Some(&mut session), &BTreeMap::new()))
-                }
+            let start = match done.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Err(mpsc::RecvTimeoutError::Timeout) => Some(StartReading::take(
+                    &p,
+                    Some(&mut session),
+                    &BTreeMap::new(),
+                    due,
+                )),
                 // the workload ended (or failed) before its warmup did
                 _ => None,
             };
@@ -225,6 +236,7 @@ impl WindowEnd {
             questions: start_questions,
             at: start_at,
             questions_lag: start_lag,
+            late,
         }) = &self.start
         else {
             return json!({
@@ -241,8 +253,20 @@ impl WindowEnd {
                 return json!({"absent": "the server's counters could not be read at the window's end", "instructions_per_query": instructions})
             }
         };
-        let delta = end.since(start_usage);
         let window = self.at.saturating_duration_since(*start_at);
+        if *late > lag_allowed(window + *late) {
+            // the window would have begun after the measured run's start (or its end): its
+            // CPU and queries are not the run's, and a zero would pass for a real figure
+            return json!({
+                "absent": format!(
+                    "the window's first reading came {:.2} s after the warmup's end (the machine did not run its timer in time), so the {:.2} s it covers are not the measured window",
+                    late.as_secs_f64(), window.as_secs_f64()
+                ),
+                "window": {"from": self.from, "to": "workload end", "seconds": window.as_secs_f64(), "late_s": late.as_secs_f64()},
+                "instructions_per_query": instructions,
+            });
+        }
+        let delta = end.since(start_usage);
         let end_lag = after_read.saturating_duration_since(self.at);
         let lag = json!({"start_s": start_lag.as_secs_f64(), "end_s": end_lag.as_secs_f64()});
         figures.set(&figures::SERVER_CPU_S, delta.cpu_s);
@@ -251,6 +275,7 @@ impl WindowEnd {
                 "from": self.from,
                 "to": "workload end",
                 "seconds": window.as_secs_f64(),
+                "late_s": late.as_secs_f64(),
             },
             "questions_lag": lag,
             "server": delta,
@@ -427,6 +452,26 @@ mod tests {
         let rec = meter.stop().record(&status(2), Instant::now(), &mut f);
         assert!(rec["absent"].as_str().unwrap().contains("cannot read"));
         assert!(f.is_empty());
+    }
+
+    #[test]
+    fn a_window_whose_first_reading_came_late_gives_no_figure() {
+        let probe = ResourceProbe::process(std::process::id());
+        let mut end = meter(Ok(probe), &status(1000), Duration::ZERO).stop();
+        // as if the timer thread had been scheduled three seconds after the warmup's end
+        if let Some(start) = end.start.as_mut() {
+            start.late = Duration::from_secs(3);
+        }
+        let mut f = Figures::new();
+        f.set(&figures::QUERIES, 50.0);
+        let rec = end.record(&status(1001), Instant::now(), &mut f);
+        assert!(
+            rec["absent"].as_str().unwrap().contains("timer in time"),
+            "{rec}"
+        );
+        assert_eq!(rec["window"]["late_s"], json!(3.0));
+        assert!(!f.contains(&figures::SERVER_CPU_S), "{rec}");
+        assert!(!f.contains(&figures::SERVER_CPU_US_PER_QUERY));
     }
 
     #[test]
