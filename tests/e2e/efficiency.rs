@@ -80,13 +80,21 @@ analysis "cpu" {{ table metric="server_cpu_us_per_query" rows="server" columns="
         ),
     );
     let r = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
-    r.expect_code(0);
     let addresses = ["trial/native/s", "trial/external/s"];
-    // a starved timer is said, not measured; both starved would test nothing
-    assert!(
-        !addresses.iter().all(|a| read_late(&sb, a)),
-        "both windows began late"
-    );
+    // a reading the machine let come late is said, not measured (its timer runs real-time
+    // where it may, so this is rare); the table then refuses the cell it lacks
+    let late = addresses.iter().filter(|a| read_late(&sb, a)).count();
+    assert!(late < addresses.len(), "both windows began late");
+    if late > 0 {
+        r.expect_code(1);
+        assert!(
+            r.stderr.contains("recorded no `server_cpu_us_per_query`"),
+            "{}",
+            r.stderr
+        );
+        return;
+    }
+    r.expect_code(0);
     for address in addresses {
         if read_late(&sb, address) {
             continue;
@@ -96,6 +104,8 @@ analysis "cpu" {{ table metric="server_cpu_us_per_query" rows="server" columns="
         let from = e["server"]["cpu_from"].as_str().unwrap();
         assert!(from == "cgroup" || from == "proc", "{e}");
         assert_eq!(e["window"]["from"], "warmup end (by the clock)", "{e}");
+        // root may run the window's timer real-time (the tests run as root here)
+        assert!(e["window"]["timer"].as_str().is_some(), "{e}");
     }
     let table = sb.cairn(["results", "plan.kdl"]).guard(GUARD).run();
     table.expect_code(0);

@@ -2,7 +2,9 @@
 //!
 //! The window is the workload's measured window, not its warmup: a run the clock ends is
 //! read `warmup` seconds after the workload starts (by a timer thread, since drivers and
-//! external tools keep their warmup to themselves) and again when the workload returns; a
+//! external tools keep their warmup to themselves; real-time where allowed, because a loaded
+//! machine here kept normal threads off the CPU for seconds, and a reading that still comes
+//! late gives no figure, with how late it was) and again when the workload returns; a
 //! run a count ends, or one without warmup, from the workload's start. The queries divided
 //! by are the server's `Questions` counted over the same span (read beside each reading), so
 //! numerator and denominator cover the same time even where the span's start is off by a
@@ -38,6 +40,8 @@ struct StartReading {
     /// How long after it was due the reading was taken (a timer thread a loaded machine did
     /// not schedule in time reads late, and its window misses the measured run's start).
     late: Duration,
+    /// How the thread that took it was scheduled (for the record).
+    timer: &'static str,
 }
 
 impl StartReading {
@@ -64,6 +68,7 @@ impl StartReading {
             at,
             questions_lag: at.elapsed(),
             late: at.saturating_duration_since(due),
+            timer: "this thread",
         }
     }
 }
@@ -146,13 +151,17 @@ impl WindowMeter {
         // warmup more, and its reading says how late it came
         let due = Instant::now() + warmup;
         let thread = std::thread::spawn(move || {
+            // a loaded machine can keep a woken thread of normal priority off the CPU for
+            // seconds (seen here while an external tool's container and the server saturate
+            // both cores): the one reading that must be on time asks to be real-time first
+            let timer = cairn_exec::usage::prefer_realtime();
             let start = match done.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                Err(mpsc::RecvTimeoutError::Timeout) => Some(StartReading::take(
-                    &p,
-                    Some(&mut session),
-                    &BTreeMap::new(),
-                    due,
-                )),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let mut start =
+                        StartReading::take(&p, Some(&mut session), &BTreeMap::new(), due);
+                    start.timer = timer;
+                    Some(start)
+                }
                 // the workload ended (or failed) before its warmup did
                 _ => None,
             };
@@ -237,6 +246,7 @@ impl WindowEnd {
             at: start_at,
             questions_lag: start_lag,
             late,
+            timer,
         }) = &self.start
         else {
             return json!({
@@ -262,7 +272,7 @@ impl WindowEnd {
                     "the window's first reading came {:.2} s after the warmup's end (the machine did not run its timer in time), so the {:.2} s it covers are not the measured window",
                     late.as_secs_f64(), window.as_secs_f64()
                 ),
-                "window": {"from": self.from, "to": "workload end", "seconds": window.as_secs_f64(), "late_s": late.as_secs_f64()},
+                "window": {"from": self.from, "to": "workload end", "seconds": window.as_secs_f64(), "late_s": late.as_secs_f64(), "timer": timer},
                 "instructions_per_query": instructions,
             });
         }
@@ -276,6 +286,7 @@ impl WindowEnd {
                 "to": "workload end",
                 "seconds": window.as_secs_f64(),
                 "late_s": late.as_secs_f64(),
+                "timer": timer,
             },
             "questions_lag": lag,
             "server": delta,
