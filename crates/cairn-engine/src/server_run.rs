@@ -425,6 +425,15 @@ impl LiveServer {
         }
     }
 
+    /// Remove the server without a clean shutdown: a trial's datadir is a throwaway copy of
+    /// its snapshot, so the flush a clean stop waits for is wasted.
+    pub fn discard(mut self) -> Result<(), String> {
+        match self.server.take() {
+            Some(s) => s.discard(),
+            None => Ok(()),
+        }
+    }
+
     /// Stop cleanly and write the datadir to `dest` as a snapshot archive; returns its size.
     pub fn stop_archiving(mut self, dest: &Path) -> Result<u64, String> {
         match self.server.take() {

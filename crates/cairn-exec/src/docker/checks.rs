@@ -130,109 +130,17 @@ pub fn mapped_allocator(allocators: &[AllocatorCheck]) -> String {
     }
 }
 
-/// The libraries an ELF binary needs (`DT_NEEDED` of its dynamic section), by name (e.g.
-/// `libtcmalloc.so.4`); none for a static binary. Little-endian ELF, 32 or 64-bit.
+/// The libraries the ELF binary at `path` needs (`DT_NEEDED`), by name (e.g.
+/// `libtcmalloc.so.4`); none for a static binary.
 pub fn elf_needed(path: &Path) -> Result<Vec<String>> {
-    use std::io::{Seek, SeekFrom};
-    let what = || format!("read the dynamic section of {}", path.display());
-    let mut f = std::fs::File::open(path).map_err(DockerError::io(what()))?;
-    let mut at = |offset: u64, len: usize| -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        f.seek(SeekFrom::Start(offset))
-            .and_then(|_| f.read_exact(&mut buf))
-            .map_err(DockerError::io(what()))?;
-        Ok(buf)
-    };
-    let head = at(0, 64)?;
-    let wide = match elf_class(&head) {
-        Some(64) => true,
-        Some(_) => false,
-        None => {
-            return Err(DockerError::Invalid(format!(
-                "{} is not an ELF file",
-                path.display()
-            )))
-        }
-    };
-    if head[5] != 1 {
-        return Err(DockerError::Invalid(format!(
-            "{} is a big-endian ELF file",
-            path.display()
-        )));
-    }
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
-    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as u64;
-    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-    let word = |b: &[u8], o: usize| if wide { u64_at(b, o) } else { u32_at(b, o) };
-    let (phoff, phentsize, phnum) = if wide {
-        (
-            u64_at(&head, 0x20),
-            u16_at(&head, 0x36),
-            u16_at(&head, 0x38),
-        )
-    } else {
-        (
-            u32_at(&head, 0x1c),
-            u16_at(&head, 0x2a),
-            u16_at(&head, 0x2c),
-        )
-    };
-    if phnum > 4096 || phentsize > 256 {
-        return Err(DockerError::Invalid(format!(
-            "{}: implausible program headers",
-            path.display()
-        )));
-    }
-    let phdrs = at(phoff, (phentsize * phnum) as usize)?;
-    // (type, offset, vaddr, filesz) of each program header
-    let segments: Vec<(u32, u64, u64, u64)> = phdrs
-        .chunks(phentsize as usize)
-        .map(|p| {
-            let kind = u32_at(p, 0) as u32;
-            if wide {
-                (kind, u64_at(p, 8), u64_at(p, 16), u64_at(p, 32))
-            } else {
-                (kind, u32_at(p, 4), u32_at(p, 8), u32_at(p, 16))
-            }
-        })
-        .collect();
-    const PT_LOAD: u32 = 1;
-    const PT_DYNAMIC: u32 = 2;
-    let Some(&(_, dyn_off, _, dyn_size)) = segments.iter().find(|s| s.0 == PT_DYNAMIC) else {
-        return Ok(Vec::new());
-    };
-    let dynamic = at(dyn_off, dyn_size.min(1 << 20) as usize)?;
-    let entry = if wide { 16 } else { 8 };
-    let (mut needed, mut strtab) = (Vec::new(), None);
-    for e in dynamic.chunks_exact(entry) {
-        let (tag, val) = (word(e, 0), word(e, entry / 2));
-        match tag {
-            0 => break,
-            1 => needed.push(val),
-            5 => strtab = Some(val),
-            _ => {}
-        }
-    }
-    let Some(strtab) = strtab else {
-        return Ok(Vec::new());
-    };
-    // DT_STRTAB is an address: the file offset is in the loaded segment that holds it
-    let Some(&(_, seg_off, seg_vaddr, _)) = segments
-        .iter()
-        .find(|s| s.0 == PT_LOAD && s.2 <= strtab && strtab < s.2 + s.3)
-    else {
-        return Ok(Vec::new());
-    };
-    let mut names = Vec::new();
-    for n in needed {
-        let bytes = at(strtab - seg_vaddr + seg_off + n, 256)?;
-        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-        names.push(String::from_utf8_lossy(&bytes[..end]).into_owned());
-    }
-    Ok(names)
+    let bytes = std::fs::read(path).map_err(DockerError::io(format!(
+        "read the dynamic section of {}",
+        path.display()
+    )))?;
+    crate::elf::needed(&bytes).map_err(|e| DockerError::Invalid(format!("{}: {e}", path.display())))
 }
 
-/// 32 or 64 from an ELF file's class byte (offset 4: 1 = 32-bit, 2 = 64-bit).
+/// 32 or 64, from the class byte of the ELF file at `path`.
 pub fn elf_word_size(path: &Path) -> Result<u8> {
     let mut head = [0u8; 5];
     std::fs::File::open(path)
@@ -241,20 +149,8 @@ pub fn elf_word_size(path: &Path) -> Result<u8> {
             "read the ELF header of {}",
             path.display()
         )))?;
-    elf_class(&head)
+    crate::elf::word_size(&head)
         .ok_or_else(|| DockerError::Invalid(format!("{} is not an ELF file", path.display())))
-}
-
-/// The word size from the first bytes of an ELF file.
-pub fn elf_class(head: &[u8]) -> Option<u8> {
-    if head.len() < 5 || &head[..4] != b"\x7fELF" {
-        return None;
-    }
-    match head[4] {
-        1 => Some(32),
-        2 => Some(64),
-        _ => None,
-    }
 }
 
 /// Which mapped files (the path column of `/proc/<pid>/maps`) have a file name containing `library`.
@@ -281,9 +177,6 @@ mod tests {
 
     #[test]
     fn elf_classes() {
-        assert_eq!(elf_class(b"\x7fELF\x02\x01"), Some(64));
-        assert_eq!(elf_class(b"\x7fELF\x01"), Some(32));
-        assert_eq!(elf_class(b"#!/bin"), None);
         // this test binary itself
         let me = std::env::current_exe().unwrap();
         assert_eq!(elf_word_size(&me).unwrap(), (usize::BITS) as u8);

@@ -368,6 +368,15 @@ impl RunningServer for DockerServer {
             .map_err(|e| e.to_string())
     }
 
+    fn discard(mut self: Box<Self>) -> Result<(), String> {
+        self.remove_holder();
+        let server = self.server.take().expect("stopped once");
+        self.docker
+            .stop_server(&server, Duration::ZERO)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     fn stop_archiving(mut self: Box<Self>, dest: &Path) -> Result<u64, String> {
         self.remove_holder();
         let server = self.server.take().expect("stopped once");

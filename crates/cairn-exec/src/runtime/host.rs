@@ -169,6 +169,14 @@ impl RunningServer for HostProcessServer {
             .map_err(|e| e.to_string())
     }
 
+    fn discard(mut self: Box<Self>) -> Result<(), String> {
+        let server = self.server.take().expect("stopped once");
+        server
+            .stop(Duration::ZERO)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     fn stop_archiving(mut self: Box<Self>, dest: &Path) -> Result<u64, String> {
         let server = self.server.take().expect("stopped once");
         server

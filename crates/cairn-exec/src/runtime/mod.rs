@@ -165,6 +165,11 @@ pub trait RunningServer: Send + Sync {
     }
     /// Stop (SIGTERM, SIGKILL after the grace) and remove it.
     fn stop(self: Box<Self>) -> Result<(), String>;
+    /// Remove it without waiting for a clean shutdown (SIGKILL at once): for a server whose
+    /// datadir is thrown away, where the flush of a clean shutdown is time spent for nothing.
+    fn discard(self: Box<Self>) -> Result<(), String> {
+        self.stop()
+    }
     /// Stop cleanly and write the datadir to `dest` as a snapshot archive (entries `data/…`);
     /// returns its size. An unclean shutdown is an error.
     fn stop_archiving(self: Box<Self>, dest: &Path) -> Result<u64, String>;
