@@ -94,6 +94,48 @@ pub fn median_ratio(
     })
 }
 
+/// The median of within-block ratios (each pair: variant / baseline of the same block) with
+/// its seeded percentile-bootstrap CI, resampling the pairs (so each resample keeps a pair
+/// together: the block's shared conditions stay out of the ratio). Values must be positive.
+pub fn paired_median_ratio(
+    pairs: &[(f64, f64)],
+    settings: BootstrapSettings,
+) -> Result<RatioEstimate, StatsError> {
+    let baseline: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let variant: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    check_positive(&baseline, "baseline")?;
+    check_positive(&variant, "variant")?;
+    if settings.resamples < 100 {
+        return Err(StatsError::Setting(format!(
+            "a bootstrap needs at least 100 resamples to place a 95% interval, not {}",
+            settings.resamples
+        )));
+    }
+    // the statistic depends on the ratios only: resample them, sorted (order-free)
+    let ratios = sorted(&pairs.iter().map(|(b, v)| v / b).collect::<Vec<_>>());
+    let ratio = median_of_sorted(&ratios);
+    let mut rng = generator(settings.seed);
+    let mut draw = vec![0.0; ratios.len()];
+    let mut medians: Vec<f64> = (0..settings.resamples)
+        .map(|_| {
+            resample(&mut rng, &ratios, &mut draw);
+            median_in_place(&mut draw)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    let tail = (1.0 - CONFIDENCE) / 2.0;
+    Ok(RatioEstimate {
+        ratio,
+        ci: Interval {
+            low: quantile_of_sorted(&medians, tail),
+            high: quantile_of_sorted(&medians, 1.0 - tail),
+            level: CONFIDENCE,
+        },
+        resamples: settings.resamples,
+        seed: settings.seed,
+    })
+}
+
 /// PCG-64 started from `seed`, spelled out (state and stream) rather than through
 /// `SeedableRng::seed_from_u64`, whose seed expansion is not promised to stay the same.
 fn generator(seed: u64) -> Pcg64 {

@@ -25,6 +25,16 @@
 //! 5. **Inconclusive — a difference is not ruled out** otherwise: `p ≥ α` but the CI reaches
 //!    beyond the band, so a difference of δ or more may be hidden in the noise.
 //!
+//! # Paired within blocks
+//!
+//! [`compare_paired`] compares a variant with the baseline *of the same block* (the same
+//! node and pass: measured side by side, under the same conditions): the evidence is the
+//! Wilcoxon signed-rank test of the pairs' log ratios and the median of the within-block
+//! ratios with a bootstrap CI over the pairs; the rules above apply unchanged. What a block
+//! shares (a node that is faster, a pass hit by drift) cancels in each ratio instead of
+//! widening both samples. The signed-rank test needs six pairs to reach 0.05 (`min_p` =
+//! 2/2^n), so fewer are *too few passes*, as ever.
+//!
 //! # Passes needed
 //!
 //! [`passes_needed`] estimates how many passes per variant would resolve a difference `d`
@@ -41,8 +51,9 @@ use std::fmt;
 use cairn_defs::figures::Direction;
 use serde::{Deserialize, Serialize};
 
+use crate::bootstrap::paired_median_ratio;
 use crate::bootstrap::{median_ratio, BootstrapSettings, RatioEstimate};
-use crate::rank_test::{mann_whitney, min_passes_for, MannWhitney};
+use crate::rank_test::{mann_whitney, min_passes_for, signed_rank, MannWhitney, SignedRank};
 use crate::summary::{summarize, t_quantile, Summary};
 use crate::StatsError;
 
@@ -234,8 +245,25 @@ pub struct Comparison {
     pub test: MannWhitney,
     pub verdict: Verdict,
     pub reason: Reason,
-    /// Passes per variant to resolve [`Criteria::resolve`] (or the equivalence band).
+    /// Passes per variant to resolve [`Criteria::resolve`] (or the equivalence band); for a
+    /// paired comparison the unpaired estimate, which pairing can only lower.
     pub passes_needed: PassesNeeded,
+    /// Set when the comparison was paired within blocks ([`compare_paired`]): `ratio` is
+    /// then the median of within-block ratios, and the verdict rests on this test; `test`
+    /// stays the unpaired one, for reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
+}
+
+/// The evidence of a comparison paired within blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// What a block is (e.g. "node and pass").
+    pub blocks: String,
+    /// How many pairs (blocks with both the variant and the baseline).
+    pub pairs: usize,
+    /// The signed-rank test of the pairs' log ratios.
+    pub test: SignedRank,
 }
 
 impl Comparison {
@@ -261,7 +289,12 @@ pub fn compare(
     let test = mann_whitney(baseline, variant)?;
     let baseline = summarize(baseline, "baseline")?;
     let variant = summarize(variant, "variant")?;
-    let (verdict, reason) = decide(&test, &ratio, direction, criteria);
+    let evidence = Evidence {
+        p: test.p_value,
+        min_p: test.min_p,
+        ranks_say_higher: test.u > (test.n_baseline * test.n_variant) as f64 / 2.0,
+    };
+    let (verdict, reason) = decide(&evidence, &ratio, direction, criteria);
     let passes_needed = passes_needed(
         &baseline,
         &variant,
@@ -278,18 +311,61 @@ pub fn compare(
         verdict,
         reason,
         passes_needed,
+        paired: None,
     })
+}
+
+/// Compares a variant with the baseline pair by pair: each `(baseline, variant)` of `pairs`
+/// was measured in one block (see the module docs). Positive values.
+pub fn compare_paired(
+    pairs: &[(f64, f64)],
+    blocks: &str,
+    direction: Direction,
+    criteria: &Criteria,
+) -> Result<Comparison, StatsError> {
+    criteria.check()?;
+    let baseline: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let variant: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    let unpaired = compare(&baseline, &variant, direction, criteria)?;
+    let ratio = paired_median_ratio(pairs, criteria.bootstrap)?;
+    let logs: Vec<f64> = pairs.iter().map(|(b, v)| v.ln() - b.ln()).collect();
+    let test = signed_rank(&logs)?;
+    let evidence = Evidence {
+        p: test.p_value,
+        min_p: test.min_p,
+        ranks_say_higher: test.says_higher(),
+    };
+    let (verdict, reason) = decide(&evidence, &ratio, direction, criteria);
+    Ok(Comparison {
+        ratio,
+        verdict,
+        reason,
+        paired: Some(Paired {
+            blocks: blocks.to_string(),
+            pairs: pairs.len(),
+            test,
+        }),
+        ..unpaired
+    })
+}
+
+/// What a rank test says, for [`decide`]: its p-value, the smallest p it could give, and
+/// which way its ranks point.
+struct Evidence {
+    p: f64,
+    min_p: f64,
+    ranks_say_higher: bool,
 }
 
 /// The verdict rule of the module docs.
 fn decide(
-    test: &MannWhitney,
+    test: &Evidence,
     ratio: &RatioEstimate,
     direction: Direction,
     criteria: &Criteria,
 ) -> (Verdict, Reason) {
     let alpha = criteria.alpha;
-    let p = test.p_value;
+    let p = test.p;
     if test.min_p >= alpha {
         return (
             Verdict::Inconclusive,
@@ -299,8 +375,7 @@ fn decide(
             },
         );
     }
-    let no_shift_u = (test.n_baseline * test.n_variant) as f64 / 2.0;
-    let ranks_say_higher = test.u > no_shift_u;
+    let ranks_say_higher = test.ranks_say_higher;
     let significant = p < alpha;
     let ci_above = ratio.ci.low > 1.0;
     let ci_below = ratio.ci.high < 1.0;

@@ -52,9 +52,12 @@ mod sample;
 pub mod summary;
 
 pub use adaptive::{next_passes, Action, PassDecision, PassRule, Why};
-pub use bootstrap::{median_ratio, BootstrapSettings, RatioEstimate};
+pub use bootstrap::{median_ratio, paired_median_ratio, BootstrapSettings, RatioEstimate};
 pub use claim::{check_claim, Claim, ClaimCheck, ClaimDirection, ClaimReason, ClaimVerdict};
-pub use compare::{compare, passes_needed, Comparison, Criteria, PassesNeeded, Reason, Verdict};
+pub use compare::{
+    compare, compare_paired, passes_needed, Comparison, Criteria, Paired, PassesNeeded, Reason,
+    Verdict,
+};
 pub use error::StatsError;
-pub use rank_test::{mann_whitney, MannWhitney, PMethod};
+pub use rank_test::{mann_whitney, signed_rank, MannWhitney, PMethod, SignedRank};
 pub use summary::{summarize, Interval, Summary, CONFIDENCE};

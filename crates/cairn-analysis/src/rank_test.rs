@@ -222,6 +222,128 @@ fn normal_p(u: f64, n_baseline: usize, n_variant: usize, tie_term: f64) -> (f64,
     (p_of(u), p_of(0.0))
 }
 
+/// Pairs up to this many (non-zero) are tested exactly; more by the normal approximation.
+pub const SIGNED_RANK_EXACT_LIMIT: usize = 60;
+
+/// The outcome of a Wilcoxon signed-rank test of paired differences (variant against the
+/// baseline of the same block).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignedRank {
+    /// Pairs with a difference (zero differences are dropped, as Wilcoxon did).
+    pub n: usize,
+    /// Pairs whose difference was zero.
+    pub zeros: usize,
+    /// The sum of the ranks of the positive differences (mid-ranks for ties);
+    /// `n·(n+1)/4` means no shift.
+    pub v: f64,
+    /// Two-sided p-value.
+    pub p_value: f64,
+    /// The smallest two-sided p-value this many pairs (and ties) can give: `2 / 2^n`.
+    pub min_p: f64,
+    pub method: PMethod,
+    /// Whether the absolute differences have ties.
+    pub ties: bool,
+}
+
+impl SignedRank {
+    /// Whether the ranks point to the variant above the baseline.
+    pub fn says_higher(&self) -> bool {
+        self.v > (self.n * (self.n + 1)) as f64 / 4.0
+    }
+}
+
+/// Tests whether paired `differences` (variant minus baseline, here of log values) are
+/// centred away from zero (two-sided). Exact up to [`SIGNED_RANK_EXACT_LIMIT`] non-zero pairs
+/// — counted over every assignment of signs to the (doubled mid-)ranks, the exact conditional
+/// test with ties (R's `wilcox.test(x, paired = TRUE)` without ties) — above it the normal
+/// approximation with tie and continuity corrections.
+pub fn signed_rank(differences: &[f64]) -> Result<SignedRank, StatsError> {
+    check(differences, "differences")?;
+    let nonzero: Vec<f64> = differences.iter().copied().filter(|d| *d != 0.0).collect();
+    let zeros = differences.len() - nonzero.len();
+    let n = nonzero.len();
+    if n == 0 {
+        return Ok(SignedRank {
+            n,
+            zeros,
+            v: 0.0,
+            p_value: 1.0,
+            min_p: 1.0,
+            method: PMethod::Exact,
+            ties: false,
+        });
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|a, b| nonzero[*a].abs().total_cmp(&nonzero[*b].abs()));
+    let mut doubled = vec![0u64; n];
+    let mut tie_term = 0.0;
+    let mut start = 0;
+    while start < n {
+        let mut end = start;
+        while end + 1 < n && nonzero[order[end + 1]].abs() == nonzero[order[start]].abs() {
+            end += 1;
+        }
+        for &index in &order[start..=end] {
+            doubled[index] = (start + 1 + end + 1) as u64;
+        }
+        let t = (end - start + 1) as f64;
+        tie_term += t * t * t - t;
+        start = end + 1;
+    }
+    let positive: u64 = doubled
+        .iter()
+        .zip(&nonzero)
+        .filter(|(_, d)| **d > 0.0)
+        .map(|(r, _)| r)
+        .sum();
+    let total: u64 = doubled.iter().sum();
+    let (p_value, min_p, method) = if n <= SIGNED_RANK_EXACT_LIMIT {
+        // ways[s]: sign assignments whose positive doubled ranks sum to s
+        let mut ways = vec![0.0f64; total as usize + 1];
+        ways[0] = 1.0;
+        for &r in &doubled {
+            for s in (r as usize..ways.len()).rev() {
+                ways[s] += ways[s - r as usize];
+            }
+        }
+        let all: f64 = ways.iter().sum();
+        // E in doubled units is total/2; compare twice the deviations to stay in integers
+        let deviation = |s: u64| (2 * s as i128 - total as i128).abs();
+        let observed = deviation(positive);
+        let as_extreme: f64 = ways
+            .iter()
+            .enumerate()
+            .filter(|(s, c)| **c > 0.0 && deviation(*s as u64) >= observed)
+            .map(|(_, c)| c)
+            .sum();
+        // the most extreme sums are 0 and `total` (every sign alike), one way each
+        (
+            (as_extreme / all).min(1.0),
+            (2.0 / all).min(1.0),
+            PMethod::Exact,
+        )
+    } else {
+        let nf = n as f64;
+        let mean = nf * (nf + 1.0) / 4.0;
+        let variance = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0 - tie_term / 48.0;
+        let standard = Normal::new(0.0, 1.0).expect("the standard normal");
+        let p_of = |v: f64| {
+            let z = ((v - mean).abs() - 0.5).max(0.0) / variance.sqrt();
+            (2.0 * standard.sf(z)).min(1.0)
+        };
+        (p_of(positive as f64 / 2.0), p_of(0.0), PMethod::Normal)
+    };
+    Ok(SignedRank {
+        n,
+        zeros,
+        v: positive as f64 / 2.0,
+        p_value,
+        min_p,
+        method,
+        ties: tie_term > 0.0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,5 +501,64 @@ mod tests {
                 exact.p_value
             );
         }
+    }
+
+    #[test]
+    #[allow(clippy::approx_constant)] // 3.14 is a datum of R's example, not π
+    fn signed_rank_matches_r_wilcox_test_paired() {
+        // R: wilcox.test(c(1.83,0.50,1.62,2.48,1.68,1.88,1.55,3.06,1.30),
+        //                c(0.878,0.647,0.598,2.05,1.06,1.29,1.06,3.14,1.29), paired = TRUE)
+        // V = 40, p-value = 0.03906
+        let x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
+        let y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
+        let d: Vec<f64> = x.iter().zip(&y).map(|(a, b)| a - b).collect();
+        let t = signed_rank(&d).unwrap();
+        assert_eq!(t.n, 9);
+        assert_eq!(t.v, 40.0);
+        assert!(close(t.p_value, 0.03906, 1e-4), "{t:?}");
+        assert!(t.says_higher());
+        assert!(close(t.min_p, 2.0 / 512.0, 1e-12));
+    }
+
+    #[test]
+    fn signed_rank_small_samples_and_zeros() {
+        // five pairs, all up: the most extreme outcome, p = 2/32 = 0.0625, never below 0.05
+        let t = signed_rank(&[0.1, 0.2, 0.3, 0.4, 0.5]).unwrap();
+        assert!(close(t.p_value, 0.0625, 1e-12), "{t:?}");
+        assert_eq!(t.min_p, t.p_value);
+        // six: 2/64
+        let t = signed_rank(&[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]).unwrap();
+        assert!(close(t.p_value, 0.03125, 1e-12));
+        // zeros are dropped; all zero tells nothing
+        let t = signed_rank(&[0.0, 0.0, 0.1]).unwrap();
+        assert_eq!((t.n, t.zeros), (1, 2));
+        assert_eq!(signed_rank(&[0.0, 0.0]).unwrap().p_value, 1.0);
+        // symmetric: no shift
+        let t = signed_rank(&[-0.1, 0.1, -0.2, 0.2]).unwrap();
+        assert!(close(t.p_value, 1.0, 1e-12), "{t:?}");
+        assert!(!t.says_higher());
+    }
+
+    #[test]
+    fn signed_rank_normal_and_exact_agree_near_the_limit() {
+        let d: Vec<f64> = (0..SIGNED_RANK_EXACT_LIMIT)
+            .map(|i| {
+                if i % 3 == 0 {
+                    -(i as f64 + 1.0)
+                } else {
+                    i as f64 + 1.0
+                }
+            })
+            .collect();
+        let exact = signed_rank(&d).unwrap();
+        let mut more = d.clone();
+        more.push(1000.0);
+        let normal = signed_rank(&more).unwrap();
+        assert_eq!(exact.method, PMethod::Exact);
+        assert_eq!(normal.method, PMethod::Normal);
+        assert!(
+            exact.p_value < 0.05 && normal.p_value < 0.05,
+            "{exact:?} {normal:?}"
+        );
     }
 }

@@ -251,3 +251,48 @@ proptest! {
         }
     }
 }
+
+/// Blocks that differ a lot (nodes of different speed, drift between passes) widen both
+/// samples so far that an unpaired comparison cannot see a steady 5% gain; paired within
+/// the blocks, the gain is plain — and six pairs are the fewest that can show it.
+#[test]
+fn pairing_within_blocks_sees_through_block_effects() {
+    let blocks = [100.0, 180.0, 130.0, 240.0, 90.0, 160.0, 210.0];
+    let wobble = [1.001, 0.999, 1.002, 0.998, 1.0005, 1.0015, 0.9995];
+    let pairs: Vec<(f64, f64)> = blocks
+        .iter()
+        .zip(wobble)
+        .map(|(b, w)| (*b, b * 1.05 * w))
+        .collect();
+    let criteria = Criteria::default();
+    let (baseline, variant): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let unpaired = compare(&baseline, &variant, Direction::HigherIsBetter, &criteria).unwrap();
+    assert_eq!(unpaired.verdict, Verdict::Inconclusive, "{unpaired:?}");
+    let paired = cairn_analysis::compare_paired(
+        &pairs,
+        "node and pass",
+        Direction::HigherIsBetter,
+        &criteria,
+    )
+    .unwrap();
+    assert_eq!(paired.verdict, Verdict::Faster, "{paired:?}");
+    assert!(
+        paired.ratio.ci.low > 1.04 && paired.ratio.ci.high < 1.06,
+        "{paired:?}"
+    );
+    let p = paired.paired.as_ref().unwrap();
+    assert_eq!((p.pairs, p.blocks.as_str()), (7, "node and pass"));
+    // five pairs cannot reach 0.05 whatever they show
+    let five = cairn_analysis::compare_paired(
+        &pairs[..5],
+        "node and pass",
+        Direction::HigherIsBetter,
+        &criteria,
+    )
+    .unwrap();
+    assert_eq!(five.verdict, Verdict::Inconclusive);
+    assert!(
+        matches!(five.reason, Reason::TooFewPasses { .. }),
+        "{five:?}"
+    );
+}

@@ -17,7 +17,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use cairn_analysis::{compare, summarize, BootstrapSettings, Comparison, Criteria, Summary};
+use cairn_analysis::{
+    compare, compare_paired, summarize, BootstrapSettings, Comparison, Criteria, Summary,
+};
 use cairn_defs::figures::{self, Direction, Figure, Figures};
 use cairn_graph::{Step, StepGraph};
 use serde::{Deserialize, Serialize};
@@ -38,7 +40,7 @@ pub const TABLE_MD: &str = "table.md";
 pub const NOISY_CV: f64 = 0.05;
 
 /// The properties a `table` accepts.
-const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline"];
+const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline", "paired"];
 /// The properties a `compare` accepts.
 const COMPARE_PROPS: &[&str] = &["baseline"];
 /// The rows of a `compare`: the operation of a per-operation figure (`insert` of `insert_s`).
@@ -55,7 +57,13 @@ pub struct TableSpec {
     pub baseline: Option<String>,
     /// A `compare`: every per-operation seconds figure (`<test>_s`) becomes a row.
     pub per_operation: bool,
+    /// `paired=#true`: each variant's trial is compared with the baseline's of the same
+    /// block (the same pass on the same node), see `cairn_analysis::compare_paired`.
+    pub paired: bool,
 }
+
+/// What a block of a paired table is, in the record's words.
+const BLOCKS: &str = "node and pass";
 
 /// A problem with one property of an analysis (or claim): reported at that property.
 fn param(what: &'static str, name: &str, message: String) -> cairn_workload::Error {
@@ -222,6 +230,24 @@ pub fn table_spec(
             ));
         }
     }
+    let paired = match props.get("paired") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(param(
+                "analysis",
+                "paired",
+                format!("paired is #true or #false, not {other}"),
+            ))
+        }
+    };
+    if paired && baseline.is_none() {
+        return Err(param(
+            "analysis",
+            "paired",
+            "a paired table compares with a baseline: add baseline=\"<server>\"".into(),
+        ));
+    }
     Ok(TableSpec {
         metric,
         metric_name: metric.name.to_string(),
@@ -229,6 +255,7 @@ pub fn table_spec(
         columns,
         baseline,
         per_operation: false,
+        paired,
     })
 }
 
@@ -287,6 +314,7 @@ fn compare_spec(
         columns: "server".to_string(),
         baseline: Some(baseline.to_string()),
         per_operation: true,
+        paired: false,
     })
 }
 
@@ -481,15 +509,9 @@ pub fn build_table(
             let Some(base) = base_values.get(&base_key) else {
                 continue;
             };
-            let cmp = compare(
-                base,
-                &cell.values,
-                spec.metric.direction,
-                &criteria(&cell.row, &cell.column),
-            )
-            .map_err(|e| {
+            let at = || {
                 format!(
-                    "comparing {} with {baseline} at {} = {}: {e}",
+                    "comparing {} with {baseline} at {} = {}",
                     cell.server,
                     if server_is_row {
                         &spec.columns
@@ -502,7 +524,35 @@ pub fn build_table(
                         &cell.row
                     }
                 )
-            })?;
+            };
+            if spec.paired {
+                let key = (cell.row.clone(), cell.column.clone());
+                let pairs = block_pairs(spec, &groups[&base_key], &groups[&key])?;
+                if pairs.is_empty() {
+                    return Err(format!(
+                        "{}: no block (node and pass) holds both; a paired table needs the variants measured in the same passes",
+                        at()
+                    ));
+                }
+                // each pair is one block on one machine: no mixing of machines to refuse
+                cell.comparison = Some(
+                    compare_paired(
+                        &pairs,
+                        BLOCKS,
+                        spec.metric.direction,
+                        &criteria(&cell.row, &cell.column),
+                    )
+                    .map_err(|e| format!("{}: {e}", at()))?,
+                );
+                continue;
+            }
+            let cmp = compare(
+                base,
+                &cell.values,
+                spec.metric.direction,
+                &criteria(&cell.row, &cell.column),
+            )
+            .map_err(|e| format!("{}: {e}", at()))?;
             let classes = machines
                 .get(&base_key)
                 .into_iter()
@@ -527,6 +577,32 @@ pub fn build_table(
         noisy_cv: NOISY_CV,
         cells,
     })
+}
+
+/// The `(baseline, variant)` values of the blocks both cells have a trial in: a block is a
+/// pass on a node (`local` for this machine); a pass one side lacks pairs with nothing.
+fn block_pairs(
+    spec: &TableSpec,
+    baseline: &[&TrialPoint],
+    variant: &[&TrialPoint],
+) -> Result<Vec<(f64, f64)>, String> {
+    let value = |p: &TrialPoint| {
+        p.figures
+            .get_named(&spec.metric_name)
+            .ok_or_else(|| format!("{} recorded no `{}`", p.address, spec.metric_name))
+    };
+    let block = |p: &TrialPoint| (p.pass, p.node.clone().unwrap_or_else(|| "local".into()));
+    let base: BTreeMap<(u32, String), f64> = baseline
+        .iter()
+        .map(|p| Ok((block(p), value(p)?)))
+        .collect::<Result<_, String>>()?;
+    let mut pairs = Vec::new();
+    for p in variant {
+        if let Some(b) = base.get(&block(p)) {
+            pairs.push((*b, value(p)?));
+        }
+    }
+    Ok(pairs)
 }
 
 fn summarize_cell(
@@ -635,10 +711,21 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
         );
     }
     if let Some(baseline) = &table.baseline {
-        let _ = writeln!(
-            md,
-            "\n#### Relative to `{baseline}`: ratio of medians [95% bootstrap CI], verdict\n"
-        );
+        let paired = table
+            .cells
+            .iter()
+            .find_map(|c| c.comparison.as_ref()?.paired.as_ref());
+        let _ = match paired {
+            Some(p) => writeln!(
+                md,
+                "\n#### Relative to `{baseline}`, paired within blocks ({}): median of the within-block ratios [95% bootstrap CI], verdict (signed-rank test)\n",
+                p.blocks
+            ),
+            None => writeln!(
+                md,
+                "\n#### Relative to `{baseline}`: ratio of medians [95% bootstrap CI], verdict\n"
+            ),
+        };
         header(&mut md);
         for r in &table.rows.values {
             let _ = write!(md, "| {r} |");
@@ -667,9 +754,14 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
         md.push('\n');
         for cell in &table.cells {
             if let Some(cmp) = &cell.comparison {
+                let pairs = cmp
+                    .paired
+                    .as_ref()
+                    .map(|p| format!(" ({} pairs)", p.pairs))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     md,
-                    "- {} at {}: {} — {}; {}.",
+                    "- {} at {}{pairs}: {} — {}; {}.",
                     cell.server,
                     point_label(table, cell),
                     cmp.verdict,

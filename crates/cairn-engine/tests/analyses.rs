@@ -516,3 +516,54 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     assert_eq!(c.left_trials.len(), 4, "only the `ro` block's passes");
     assert!((c.ratio - 1.10).abs() < 1e-12);
 }
+
+/// `paired=#true`: nodes of very different speed (each pass of both variants on one node, as
+/// a fleet's blocks run) hide a steady 5% gain from the unpaired comparison; paired within the
+/// blocks, it is found, across machine classes (each pair is one machine), and the markdown
+/// says the table is paired and how many pairs each verdict rests on.
+#[test]
+fn a_paired_table_compares_within_blocks_of_node_and_pass() {
+    let mut points = study(7, 1.05);
+    let speed = [1.0, 1.8, 1.3, 2.4, 0.9, 1.6, 2.1];
+    for p in points.iter_mut() {
+        let s = speed[p.pass as usize - 1];
+        let tps = p.figures.get(&figures::TPS).unwrap();
+        // the same node for both variants of a pass; its speed scales both
+        p.figures.set(&figures::TPS, tps * s);
+        p.node = Some(format!("n{}", p.pass));
+        p.fingerprint = json!({"cpu_model": format!("CPU {}", p.pass % 2)});
+    }
+    let unpaired = table(&points);
+    let cmp = unpaired
+        .cell("jemalloc", "4")
+        .unwrap()
+        .comparison
+        .clone()
+        .unwrap();
+    assert_eq!(cmp.verdict, Verdict::Inconclusive, "{cmp:?}");
+
+    let def = json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "threads", "baseline": "system", "paired": true}});
+    let spec = table_spec(&def, &servers(), &params()).unwrap();
+    let t = build_table(&spec, &def, &points).unwrap();
+    let cmp = t.cell("jemalloc", "4").unwrap().comparison.clone().unwrap();
+    assert_eq!(cmp.verdict, Verdict::Faster, "{cmp:?}");
+    assert_eq!(cmp.paired.as_ref().unwrap().pairs, 7);
+    let md = render_markdown("tps", &t);
+    assert!(md.contains("paired within blocks (node and pass)"), "{md}");
+    assert!(md.contains("(7 pairs)"), "{md}");
+
+    // a block one side lacks pairs with nothing; no common block at all is an error
+    let mut moved = points.clone();
+    for p in moved.iter_mut().filter(|p| p.server == "jemalloc") {
+        p.node = Some("elsewhere".into());
+    }
+    let err = build_table(&spec, &def, &moved).unwrap_err();
+    assert!(err.contains("no block (node and pass) holds both"), "{err}");
+
+    // paired needs a baseline, and is a boolean
+    let no_base =
+        json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "paired": true}});
+    assert!(table_spec(&no_base, &servers(), &params()).is_err());
+    let not_bool = json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "baseline": "system", "paired": "yes"}});
+    assert!(table_spec(&not_bool, &servers(), &params()).is_err());
+}
