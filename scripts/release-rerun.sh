@@ -27,9 +27,8 @@ python3 - "$work/images/mariadb.kdl" <<'EOF'
 import sys
 p = sys.argv[1]
 s = open(p).read()
-old = 'image "mariadb-trixie" {\n    extends "mariadb-bookworm"\n    debian suite="trixie"\n}'
-new = ('image "mariadb-trixie" {\n    debian suite="trixie" arch="amd64"\n'
-       '    packages "mariadb-server" "sysbench" "libjemalloc2" "libtcmalloc-minimal4" "procps"\n}')
+old = '"libjemalloc2" "libtcmalloc-minimal4t64"\n}'
+new = '"libjemalloc2" "libtcmalloc-minimal4t64" "procps"\n}'
 assert old in s, "the trixie image's recipe changed: update this script"
 open(p, "w").write(s.replace(old, new))
 EOF

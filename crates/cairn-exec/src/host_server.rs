@@ -111,6 +111,7 @@ fn host_layout(spec: &HostServerSpec, base: &Path) -> ServerLayout {
         // servers refuse to run as root unless told to
         run_as: is_root().then(|| "root".to_string()),
         tls: None,
+        tmpdir: Some(path(base.join("tmp"))),
     }
 }
 
@@ -139,6 +140,9 @@ pub fn start(spec: &HostServerSpec) -> Result<HostServer> {
         .config_file(&spec.options, &layout)
         .map_err(HostServerError::Config)?;
     std::fs::create_dir_all(&datadir).map_err(io(format!("creating {}", datadir.display())))?;
+    if let Some(tmp) = &layout.tmpdir {
+        std::fs::create_dir_all(tmp).map_err(io(format!("creating {tmp}")))?;
+    }
     std::fs::write(&cnf, config).map_err(io(format!("writing {}", cnf.display())))?;
 
     let is_empty = |d: &Path| -> Result<bool> {

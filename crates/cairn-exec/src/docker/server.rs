@@ -256,6 +256,7 @@ pub fn container_layout(system: &dyn DbSystem, tls: bool) -> ServerLayout {
         listen: Some(("0.0.0.0".into(), system.default_port())),
         run_as: Some(system.service_user().into()),
         tls: tls.then(tls::container_tls_files),
+        tmpdir: None,
     }
 }
 

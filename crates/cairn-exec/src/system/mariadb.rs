@@ -143,6 +143,14 @@ pub(super) fn my_cnf(
         s.push_str(&format!("log-error = {log}\n"));
     }
     s.push_str(&format!("pid-file = {}\n", layout.pid_file));
+    // a tmpdir the plan set is the plan's choice
+    if let Some(tmp) = layout
+        .tmpdir
+        .as_ref()
+        .filter(|_| !options.iter().any(|(k, _)| k.replace('-', "_") == "tmpdir"))
+    {
+        s.push_str(&format!("tmpdir = {tmp}\n"));
+    }
     match &layout.listen {
         Some((bind, port)) => s.push_str(&format!("port = {port}\nbind-address = {bind}\n")),
         None => s.push_str("skip-networking\n"),
@@ -343,6 +351,7 @@ mod tests {
             listen: Some(("0.0.0.0".into(), 3306)),
             run_as: Some("mysql".into()),
             tls: None,
+            tmpdir: None,
         }
     }
 
@@ -367,6 +376,18 @@ mod tests {
              pid-file = /run/cairn/mysqld.pid\nport = 3306\nbind-address = 0.0.0.0\nuser = mysql\n"
         ));
         assert!(!c.contains("ssl") && !c.contains("log-error"));
+    }
+
+    #[test]
+    fn a_host_server_gets_its_own_tmpdir_unless_the_plan_sets_one() {
+        let mut l = container_layout();
+        l.tmpdir = Some("/run/x/tmp".into());
+        let c = MariaDb.config_file(&[], &l).unwrap();
+        assert!(c.contains("\ntmpdir = /run/x/tmp\n"), "{c}");
+        let c = MariaDb
+            .config_file(&[("tmpdir".into(), "/scratch".into())], &l)
+            .unwrap();
+        assert!(c.contains("tmpdir = /scratch") && !c.contains("/run/x/tmp"), "{c}");
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct ServerLayout {
     pub run_as: Option<String>,
     /// Server certificate files, if clients connect with TLS (then unencrypted TCP is refused).
     pub tls: Option<TlsFiles>,
+    /// A private directory for temporary files, where the default one is shared with other
+    /// servers: a MySQL-family server deletes every `#sql*` file in its tmpdir when it
+    /// starts, so two host servers sharing `/tmp` break each other's bootstrap.
+    pub tmpdir: Option<String>,
 }
 
 /// A server's TLS files, as the server sees them.

@@ -198,6 +198,7 @@ mod tests {
             listen: Some(("0.0.0.0".into(), 3306)),
             run_as: Some("mysql".into()),
             tls: None,
+            tmpdir: None,
         }
     }
 

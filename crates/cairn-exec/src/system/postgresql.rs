@@ -433,6 +433,7 @@ mod tests {
             listen: Some(("0.0.0.0".into(), 5432)),
             run_as: Some("postgres".into()),
             tls: None,
+            tmpdir: None,
         }
     }
 
