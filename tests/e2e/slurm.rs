@@ -514,16 +514,16 @@ fn ctrl_c_cancels_the_runs_job_and_clean_cancels_the_job_of_a_killed_run() {
     });
     assert!(trial_records(&sb).is_empty(), "nothing half-recorded");
 
+    // `cairn clean` removes every container and network cairn left, other tests' included:
+    // none may be running. Taken before the kill: waiting for it afterwards (other tests
+    // hold the engine for minutes on a loaded machine) let the job end on its own first
+    let engine = engine_exclusive();
     let r = run(libc::SIGKILL);
     assert_eq!(r.code, None, "killed");
     let left = live_jobs_named(&name);
     assert_eq!(left.len(), 1, "a killed run leaves its job");
-    // `cairn clean` removes every container and network cairn left, other tests' included:
-    // none may be running
-    let clean = {
-        let _engine = engine_exclusive();
-        sb.cairn(["clean"]).guard(GUARD).run()
-    };
+    let clean = sb.cairn(["clean"]).guard(GUARD).run();
+    drop(engine);
     clean.expect_code(0);
     let id = left.iter().next().unwrap();
     assert!(
