@@ -383,3 +383,56 @@ trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
     r.expect_code(2);
     assert!(r.stderr.contains("is not a rate"), "{}", r.stderr);
 }
+
+/// super-smack and sql-bench, cairn's native ports, against MySQL 9 (tiny sizes): both
+/// drivers log in with `caching_sha2_password`, and sql-bench's SQL is MySQL's dialect too;
+/// each trial's figures are its own (super-smack's queries are clients × rounds × its two
+/// statements; sql-bench's seconds per test).
+#[test]
+fn smack_and_sqlbench_trials_run_on_mysql() {
+    let _engine = images_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-mysql-drivers"
+import "{}"
+server "mysql" {{
+    image "mysql-sid"
+    system "mysql"
+    option innodb_buffer_pool_size="64M" innodb_redo_log_capacity="8M"
+}}
+dataset "auth" {{ smack rows=500 }}
+workload "select-index" {{ smack "select_index"; clients 2; rounds 50 }}
+workload "suite" {{ sqlbench "all"; scale "small" }}
+trials "smack" {{ servers "mysql"; dataset "auth"; workload "select-index" }}
+trials "sqlbench" {{ servers "mysql"; workload "suite" }}
+"#,
+            recipe("mysql.kdl")
+        ),
+    );
+    let r = cairn(&sb, &["--json", "run", "plan.kdl"]);
+    r.expect_code(0);
+    let finished = r.events().finished();
+    for step in ["trial/smack/mysql", "trial/sqlbench/mysql"] {
+        assert!(
+            finished.contains(step),
+            "{step} ran: {finished:?}\n{}",
+            r.stderr
+        );
+        let v = &sb.record(step)["extra"]["variant"]["checks"];
+        assert_eq!(v["process_name"], "mysqld", "{step}: {v}");
+    }
+    let f = &sb.record("trial/smack/mysql")["extra"]["figures"];
+    assert_eq!(
+        f["queries"], 200.0,
+        "2 clients × 50 rounds × 2 queries: {f}"
+    );
+    assert!(f["qps"].as_f64().unwrap() > 0.0, "{f}");
+    let f = &sb.record("trial/sqlbench/mysql")["extra"]["figures"];
+    for t in ["insert_s", "select_s", "wisconsin_s", "total_s"] {
+        assert!(f[t].as_f64().is_some_and(|s| s > 0.0), "{t}: {f}");
+    }
+    let pid = r.pid.unwrap();
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+}
