@@ -436,3 +436,76 @@ trials "sqlbench" {{ servers "mysql"; workload "suite" }}
     let pid = r.pid.unwrap();
     assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
 }
+
+/// `executor "process"` with `system "mysql"` needs MySQL's `mysqld` on the host. Debian 12
+/// ships no MySQL, and sid's `mysql-server-core` conflicts with the `mariadb-server-core`
+/// that scripts/setup.sh installs for the host MariaDB test — whose `/usr/sbin/mysqld` is a
+/// link to `mariadbd`. So on such a host `cairn check` and `cairn run` refuse the plan
+/// (exit 2) naming the binary and what it is, at the server's `executor`, before anything
+/// starts; a host without any `mysqld` is told what to install.
+#[test]
+fn a_host_mysql_that_is_not_there_is_refused_at_check_naming_the_binary() {
+    // where cairn looks: PATH, then the sbin directories
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mysqld = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(std::path::PathBuf::from))
+        .map(|d| d.join("mysqld"))
+        .find(|p| p.is_file());
+    let version = mysqld.as_ref().map(|p| {
+        let out = std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    let want = match (&mysqld, &version) {
+        (None, _) => "no `mysqld` on this host: install Debian's mysql-server-core".to_string(),
+        (Some(p), Some(v)) if v.contains("MariaDB") => {
+            format!("`{}`", p.display())
+        }
+        _ => {
+            eprintln!("this host has MySQL's mysqld: nothing to refuse");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        r#"study "e2e-host-mysql"
+server "host" {
+    executor "process"
+    system "mysql"
+    connect "socket"
+}
+dataset "sb" { sysbench tables=1 rows=10 }
+workload "ps" { sysbench "oltp_point_select"; duration "1s" }
+trials "t" { servers "host"; dataset "sb"; workload "ps" }
+"#,
+    );
+    for cmd in ["check", "run"] {
+        let r = cairn(&sb, &[cmd, "plan.kdl"]);
+        r.expect_code(2);
+        // the message as one line (the report wraps it)
+        let text = r
+            .stderr
+            .lines()
+            .map(|l| l.trim().trim_start_matches('│').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(text.contains(&want), "{cmd}: {}", r.stderr);
+        if mysqld.is_some() {
+            assert!(
+                text.contains("is MariaDB's server") && text.contains("not MySQL's"),
+                "{cmd}: {}",
+                r.stderr
+            );
+        }
+        assert!(
+            r.stderr.contains("executor \"process\""),
+            "the span: {}",
+            r.stderr
+        );
+    }
+    assert!(sb.records_of("trial/t/host").is_empty());
+    assert!(sb.records_of("dataset/sb@host").is_empty());
+}
