@@ -147,6 +147,69 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for PgTlsStream<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// A TLS server on 127.0.0.1 with `material`'s certificate, accepting handshakes.
+    async fn tls_server(material: &cairn_exec::docker::tls::TlsMaterial) -> std::net::SocketAddr {
+        let certs = rustls_pemfile::certs(&mut material.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = rustls_pemfile::private_key(&mut material.key_pem.as_bytes())
+            .unwrap()
+            .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let _ = acceptor.accept(s).await;
+                });
+            }
+        });
+        addr
+    }
+
+    /// A handshake with the server at `addr`, named `name`, trusting `ca_pem`.
+    async fn handshake(addr: std::net::SocketAddr, name: &str, ca_pem: &str) -> io::Result<()> {
+        let mut make = MakeRustls::from_ca_pem(ca_pem.as_bytes()).unwrap();
+        let connect = <MakeRustls as MakeTlsConnect<TcpStream>>::make_tls_connect(&mut make, name)?;
+        let stream = TcpStream::connect(addr).await?;
+        connect.connect(stream).await.map(|_| ())
+    }
+
+    /// Real handshakes over loopback: the server's certificate is accepted only when the
+    /// trusted CA signed it and it names the address the client connects to.
+    #[test]
+    fn the_handshake_verifies_the_ca_and_the_address() {
+        use cairn_exec::docker::tls::generate;
+        let run = generate("run", &["127.0.0.1".into(), "localhost".into()]).unwrap();
+        let other = generate("other", &["127.0.0.1".into()]).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let addr = tls_server(&run).await;
+            handshake(addr, "127.0.0.1", &run.ca_pem).await.unwrap();
+            handshake(addr, "localhost", &run.ca_pem).await.unwrap();
+            let e = handshake(addr, "127.0.0.1", &other.ca_pem)
+                .await
+                .unwrap_err();
+            assert!(e.to_string().contains("UnknownIssuer"), "{e}");
+            let e = handshake(addr, "10.9.9.9", &run.ca_pem).await.unwrap_err();
+            assert!(e.to_string().contains("not valid for name"), "{e}");
+        });
+    }
 
     #[test]
     fn a_ca_file_must_hold_a_certificate() {
