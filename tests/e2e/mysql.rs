@@ -4,8 +4,9 @@
 //! image's own sysbench (`tool="external"`) over TCP, the socket and TLS, sysbench's counts
 //! checked against the server's own statement counters, the variant checks (version, word
 //! size, the allocator read from the memory map), and MySQL beside MariaDB in one trials node,
-//! side by side in `cairn results`; and the client's declared network path (loopback,
-//! bridge, host, an emulated link), taken by native and external drivers alike.
+//! side by side in `cairn results`; super-smack and sql-bench on MySQL; a host `mysqld` that
+//! is not MySQL's refused for the process executor; and the client's declared network path
+//! (loopback, bridge, host, an emulated link), taken by native and external drivers alike.
 
 use std::path::Path;
 use std::sync::RwLockReadGuard;

@@ -3,7 +3,8 @@
 //! sysbench dataset loaded with COPY and snapshotted, trials restored from the snapshot
 //! running point_select natively (also from the server's own network namespace, `client
 //! "loopback"`) and read_only with the image's own sysbench (`--db-driver=pgsql`), over TCP
-//! and the socket; the variant recorded; the server's own
+//! and the socket, and both over TLS (the server's `pg_stat_ssl` view recorded); the
+//! variant recorded; the server's own
 //! transaction and row counters checked against the drivers' counts; MariaDB and
 //! PostgreSQL side by side in one trials node; workloads that do not apply refused at
 //! `cairn check`.
