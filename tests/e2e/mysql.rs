@@ -152,7 +152,8 @@ fn mysql_runs_native_and_external_sysbench_from_a_snapshot_beside_mariadb() {
             "{step}: {f}"
         );
         assert_eq!(f["errors"], 0.0, "{step}: {f}");
-        let deltas = &cat(&sb, step, "server.json")["status_deltas"];
+        let server = cat(&sb, step, "server.json");
+        let deltas = &server["status_deltas"];
         let selects = deltas["Com_select"].as_f64().unwrap();
         assert!(
             selects >= queries * selects_per_query,
@@ -161,6 +162,11 @@ fn mysql_runs_native_and_external_sysbench_from_a_snapshot_beside_mariadb() {
         if step.ends_with("-tls") {
             let accepts = deltas["Ssl_accepts"].as_f64().unwrap_or(0.0);
             assert!(accepts >= 2.0, "{step}: Ssl_accepts {accepts}: {deltas}");
+            // the server's view of a connection of cairn's native client
+            let version = server["tls"]["Ssl_version"].as_str().unwrap_or("");
+            assert!(version.starts_with("TLSv1."), "{step}: {server}");
+        } else {
+            assert!(server.get("tls").is_none(), "{step}: {server}");
         }
     }
     // the external tool reached the server the way each server's `connect` says
