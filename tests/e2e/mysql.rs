@@ -4,8 +4,9 @@
 //! image's own sysbench (`tool="external"`) over TCP, the socket and TLS, sysbench's counts
 //! checked against the server's own statement counters, the variant checks (version, word
 //! size, the allocator read from the memory map), and MySQL beside MariaDB in one trials node,
-//! side by side in `cairn results`; and the client's declared network path (loopback,
-//! bridge, host, an emulated link), taken by native and external drivers alike.
+//! side by side in `cairn results`; super-smack and sql-bench on MySQL; a host `mysqld` that
+//! is not MySQL's refused for the process executor; and the client's declared network path
+//! (loopback, bridge, host, an emulated link), taken by native and external drivers alike.
 
 use std::path::Path;
 use std::sync::RwLockReadGuard;
@@ -151,7 +152,8 @@ fn mysql_runs_native_and_external_sysbench_from_a_snapshot_beside_mariadb() {
             "{step}: {f}"
         );
         assert_eq!(f["errors"], 0.0, "{step}: {f}");
-        let deltas = &cat(&sb, step, "server.json")["status_deltas"];
+        let server = cat(&sb, step, "server.json");
+        let deltas = &server["status_deltas"];
         let selects = deltas["Com_select"].as_f64().unwrap();
         assert!(
             selects >= queries * selects_per_query,
@@ -160,6 +162,11 @@ fn mysql_runs_native_and_external_sysbench_from_a_snapshot_beside_mariadb() {
         if step.ends_with("-tls") {
             let accepts = deltas["Ssl_accepts"].as_f64().unwrap_or(0.0);
             assert!(accepts >= 2.0, "{step}: Ssl_accepts {accepts}: {deltas}");
+            // the server's view of a connection of cairn's native client
+            let version = server["tls"]["Ssl_version"].as_str().unwrap_or("");
+            assert!(version.starts_with("TLSv1."), "{step}: {server}");
+        } else {
+            assert!(server.get("tls").is_none(), "{step}: {server}");
         }
     }
     // the external tool reached the server the way each server's `connect` says
@@ -382,4 +389,130 @@ trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
     let r = cairn(&sb, &["check", "plan.kdl"]);
     r.expect_code(2);
     assert!(r.stderr.contains("is not a rate"), "{}", r.stderr);
+}
+
+/// super-smack and sql-bench, cairn's native ports, against MySQL 9 (tiny sizes): both
+/// drivers log in with `caching_sha2_password`, and sql-bench's SQL is MySQL's dialect too;
+/// each trial's figures are its own (super-smack's queries are clients × rounds × its two
+/// statements; sql-bench's seconds per test).
+#[test]
+fn smack_and_sqlbench_trials_run_on_mysql() {
+    let _engine = images_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-mysql-drivers"
+import "{}"
+server "mysql" {{
+    image "mysql-sid"
+    system "mysql"
+    option innodb_buffer_pool_size="64M" innodb_redo_log_capacity="8M"
+}}
+dataset "auth" {{ smack rows=500 }}
+workload "select-index" {{ smack "select_index"; clients 2; rounds 50 }}
+workload "suite" {{ sqlbench "all"; scale "small" }}
+trials "smack" {{ servers "mysql"; dataset "auth"; workload "select-index" }}
+trials "sqlbench" {{ servers "mysql"; workload "suite" }}
+"#,
+            recipe("mysql.kdl")
+        ),
+    );
+    let r = cairn(&sb, &["--json", "run", "plan.kdl"]);
+    r.expect_code(0);
+    let finished = r.events().finished();
+    for step in ["trial/smack/mysql", "trial/sqlbench/mysql"] {
+        assert!(
+            finished.contains(step),
+            "{step} ran: {finished:?}\n{}",
+            r.stderr
+        );
+        let v = &sb.record(step)["extra"]["variant"]["checks"];
+        assert_eq!(v["process_name"], "mysqld", "{step}: {v}");
+    }
+    let f = &sb.record("trial/smack/mysql")["extra"]["figures"];
+    assert_eq!(
+        f["queries"], 200.0,
+        "2 clients × 50 rounds × 2 queries: {f}"
+    );
+    assert!(f["qps"].as_f64().unwrap() > 0.0, "{f}");
+    let f = &sb.record("trial/sqlbench/mysql")["extra"]["figures"];
+    for t in ["insert_s", "select_s", "wisconsin_s", "total_s"] {
+        assert!(f[t].as_f64().is_some_and(|s| s > 0.0), "{t}: {f}");
+    }
+    let pid = r.pid.unwrap();
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+}
+
+/// `executor "process"` with `system "mysql"` needs MySQL's `mysqld` on the host. Debian 12
+/// ships no MySQL, and sid's `mysql-server-core` conflicts with the `mariadb-server-core`
+/// that scripts/setup.sh installs for the host MariaDB test — whose `/usr/sbin/mysqld` is a
+/// link to `mariadbd`. So on such a host `cairn check` and `cairn run` refuse the plan
+/// (exit 2) naming the binary and what it is, at the server's `executor`, before anything
+/// starts; a host without any `mysqld` is told what to install.
+#[test]
+fn a_host_mysql_that_is_not_there_is_refused_at_check_naming_the_binary() {
+    // where cairn looks: PATH, then the sbin directories
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mysqld = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(std::path::PathBuf::from))
+        .map(|d| d.join("mysqld"))
+        .find(|p| p.is_file());
+    let version = mysqld.as_ref().map(|p| {
+        let out = std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    let want = match (&mysqld, &version) {
+        (None, _) => "no `mysqld` on this host: install Debian's mysql-server-core".to_string(),
+        (Some(p), Some(v)) if v.contains("MariaDB") => {
+            format!("`{}`", p.display())
+        }
+        _ => {
+            eprintln!("this host has MySQL's mysqld: nothing to refuse");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        r#"study "e2e-host-mysql"
+server "host" {
+    executor "process"
+    system "mysql"
+    connect "socket"
+}
+dataset "sb" { sysbench tables=1 rows=10 }
+workload "ps" { sysbench "oltp_point_select"; duration "1s" }
+trials "t" { servers "host"; dataset "sb"; workload "ps" }
+"#,
+    );
+    for cmd in ["check", "run"] {
+        let r = cairn(&sb, &[cmd, "plan.kdl"]);
+        r.expect_code(2);
+        // the message as one line (the report wraps it)
+        let text = r
+            .stderr
+            .lines()
+            .map(|l| l.trim().trim_start_matches('│').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(text.contains(&want), "{cmd}: {}", r.stderr);
+        if mysqld.is_some() {
+            assert!(
+                text.contains("is MariaDB's server") && text.contains("not MySQL's"),
+                "{cmd}: {}",
+                r.stderr
+            );
+        }
+        assert!(
+            r.stderr.contains("executor \"process\""),
+            "the span: {}",
+            r.stderr
+        );
+    }
+    assert!(sb.records_of("trial/t/host").is_empty());
+    assert!(sb.records_of("dataset/sb@host").is_empty());
 }

@@ -3,7 +3,8 @@
 //! sysbench dataset loaded with COPY and snapshotted, trials restored from the snapshot
 //! running point_select natively (also from the server's own network namespace, `client
 //! "loopback"`) and read_only with the image's own sysbench (`--db-driver=pgsql`), over TCP
-//! and the socket; the variant recorded; the server's own
+//! and the socket, and both over TLS (the server's `pg_stat_ssl` view recorded); the
+//! variant recorded; the server's own
 //! transaction and row counters checked against the drivers' counts; MariaDB and
 //! PostgreSQL side by side in one trials node; workloads that do not apply refused at
 //! `cairn check`.
@@ -256,4 +257,74 @@ trials "t" {{ servers "pg"; dataset "words"; workload "smack" }}
         "{}",
         out.stderr
     );
+}
+
+/// `connect "tls"` on PostgreSQL: the server starts with a per-start CA and certificate
+/// (`ssl = on`, `pg_hba.conf` refusing TCP without TLS), the dataset is loaded and the
+/// native driver runs over TLS (rustls, verifying the run's CA and the server's address),
+/// and the image's sysbench reaches it through libpq's `PGSSLMODE=verify-full` — TLS or no
+/// connection. The record holds the server's own view of a connection of cairn's client
+/// (its `pg_stat_ssl` row), and its session counter saw the workload's TCP sessions, which
+/// `pg_hba.conf` admits only over TLS.
+#[test]
+fn postgresql_runs_native_and_external_sysbench_over_tls() {
+    let _engine = image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-postgresql-tls"
+import "{}"
+server "pg-tls" {{
+    image "postgresql-bookworm"
+    system "postgresql"
+    option shared_buffers="32MB" max_connections=50
+    connect "tls"
+}}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ps" {{ sysbench "oltp_point_select"; threads 2; duration "1s" }}
+workload "ps-ext" {{ sysbench "oltp_point_select" tool="external"; threads 2; duration "1s" }}
+trials "native" {{ servers "pg-tls"; dataset "sb"; workload "ps" }}
+trials "external" {{ servers "pg-tls"; dataset "sb"; workload "ps-ext" }}
+"#,
+            images()
+        ),
+    );
+    let check = sb.cairn(["check", "plan.kdl"]).guard(GUARD).run();
+    check.expect_code(0);
+    let r = sb.cairn(["--json", "run", "plan.kdl"]).guard(GUARD).run();
+    r.expect_code(0);
+    for step in ["trial/native/pg-tls", "trial/external/pg-tls"] {
+        let rec = sb.record(step);
+        let f = &rec["extra"]["figures"];
+        assert!(f["tps"].as_f64().unwrap() > 0.0, "{step}: {f}");
+        assert_eq!(f["errors"].as_f64(), Some(0.0), "{step}: {f}");
+        let server = cat(&sb, step, "server.json");
+        // the server's pg_stat_ssl row of a connection of cairn's native client
+        let tls = &server["tls"];
+        assert_eq!(tls["ssl"], "t", "{step}: {server}");
+        assert!(
+            tls["version"].as_str().unwrap().starts_with("TLSv1."),
+            "{step}: {tls}"
+        );
+        assert!(!tls["cipher"].as_str().unwrap().is_empty(), "{step}: {tls}");
+        // the workload's sessions (TCP, so TLS by pg_hba.conf) were the server's
+        let sessions = server["status_deltas"]["sessions"].as_f64().unwrap_or(0.0);
+        assert!(sessions >= 2.0, "{step}: sessions {sessions}: {server}");
+    }
+    let m = cat(&sb, "trial/external/pg-tls", "metrics.json");
+    let argv: Vec<&str> = m["tool"]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        argv[..3],
+        ["env", "PGSSLMODE=verify-full", "PGSSLROOTCERT=cacert.pem"],
+        "{argv:?}"
+    );
+    let pid = r.pid.unwrap();
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+    assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
 }

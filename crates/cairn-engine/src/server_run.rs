@@ -145,6 +145,10 @@ pub fn check_server(def: &ServerDef) -> Result<(), cairn_workload::Error> {
         };
         cairn_exec::runtime::host::refuses(def.cpus.is_some(), def.memory.is_some(), connect)
             .map_err(|e| server_param(field, e))?;
+        // the system's programs on this host, and that they are its own (a host MariaDB's
+        // `mysqld` is no MySQL): refused here, named, rather than by the server's first start
+        cairn_exec::host_server::check_installed(system)
+            .map_err(|e| server_param("executor", e.to_string()))?;
     }
     if let Some(cpus) = &def.cpus {
         check_cpuset(cpus).map_err(|e| server_param("cpus", e))?;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use cairn_graph::Step;
-use cairn_workload::server::{global_status, global_variables, status_deltas};
+use cairn_workload::server::{connection_tls, global_status, global_variables, status_deltas};
 use cairn_workload::{Dataset, RunContext, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
@@ -161,6 +161,15 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     }
     let variables = global_variables(&status_target)
         .map_err(|e| stalled(&mut live, "before the workload (SHOW GLOBAL VARIABLES)", &e))?;
+    // the server's view of a TLS connection of cairn's client (before the status reading,
+    // so it counts in no delta)
+    let tls = connection_tls(&status_target).map_err(|e| {
+        stalled(
+            &mut live,
+            "before the workload (reading the connection's TLS)",
+            &e,
+        )
+    })?;
     let before = global_status(&status_target)
         .map_err(|e| stalled(&mut live, "before the workload (SHOW GLOBAL STATUS)", &e))?;
     if ctx.is_cancelled() {
@@ -251,13 +260,16 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         .map_err(|e| failed(format!("stopping the server: {e}")))?;
     let stop_ms = ms(t_stop);
 
-    let server = json!({
+    let mut server = json!({
         "verification": verification,
         "status_deltas": deltas,
         "efficiency": efficiency,
         "database": database,
         "image": image.as_ref().map(|i| json!({"reference": i.reference, "image_id": i.manifest.image_id})),
     });
+    if let Some(tls) = tls {
+        server["tls"] = json!(tls);
+    }
     let figures = json!({"headline": outcome.headline, "figures": outcome.figures});
     let put = |bytes: Vec<u8>, name: &str| {
         ctx.store

@@ -363,15 +363,19 @@ impl HostServer {
     }
 }
 
-/// Whether every host program `system` needs is installed.
+/// Whether every host program `system` needs is installed, and is that system's (not
+/// another system's program of the same name, [`DbSystem::check_host_program`]).
 pub fn check_installed(system: &dyn DbSystem) -> Result<()> {
     for p in system.host_programs() {
-        if system::find_program(p).is_none() {
+        let Some(path) = system::find_program(p) else {
             return Err(HostServerError::NotInstalled(format!(
                 "no `{p}` on this host: install {}, or use the Docker executor",
                 system.host_install_hint()
             )));
-        }
+        };
+        system
+            .check_host_program(p, &path)
+            .map_err(HostServerError::NotInstalled)?;
     }
     Ok(())
 }

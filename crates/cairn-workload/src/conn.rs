@@ -34,8 +34,8 @@ impl Protocol {
     pub fn native_tls(self) -> bool {
         match self {
             Protocol::Mysql => true,
-            // tokio-postgres is built without a TLS connector here
-            Protocol::Postgresql => false,
+            // tokio-postgres with rustls ([`crate::pgsql::tls`])
+            Protocol::Postgresql => true,
         }
     }
 

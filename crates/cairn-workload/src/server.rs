@@ -81,6 +81,25 @@ impl StatusSession {
     }
 }
 
+/// The TLS of a connection to the target as the server sees it, for a target that
+/// connects with TLS (`None` otherwise): PostgreSQL's `pg_stat_ssl` row of the connection's
+/// backend (`ssl`, `version`, `cipher`, `bits`), MySQL's session `Ssl_version` and
+/// `Ssl_cipher`. A connection of cairn's native client, made before the workload's (so it
+/// counts in no delta around it).
+pub fn connection_tls(target: &Target) -> Result<Option<BTreeMap<String, String>>, Error> {
+    if target.tls_ca.is_none() {
+        return Ok(None);
+    }
+    match target.protocol {
+        Protocol::Mysql => show(
+            target,
+            "SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')",
+        )
+        .map(Some),
+        Protocol::Postgresql => crate::pgsql::connection_ssl(target).map(Some),
+    }
+}
+
 fn show(target: &Target, sql: &str) -> Result<BTreeMap<String, String>, Error> {
     show_on(&mut target.connect_no_db()?, sql)
 }

@@ -112,6 +112,12 @@ pub trait DbSystem: Send + Sync {
     fn host_programs(&self) -> &'static [&'static str];
     /// What to install on a host that lacks them, e.g. a Debian package.
     fn host_install_hint(&self) -> &'static str;
+    /// Whether the host program `name` found at `path` is this system's (another system's
+    /// program may go by the same name: Debian's MariaDB links `/usr/sbin/mysqld` to
+    /// `mariadbd`); the error says what it is instead. The default accepts it.
+    fn check_host_program(&self, _name: &str, _path: &Path) -> Result<(), String> {
+        Ok(())
+    }
     /// The command that initialises an empty datadir on the host; its failure output is the
     /// command's stderr followed by the server log.
     fn host_init_command(&self, config: &Path, as_root: bool) -> Result<Command, String>;

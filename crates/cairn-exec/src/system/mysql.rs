@@ -133,7 +133,24 @@ impl DbSystem for MySql {
     }
 
     fn host_install_hint(&self) -> &'static str {
-        "Debian's mysql-server-core and mysql-client-core (sid)"
+        "Debian's mysql-server-core and mysql-client-core (sid only; they conflict with mariadb-server-core)"
+    }
+
+    /// `mysqld` must be MySQL's: Debian's `mariadb-server-core` links `/usr/sbin/mysqld` to
+    /// `mariadbd`, which would fail at `--initialize-insecure` with MariaDB's complaint.
+    /// Asked by `cairn check` (through the engine's server check) and before a start.
+    fn check_host_program(&self, name: &str, path: &Path) -> Result<(), String> {
+        if name != "mysqld" {
+            return Ok(());
+        }
+        let out = Command::new(path)
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run `{} --version`: {e}", path.display()))?;
+        let version = String::from_utf8_lossy(&out.stdout);
+        let version = version.lines().next().unwrap_or("").trim();
+        mysqld_is_mysql(path, version)
     }
 
     fn host_init_command(&self, config: &Path, as_root: bool) -> Result<Command, String> {
@@ -182,6 +199,25 @@ impl DbSystem for MySql {
     fn read_greeting(&self, r: &mut dyn std::io::Read) -> Result<Greeting, String> {
         greeting::read_mysql_greeting(r)
     }
+}
+
+/// Whether the `mysqld` at `path`, which says `version` to `--version`, is MySQL's.
+fn mysqld_is_mysql(path: &Path, version: &str) -> Result<(), String> {
+    if !version.to_ascii_lowercase().contains("mariadb") {
+        return Ok(());
+    }
+    let target = std::fs::canonicalize(path)
+        .ok()
+        .filter(|t| t != path)
+        .map(|t| format!(" (a link to {})", t.display()))
+        .unwrap_or_default();
+    Err(format!(
+        "`{}`{target} is MariaDB's server (`{version}`), not MySQL's: the process executor \
+         runs `system \"mysql\"` with a host MySQL, and Debian's MySQL packages (sid's \
+         mysql-server-core) conflict with the mariadb-server-core installed here; run MySQL \
+         with the Docker executor (`images/mysql.kdl`), or on a host with MySQL's mysqld",
+        path.display()
+    ))
 }
 
 #[cfg(test)]
@@ -251,6 +287,27 @@ mod tests {
             "mysqld --defaults-file=/etc/cairn/my.cnf --initialize-insecure --user=mysql"
         ));
         assert!(s.ends_with("exec mysqld --defaults-file=/etc/cairn/my.cnf\n"));
+    }
+
+    #[test]
+    fn a_mariadb_mysqld_is_not_mysql() {
+        let p = Path::new("/nonexistent/sbin/mysqld");
+        mysqld_is_mysql(
+            p,
+            "/usr/sbin/mysqld  Ver 9.7.4 for Linux on x86_64 (MySQL Server)",
+        )
+        .unwrap();
+        let e = mysqld_is_mysql(
+            p,
+            "/usr/sbin/mysqld  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("`/nonexistent/sbin/mysqld` is MariaDB's server (`/usr/sbin/mysqld  Ver 10.11.19-MariaDB"),
+            "{e}"
+        );
+        assert!(e.contains("Docker executor"), "{e}");
+        assert!(MySql.check_host_program("mysql", p).is_ok());
     }
 
     #[test]

@@ -39,6 +39,8 @@ use crate::{Error, Protocol, Target};
 
 /// The program the adapter runs.
 pub const TOOL: &str = "sysbench";
+/// The CA certificate in a TLS tool's working directory (see [`ToolEndpoint::Tls`]).
+const TOOL_CA_FILE: &str = "cacert.pem";
 
 /// The percentile sysbench's report and interval lines carry (`--percentile`).
 const REPORT_PERCENTILE: u32 = 95;
@@ -161,11 +163,22 @@ impl ExternalSysbench {
                 ]);
             }
             Protocol::Postgresql => {
+                if matches!(server, ToolEndpoint::Tls { .. }) {
+                    // sysbench 1.0 has no pgsql TLS option, but its driver's libpq reads
+                    // these: TLS or no connection, the server's certificate verified against
+                    // the run's CA (in the tool's working directory) and the address it is
+                    // reached at
+                    a.splice(
+                        0..0,
+                        [
+                            "env".to_string(),
+                            "PGSSLMODE=verify-full".to_string(),
+                            format!("PGSSLROOTCERT={TOOL_CA_FILE}"),
+                        ],
+                    );
+                }
                 a.push("--db-driver=pgsql".into());
                 match server {
-                    // libpq's sslmode defaults to `prefer`: against a TLS server (which
-                    // refuses TCP without it) the connection is encrypted; sysbench 1.0 has
-                    // no option to demand it
                     ToolEndpoint::Tcp { host, port } | ToolEndpoint::Tls { host, port } => a
                         .extend([
                             format!("--pgsql-host={host}"),
@@ -858,6 +871,34 @@ mod tests {
         ] {
             assert!(tls.iter().any(|x| x == o), "{o} missing from {tls:?}");
         }
+        let mut pg = target.clone();
+        pg.protocol = Protocol::Postgresql;
+        let tls = x.argv(
+            &ToolEndpoint::Tls {
+                host: "10.0.0.2".into(),
+                port: 5432,
+            },
+            &pg,
+        );
+        assert_eq!(
+            tls[..5],
+            [
+                "env",
+                "PGSSLMODE=verify-full",
+                "PGSSLROOTCERT=cacert.pem",
+                "sysbench",
+                "oltp_read_only"
+            ]
+        );
+        assert!(tls.iter().any(|a| a == "--pgsql-host=10.0.0.2"), "{tls:?}");
+        let tcp = x.argv(
+            &ToolEndpoint::Tcp {
+                host: "10.0.0.2".into(),
+                port: 5432,
+            },
+            &pg,
+        );
+        assert_eq!(tcp[0], "sysbench");
     }
 
     #[test]

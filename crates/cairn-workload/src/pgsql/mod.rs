@@ -11,12 +11,14 @@
 //! have ([`await_sessions_end`]).
 
 pub mod dataset;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage};
 
 use crate::{Error, Target};
@@ -132,9 +134,13 @@ pub(crate) fn config(target: &Target, database: &str) -> Result<Config, PgFailur
         }
     }
     if target.tls_ca.is_some() {
-        return Err(PgFailure::Local(
-            "the native PostgreSQL driver does not speak TLS yet: use `connect \"tcp\"` or \"socket\", or `tool=\"external\"`".into(),
-        ));
+        if target.socket.is_some() {
+            return Err(PgFailure::Local(
+                "TLS over a unix socket: PostgreSQL speaks TLS only over TCP".into(),
+            ));
+        }
+        // TLS or no connection (the CA is checked by the connector)
+        c.ssl_mode(SslMode::Require);
     }
     Ok(c)
 }
@@ -157,16 +163,35 @@ impl PgConn {
             .build()
             .map_err(|e| pg_error(what(), PgFailure::Local(format!("a runtime: {e}"))))?;
         let config = config(target, database).map_err(|e| pg_error(what(), e))?;
-        let connected = rt.block_on(async {
-            tokio::time::timeout(timeout, config.connect(NoTls))
-                .await
-                .map_err(|_| PgFailure::NoAnswer(timeout))?
-                .map_err(PgFailure::Server)
-        });
-        let (client, connection) = connected.map_err(|e| pg_error(what(), e))?;
+        let tls = match &target.tls_ca {
+            Some(ca) => Some(
+                tls::MakeRustls::from_ca_file(ca)
+                    .map_err(|e| pg_error(what(), PgFailure::Local(e)))?,
+            ),
+            None => None,
+        };
         // the connection's task runs while a call of this thread waits on the runtime; it
         // ends when the client is dropped
-        let connection = Some(rt.spawn(connection));
+        let connected = rt.block_on(async {
+            match tls {
+                Some(tls) => {
+                    let (client, connection) = tokio::time::timeout(timeout, config.connect(tls))
+                        .await
+                        .map_err(|_| PgFailure::NoAnswer(timeout))?
+                        .map_err(PgFailure::Server)?;
+                    Ok((client, tokio::spawn(connection)))
+                }
+                None => {
+                    let (client, connection) = tokio::time::timeout(timeout, config.connect(NoTls))
+                        .await
+                        .map_err(|_| PgFailure::NoAnswer(timeout))?
+                        .map_err(PgFailure::Server)?;
+                    Ok((client, tokio::spawn(connection)))
+                }
+            }
+        });
+        let (client, connection) = connected.map_err(|e| pg_error(what(), e))?;
+        let connection = Some(connection);
         Ok(PgConn {
             rt,
             client: Some(client),
@@ -242,6 +267,20 @@ pub fn status_connection(target: &Target) -> Result<PgConn, Error> {
 pub fn status_on(c: &PgConn, database: &str) -> Result<BTreeMap<String, String>, Error> {
     let sql = format!("SELECT * FROM pg_stat_database WHERE datname = '{database}'");
     let rows = c.text_rows(&sql).map_err(|e| pg_error(&sql, e))?;
+    Ok(rows
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+        .into_iter()
+        .collect())
+}
+
+/// The server's view of a new connection's TLS: its backend's `pg_stat_ssl` row (`ssl`,
+/// `version`, `cipher`, `bits`; `ssl` is `f` on a connection without TLS).
+pub fn connection_ssl(target: &Target) -> Result<BTreeMap<String, String>, Error> {
+    let c = status_connection(target)?;
+    let sql = "SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+    let rows = c.text_rows(sql).map_err(|e| pg_error(sql, e))?;
     Ok(rows
         .into_iter()
         .next()
@@ -329,7 +368,14 @@ mod tests {
             .contains("not a PostgreSQL socket"));
         let mut tls = Target::tcp("10.0.0.2", 5432, "cairn");
         tls.tls_ca = Some("/ca.pem".into());
-        assert!(config(&tls, "x").unwrap_err().to_string().contains("TLS"));
+        assert_eq!(config(&tls, "x").unwrap().get_ssl_mode(), SslMode::Require);
+        assert_eq!(config(&t, "x").unwrap().get_ssl_mode(), SslMode::Prefer);
+        let mut sock = Target::socket("/tmp/cairn-x/.s.PGSQL.5432", "cairn");
+        sock.tls_ca = Some("/ca.pem".into());
+        assert!(config(&sock, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("only over TCP"));
     }
 
     #[test]
