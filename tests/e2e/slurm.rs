@@ -1,8 +1,11 @@
 //! End-to-end: measurements on Slurm (`cairn run --on slurm`) against the real cluster that
 //! `scripts/slurm-setup.sh` starts on this machine (munge, slurmctld, slurmd nodes `cairn1`
-//! and `cairn2`; partition `solo` holds `cairn1` alone). Quickstart-like trials (real MariaDB
-//! in Docker) run through one node and are recorded in a local run's form, a cached re-run
-//! submits no job and the store verifies clean; blocks spread over two nodes, and one node
+//! and `cairn2`; partition `solo` holds `cairn1` alone, `own` holds `cairn2`, whose jobs use
+//! a Docker Engine of its own). Quickstart-like trials (real MariaDB in Docker) run through
+//! one node and are recorded in a local run's form, a cached re-run submits no job and the
+//! store verifies clean; on `cairn2` the image arrives as an archive the worker loads into
+//! the node's empty engine (and an archive that does not load, or loads as another image,
+//! fails the block naming it); blocks spread over two nodes, and one node
 //! killed mid-trial loses nothing (its block re-runs whole on the other node, recorded once,
 //! the loss in `extra.attempts`); Ctrl-C cancels the run's job, and `cairn clean` cancels
 //! the job of a SIGKILLed run.
@@ -556,7 +559,11 @@ fn empty_node2_engine() {
         "node cairn2's own engine does not answer on {NODE2_ENGINE} (scripts/node-engine.sh starts it): {info}"
     );
     node2_docker("images -q | xargs -r docker -H unix:///run/cairn-node2/docker.sock rmi -f");
-    assert_eq!(node2_docker("images -q").trim(), "", "node cairn2's engine kept images");
+    assert_eq!(
+        node2_docker("images -q").trim(),
+        "",
+        "node cairn2's engine kept images"
+    );
 }
 
 /// The quickstart trials at one point (one block: both servers), for partition `own`.
@@ -592,12 +599,22 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
     assert_eq!(trials.len(), 2, "{}", r.stderr);
     for t in &trials {
         println!("{}: shipped {}", t["address"], t["extra"]["shipped"]);
-        assert_eq!(t["extra"]["node"]["name"], "cairn2", "{}", t["extra"]["node"]);
+        assert_eq!(
+            t["extra"]["node"]["name"], "cairn2",
+            "{}",
+            t["extra"]["node"]
+        );
         let shipped = &t["extra"]["shipped"];
         assert_eq!(shipped["image"], image.reference.as_str(), "{shipped}");
         assert_eq!(shipped["image_id"], image.id.as_str(), "{shipped}");
-        assert!(shipped["load_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{shipped}");
-        assert!(shipped["archive_bytes"].as_u64().is_some_and(|b| b > 0), "{shipped}");
+        assert!(
+            shipped["load_ms"].as_f64().is_some_and(|ms| ms > 0.0),
+            "{shipped}"
+        );
+        assert!(
+            shipped["archive_bytes"].as_u64().is_some_and(|b| b > 0),
+            "{shipped}"
+        );
         assert_eq!(t["extra"]["image"]["image_id"], image.id.as_str());
         assert!(t["extra"]["figures"]["tps"].as_f64().unwrap() > 0.0);
     }
@@ -618,7 +635,15 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
     // a cached re-run submits nothing
     let before = jobs_named(&format!("cairn-{study}"));
     let again = sb
-        .cairn(["--json", "run", "plan.kdl", "--on", "slurm", "--partition", "own"])
+        .cairn([
+            "--json",
+            "run",
+            "plan.kdl",
+            "--on",
+            "slurm",
+            "--partition",
+            "own",
+        ])
         .guard(GUARD)
         .run();
     again.expect_code(0);
@@ -644,22 +669,38 @@ fn an_image_archive_that_does_not_load_or_loads_as_another_image_fails_the_block
     ));
     std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
     std::fs::write(&archive, b"not a docker save archive").unwrap();
-    let run = || {
-        sb.cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
+    // each trial of the block fails as permanent, the image named
+    let run = |expected: &str| {
+        let r = sb
+            .cairn([
+                "--json",
+                "run",
+                "plan.kdl",
+                "--on",
+                "slurm",
+                "--partition",
+                "own",
+            ])
             .guard(GUARD)
-            .run()
+            .run();
+        r.expect_code(1);
+        let events = r.events();
+        let failed = events.of("step_failed");
+        assert_eq!(failed.len(), 2, "{}\n{}", r.stdout, r.stderr);
+        for f in failed {
+            assert_eq!(f["class"], "permanent", "{f}");
+            let error = f["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("on node cairn2") && error.contains(expected),
+                "{error}"
+            );
+        }
+        assert!(trial_records(&sb).is_empty(), "nothing recorded");
     };
-    let r = run();
-    r.expect_code(1);
-    assert!(
-        r.stderr.contains(&format!(
-            "image {} could not be loaded into this node's engine",
-            image.reference
-        )) && r.stderr.contains("on node cairn2"),
-        "{}",
-        r.stderr
-    );
-    assert!(trial_records(&sb).is_empty(), "nothing recorded");
+    run(&format!(
+        "image {} could not be loaded into this node's engine",
+        image.reference
+    ));
 
     let tiny = format!("cairn-e2e-tiny:{}", std::process::id());
     let made = sh(&format!(
@@ -667,18 +708,11 @@ fn an_image_archive_that_does_not_load_or_loads_as_another_image_fails_the_block
         archive.display()
     ));
     assert!(archive.metadata().unwrap().len() > 1024, "{made}");
-    let r = run();
-    r.expect_code(1);
-    assert!(
-        r.stderr.contains(&format!(
-            "image {}: the archive {} loaded, but this node's engine has no image for it where {} was shipped",
-            image.reference,
-            archive.display(),
-            image.id
-        )),
-        "{}",
-        r.stderr
-    );
-    assert!(trial_records(&sb).is_empty(), "nothing recorded");
+    run(&format!(
+        "image {}: the archive {} loaded, but this node's engine has no image for it where {} was shipped",
+        image.reference,
+        archive.display(),
+        image.id
+    ));
     node2_docker("images -q | xargs -r docker -H unix:///run/cairn-node2/docker.sock rmi -f");
 }

@@ -44,8 +44,8 @@ use crate::context::Env;
 use crate::dataset_step::{self, DatasetOutput};
 use crate::error::{FailureClass, StepError};
 use crate::execute::{read_json, record, Built, Done, Timing};
-use crate::image_step;
 use crate::fleet::{BlockResult, BlockStep};
+use crate::image_step;
 
 pub const JOB: &str = "job.json";
 pub const STARTED: &str = "started.json";
@@ -204,7 +204,10 @@ fn link_or_copy(src: &Path, dest: &Path) -> Result<(), String> {
     let s = std::fs::metadata(src).map_err(|e| format!("reading {}: {e}", src.display()))?;
     if let Ok(d) = std::fs::metadata(dest) {
         let same_file = d.dev() == s.dev() && d.ino() == s.ino();
-        let same_copy = d.nlink() == 1 && d.len() == s.len() && d.mtime() >= s.mtime();
+        // a copy (the spool on another filesystem) made after the source was written
+        let same_copy = d.nlink() == 1
+            && d.len() == s.len()
+            && (d.mtime(), d.mtime_nsec()) > (s.mtime(), s.mtime_nsec());
         if same_file || same_copy {
             return Ok(());
         }
@@ -343,10 +346,7 @@ pub fn ensure_image(env: &Env<'_>, image: &ShippedImage, shipped: &Path) -> Arri
     let archive = shipped.join(&image.archive);
     let t = Instant::now();
     engine.load_image(&archive).map_err(|e| {
-        format!(
-            "image {reference} could not be loaded into this node's engine from {}: {e}",
-            archive.display()
-        )
+        format!("image {reference} could not be loaded into this node's engine: {e}")
     })?;
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     let after = engine
@@ -591,4 +591,50 @@ pub fn gather(
 pub fn node_class(fp: &Fingerprint) -> String {
     let bytes = serde_json::to_vec(fp).expect("serialises");
     blake3::hash(&bytes).to_hex()[..12].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_directory_is_named_relative_to_the_job() {
+        let rel = relative_to(
+            Path::new("/spool/shipped"),
+            Path::new("/spool/run-1/block-0-try-0"),
+        );
+        assert_eq!(rel, Path::new("../../shipped"));
+        // the node mounts the spool elsewhere: the same relative path finds it
+        let on_node = lexical(&Path::new("/mnt/x/spool/run-1/block-0-try-0").join(&rel));
+        assert_eq!(on_node, Path::new("/mnt/x/spool/shipped"));
+        assert_eq!(lexical(Path::new("a/./b/../c")), Path::new("a/c"));
+        assert_eq!(lexical(Path::new("../a")), Path::new("../a"));
+    }
+
+    #[test]
+    fn a_snapshot_is_shipped_whole_once_and_again_when_it_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("cache/datasets/k.tar");
+        std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+        std::fs::write(&src, b"first").unwrap();
+        let dest = dir.path().join("spool/shipped/datasets/k.tar");
+        link_or_copy(&src, &dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"first");
+        // shipping it again leaves it as it is
+        link_or_copy(&src, &dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"first");
+        // a snapshot made anew (a new file renamed over the old one) ships again
+        let tmp = dir.path().join("cache/datasets/k.tmp");
+        std::fs::write(&tmp, b"second, longer").unwrap();
+        std::fs::rename(&tmp, &src).unwrap();
+        link_or_copy(&src, &dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"second, longer");
+        // no temp file is left beside it
+        let left: Vec<_> = std::fs::read_dir(dest.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
 }
