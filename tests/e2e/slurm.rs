@@ -649,6 +649,45 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
     again.expect_code(0);
     assert!(again.events().finished().is_empty(), "{}", again.stdout);
     assert_eq!(jobs_named(&format!("cairn-{study}")), before);
+
+    // another image under the tag on the node: the worker loads the archive over it
+    // (an image of one empty layer, made in the node's engine)
+    let tiny = sh(&format!(
+        "tar cf - --files-from /dev/null | DOCKER_HOST={NODE2_ENGINE} docker import - cairn-e2e-tiny:{}",
+        std::process::id()
+    ));
+    let tiny_id = node2_docker(&format!(
+        "image inspect --format '{{{{.Id}}}}' cairn-e2e-tiny:{}",
+        std::process::id()
+    ));
+    assert!(tiny_id.trim().starts_with("sha256:"), "{tiny}{tiny_id}");
+    node2_docker(&format!(
+        "tag cairn-e2e-tiny:{} {}",
+        std::process::id(),
+        image.reference
+    ));
+    sb.write(
+        "plan.kdl",
+        &one_point(&study).replace("duration \"1s\"", "duration \"2s\""),
+    );
+    sb.cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let loaded = node2_docker(&format!(
+        "image inspect --format '{{{{.Id}}}}' {}",
+        image.reference
+    ));
+    assert_eq!(loaded.trim(), image.id, "node cairn2's engine: {loaded}");
+    let replaced: Vec<Value> = trial_records(&sb)
+        .into_iter()
+        .filter(|t| t["extra"]["shipped"]["replaced"] == tiny_id.trim())
+        .collect();
+    assert_eq!(
+        replaced.len(),
+        2,
+        "the new trials loaded over the other image"
+    );
     sb.verify().expect_code(0);
 }
 
