@@ -689,6 +689,7 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
         "the new trials loaded over the other image"
     );
     sb.verify().expect_code(0);
+    empty_node2_engine();
 }
 
 #[test]
@@ -753,5 +754,5 @@ fn an_image_archive_that_does_not_load_or_loads_as_another_image_fails_the_block
         archive.display(),
         image.id
     ));
-    node2_docker("images -q | xargs -r docker -H unix:///run/cairn-node2/docker.sock rmi -f");
+    empty_node2_engine();
 }
