@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # A Slurm cluster on this one machine, for `cairn run --on slurm` and its tests: munge, a
 # slurmctld, and two slurmd nodes (`cairn1`, `cairn2`, each a slurmd on its own port, both
-# on this host) in the default partition `cairn`, and `cairn1` alone in partition `solo`. No systemd is assumed: the daemons are started
-# directly. Idempotent: a running cluster with this configuration is left as it is.
+# on this host) in the default partition `cairn`, `cairn1` alone in partition `solo` and
+# `cairn2` alone in partition `own`. `cairn1` uses this machine's Docker Engine; `cairn2` has
+# an engine of its own (scripts/node-engine.sh): a Slurm TaskProlog, the way an admin sets a
+# per-node environment, gives its jobs `DOCKER_HOST=unix:///run/cairn-node2/docker.sock`.
+# No systemd is assumed: the daemons are started directly. Idempotent: a running cluster
+# with this configuration is left as it is.
 set -euo pipefail
 
 need=()
@@ -30,6 +34,23 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
   runuser -u munge -- /usr/sbin/munged --force
   for _ in $(seq 1 20); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.5; done
 fi
+
+# node cairn2's own container engine, and the task prolog that points its jobs at it
+bash "$(dirname "$0")/node-engine.sh"
+mkdir -p /etc/slurm
+prolog=$(cat <<'PROLOG'
+#!/bin/sh
+# written by cairn's scripts/slurm-setup.sh: the per-node environment of a job's tasks
+# (Slurm reads `export NAME=value` lines from a TaskProlog's output)
+case "$SLURMD_NODENAME" in
+  cairn2) echo "export DOCKER_HOST=unix:///run/cairn-node2/docker.sock" ;;
+esac
+PROLOG
+)
+if [ "$(cat /etc/slurm/cairn-task-prolog.sh 2>/dev/null)" != "$prolog" ]; then
+  printf '%s\n' "$prolog" >/etc/slurm/cairn-task-prolog.sh
+fi
+chmod 0755 /etc/slurm/cairn-task-prolog.sh
 
 cpus=$(nproc)
 mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
@@ -63,11 +84,15 @@ MessageTimeout=10
 MinJobAge=600
 KillWait=5
 InactiveLimit=0
+# per-node job environment (cairn2's own Docker Engine)
+TaskProlog=/etc/slurm/cairn-task-prolog.sh
 NodeName=cairn1 NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=17001 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 NodeName=cairn2 NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=17002 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=cairn Nodes=cairn1,cairn2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
 # one node alone: a single-node cluster for the tests that need no second node
 PartitionName=solo Nodes=cairn1 MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+# the node with its own container engine, alone: images must be shipped to it
+PartitionName=own Nodes=cairn2 MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
 CONF
 )
 mkdir -p /etc/slurm /var/spool/slurmctld /var/log/slurm /var/spool/slurmd/cairn1 /var/spool/slurmd/cairn2

@@ -1,8 +1,11 @@
 //! End-to-end: measurements on Slurm (`cairn run --on slurm`) against the real cluster that
 //! `scripts/slurm-setup.sh` starts on this machine (munge, slurmctld, slurmd nodes `cairn1`
-//! and `cairn2`; partition `solo` holds `cairn1` alone). Quickstart-like trials (real MariaDB
-//! in Docker) run through one node and are recorded in a local run's form, a cached re-run
-//! submits no job and the store verifies clean; blocks spread over two nodes, and one node
+//! and `cairn2`; partition `solo` holds `cairn1` alone, `own` holds `cairn2`, whose jobs use
+//! a Docker Engine of its own). Quickstart-like trials (real MariaDB in Docker) run through
+//! one node and are recorded in a local run's form, a cached re-run submits no job and the
+//! store verifies clean; on `cairn2` the image arrives as an archive the worker loads into
+//! the node's empty engine (and an archive that does not load, or loads as another image,
+//! fails the block naming it); blocks spread over two nodes, and one node
 //! killed mid-trial loses nothing (its block re-runs whole on the other node, recorded once,
 //! the loss in `extra.attempts`); Ctrl-C cancels the run's job, and `cairn clean` cancels
 //! the job of a SIGKILLed run.
@@ -537,4 +540,219 @@ fn ctrl_c_cancels_the_runs_job_and_clean_cancels_the_job_of_a_killed_run() {
         || live_jobs_named(&name).is_empty(),
     );
     assert!(trial_records(&sb).is_empty());
+}
+
+/// The socket of node `cairn2`'s own Docker Engine (scripts/node-engine.sh).
+const NODE2_ENGINE: &str = "unix:///run/cairn-node2/docker.sock";
+
+/// `docker` against node `cairn2`'s own engine.
+fn node2_docker(args: &str) -> String {
+    sh(&format!("DOCKER_HOST={NODE2_ENGINE} docker {args}"))
+}
+
+/// Node `cairn2`'s engine, emptied of images (it is this module's alone: no other test
+/// uses it), so every run ships.
+fn empty_node2_engine() {
+    let info = node2_docker("info --format '{{.Images}}'");
+    assert!(
+        info.trim().parse::<u64>().is_ok(),
+        "node cairn2's own engine does not answer on {NODE2_ENGINE} (scripts/node-engine.sh starts it): {info}"
+    );
+    node2_docker("images -q | xargs -r docker -H unix:///run/cairn-node2/docker.sock rmi -f");
+    assert_eq!(
+        node2_docker("images -q").trim(),
+        "",
+        "node cairn2's engine kept images"
+    );
+}
+
+/// The quickstart trials at one point (one block: both servers), for partition `own`.
+fn one_point(study: &str) -> String {
+    quickstart_small(study).replace("threads 1 2", "threads 1")
+}
+
+#[test]
+fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
+    let _slurm = slurm_lock();
+    let _engine = engine_shared();
+    let image = cairn_testkit::mariadb_image();
+    empty_node2_engine();
+    let study = format!("e2e-slurm-ship-{}", std::process::id());
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &one_point(&study));
+    let before = jobs_named(&format!("cairn-{study}"));
+    let r = sb
+        .cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
+        .guard(GUARD)
+        .run();
+    r.expect_code(0);
+    let submitted: BTreeSet<u64> = &jobs_named(&format!("cairn-{study}")) - &before;
+    assert_eq!(submitted.len(), 1, "one block: {submitted:?}\n{}", r.stderr);
+
+    // the node's own engine holds the image now, with this engine's id
+    let loaded = node2_docker(&format!(
+        "image inspect --format '{{{{.Id}}}}' {}",
+        image.reference
+    ));
+    assert_eq!(loaded.trim(), image.id, "node cairn2's engine: {loaded}");
+    let trials = trial_records(&sb);
+    assert_eq!(trials.len(), 2, "{}", r.stderr);
+    for t in &trials {
+        println!("{}: shipped {}", t["address"], t["extra"]["shipped"]);
+        assert_eq!(
+            t["extra"]["node"]["name"], "cairn2",
+            "{}",
+            t["extra"]["node"]
+        );
+        let shipped = &t["extra"]["shipped"];
+        assert_eq!(shipped["image"], image.reference.as_str(), "{shipped}");
+        assert_eq!(shipped["image_id"], image.id.as_str(), "{shipped}");
+        assert!(
+            shipped["load_ms"].as_f64().is_some_and(|ms| ms > 0.0),
+            "{shipped}"
+        );
+        assert!(
+            shipped["archive_bytes"].as_u64().is_some_and(|b| b > 0),
+            "{shipped}"
+        );
+        assert_eq!(t["extra"]["image"]["image_id"], image.id.as_str());
+        assert!(t["extra"]["figures"]["tps"].as_f64().unwrap() > 0.0);
+    }
+    // what travelled: the image's archive, named by its id, and the dataset's snapshot
+    let shipped = sb.results().join("slurm-spool/shipped");
+    let archive = shipped.join(format!(
+        "images/{}.tar",
+        image.id.trim_start_matches("sha256:")
+    ));
+    assert!(archive.is_file(), "{}", archive.display());
+    let snapshots: Vec<_> = std::fs::read_dir(shipped.join("datasets"))
+        .expect("shipped snapshots")
+        .flatten()
+        .collect();
+    // one per server: each variant's dataset is loaded by its own server
+    assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+
+    // a cached re-run submits nothing
+    let before = jobs_named(&format!("cairn-{study}"));
+    let again = sb
+        .cairn([
+            "--json",
+            "run",
+            "plan.kdl",
+            "--on",
+            "slurm",
+            "--partition",
+            "own",
+        ])
+        .guard(GUARD)
+        .run();
+    again.expect_code(0);
+    assert!(again.events().finished().is_empty(), "{}", again.stdout);
+    assert_eq!(jobs_named(&format!("cairn-{study}")), before);
+
+    // another image under the tag on the node: the worker loads the archive over it
+    // (an image of one empty layer, made in the node's engine)
+    let tiny = sh(&format!(
+        "tar cf - --files-from /dev/null | DOCKER_HOST={NODE2_ENGINE} docker import - cairn-e2e-tiny:{}",
+        std::process::id()
+    ));
+    let tiny_id = node2_docker(&format!(
+        "image inspect --format '{{{{.Id}}}}' cairn-e2e-tiny:{}",
+        std::process::id()
+    ));
+    assert!(tiny_id.trim().starts_with("sha256:"), "{tiny}{tiny_id}");
+    node2_docker(&format!(
+        "tag cairn-e2e-tiny:{} {}",
+        std::process::id(),
+        image.reference
+    ));
+    sb.write(
+        "plan.kdl",
+        &one_point(&study).replace("duration \"1s\"", "duration \"2s\""),
+    );
+    sb.cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let loaded = node2_docker(&format!(
+        "image inspect --format '{{{{.Id}}}}' {}",
+        image.reference
+    ));
+    assert_eq!(loaded.trim(), image.id, "node cairn2's engine: {loaded}");
+    let replaced: Vec<Value> = trial_records(&sb)
+        .into_iter()
+        .filter(|t| t["extra"]["shipped"]["replaced"] == tiny_id.trim())
+        .collect();
+    assert_eq!(
+        replaced.len(),
+        2,
+        "the new trials loaded over the other image"
+    );
+    sb.verify().expect_code(0);
+    empty_node2_engine();
+}
+
+#[test]
+fn an_image_archive_that_does_not_load_or_loads_as_another_image_fails_the_block() {
+    let _slurm = slurm_lock();
+    let _engine = engine_shared();
+    let image = cairn_testkit::mariadb_image();
+    empty_node2_engine();
+    let study = format!("e2e-slurm-badship-{}", std::process::id());
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &one_point(&study));
+    // the archive the run would write is there already (written whole, never rewritten):
+    // first bytes no engine loads, then a real archive of another image
+    let archive = sb.results().join(format!(
+        "slurm-spool/shipped/images/{}.tar",
+        image.id.trim_start_matches("sha256:")
+    ));
+    std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
+    std::fs::write(&archive, b"not a docker save archive").unwrap();
+    // each trial of the block fails as permanent, the image named
+    let run = |expected: &str| {
+        let r = sb
+            .cairn([
+                "--json",
+                "run",
+                "plan.kdl",
+                "--on",
+                "slurm",
+                "--partition",
+                "own",
+            ])
+            .guard(GUARD)
+            .run();
+        r.expect_code(1);
+        let events = r.events();
+        let failed = events.of("step_failed");
+        assert_eq!(failed.len(), 2, "{}\n{}", r.stdout, r.stderr);
+        for f in failed {
+            assert_eq!(f["class"], "permanent", "{f}");
+            let error = f["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("on node cairn2") && error.contains(expected),
+                "{error}"
+            );
+        }
+        assert!(trial_records(&sb).is_empty(), "nothing recorded");
+    };
+    run(&format!(
+        "image {} could not be loaded into this node's engine",
+        image.reference
+    ));
+
+    let tiny = format!("cairn-e2e-tiny:{}", std::process::id());
+    let made = sh(&format!(
+        "tar cf - --files-from /dev/null | docker import - {tiny} && docker save -o {} {tiny}; docker rmi {tiny}",
+        archive.display()
+    ));
+    assert!(archive.metadata().unwrap().len() > 1024, "{made}");
+    run(&format!(
+        "image {}: the archive {} loaded, but this node's engine has no image for it where {} was shipped",
+        image.reference,
+        archive.display(),
+        image.id
+    ));
+    empty_node2_engine();
 }

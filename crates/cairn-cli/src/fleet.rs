@@ -97,7 +97,10 @@ pub fn worker(dir: &Path) -> Result<i32, Exit> {
         fleet_job::read(&dir.join(fleet_job::JOB)).map_err(context::fail(BAD_INPUT))?;
     let (_plan, graph) = context::load_graph(&job.plan)?;
     let store = Store::open(dir).map_err(context::fail(FAILED))?;
-    let machine = context::Machine::with_cancel(job.cache.clone(), cancel.clone());
+    // the shipped snapshots are the worker's cache, at the path this node sees the spool
+    let shipped = std::path::absolute(fleet_job::lexical(&dir.join(&job.shipped)))
+        .map_err(context::fail(FAILED))?;
+    let machine = context::Machine::with_cancel(shipped, cancel.clone());
     let node = NodeFacts {
         name: std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| {
             std::fs::read_to_string("/proc/sys/kernel/hostname")

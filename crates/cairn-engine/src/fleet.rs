@@ -11,7 +11,7 @@
 //! hits the variants alike, as in a local run).
 //!
 //! Build steps (images, datasets) are not a fleet's: they run once, on this machine, as in
-//! a local run, and their outputs are shipped to the nodes (see `slurm_fleet`).
+//! a local run, and their outputs are shipped to the nodes (see `fleet_job`).
 
 use std::sync::Arc;
 use std::time::Duration;

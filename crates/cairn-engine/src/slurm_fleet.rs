@@ -1,6 +1,9 @@
 //! The Slurm fleet (`cairn run --on slurm`): each block is one batch job on one exclusive
 //! node (`sbatch --exclusive`), whose script runs `cairn worker <job dir>` on the node; the
-//! job directory lives in a spool on a filesystem the nodes share ([`crate::fleet_job`]).
+//! job directory lives in a spool on a filesystem the nodes share ([`crate::fleet_job`]),
+//! beside the spool's `shipped/` directory of image archives and dataset snapshots. The job
+//! inherits the submitting environment (Slurm's default), with what the node's TaskProlog
+//! sets on top: a node with its own container engine gets its `DOCKER_HOST` there.
 //! This cairn polls the job until its block is done, then gathers the results into its store.
 //!
 //! Faults: a job that ends without its block done (its node died or was lost, the job was
@@ -56,6 +59,9 @@ pub struct SlurmFleet {
     pub node_retries: u32,
     next: AtomicUsize,
     costs: Mutex<Vec<BlockCost>>,
+    /// Held while a block's job is written: blocks go out side by side, and an image they
+    /// share is saved into the spool once.
+    shipping: Mutex<()>,
 }
 
 impl SlurmFleet {
@@ -77,6 +83,7 @@ impl SlurmFleet {
             node_retries,
             next: AtomicUsize::new(0),
             costs: Mutex::new(Vec::new()),
+            shipping: Mutex::new(()),
         })
     }
 
@@ -200,9 +207,12 @@ impl Fleet for SlurmFleet {
         let name = format!("cairn-{}", graph.study);
         for attempt in 0..=self.node_retries {
             let dir = self.job_dir(env, n, attempt);
-            let script = match fleet_job::write_job(env, graph, &self.plan, &dir, block)
-                .and_then(|()| self.write_script(&dir))
-            {
+            let written = {
+                let _one_at_a_time = self.shipping.lock().expect("shipping");
+                let shipped = self.spool.join(fleet_job::SHIPPED);
+                fleet_job::write_job(env, graph, &self.plan, &shipped, &dir, block)
+            };
+            let script = match written.and_then(|()| self.write_script(&dir)) {
                 Ok(s) => s,
                 Err(e) => return all(block, StepError::permanent(format!("writing the job: {e}"))),
             };

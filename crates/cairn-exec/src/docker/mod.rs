@@ -29,6 +29,7 @@ pub mod mirror;
 pub mod network;
 pub mod readiness;
 pub mod server;
+pub mod ship;
 pub mod source_build;
 pub mod tls;
 
