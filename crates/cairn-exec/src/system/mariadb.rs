@@ -387,7 +387,10 @@ mod tests {
         let c = MariaDb
             .config_file(&[("tmpdir".into(), "/scratch".into())], &l)
             .unwrap();
-        assert!(c.contains("tmpdir = /scratch") && !c.contains("/run/x/tmp"), "{c}");
+        assert!(
+            c.contains("tmpdir = /scratch") && !c.contains("/run/x/tmp"),
+            "{c}"
+        );
     }
 
     #[test]
