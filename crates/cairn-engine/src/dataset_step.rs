@@ -227,25 +227,39 @@ pub fn perform(
 /// Cache check of a dataset record: its snapshot must be in this machine's cache with the
 /// recorded size (snapshots are machine-local, not in the store).
 pub fn snapshot_present(rec: &Record, cache_root: &Path) -> Result<(), String> {
-    let snap = rec.extra.get("snapshot");
-    let file = snap.and_then(|s| s.get("file")).and_then(Value::as_str);
-    let bytes = snap.and_then(|s| s.get("bytes")).and_then(Value::as_u64);
-    let (Some(file), Some(bytes)) = (file, bytes) else {
+    let file = rec
+        .extra
+        .get("snapshot")
+        .and_then(|s| s.get("file"))
+        .and_then(Value::as_str);
+    let Some(file) = file else {
         return Err("its record names no snapshot".into());
     };
     let path: PathBuf = cache_root.join(file);
-    match std::fs::metadata(&path) {
-        Ok(m) if m.len() == bytes => Ok(()),
-        Ok(m) => Err(format!(
-            "snapshot {} has {} bytes, not the recorded {bytes}",
-            path.display(),
-            m.len()
-        )),
-        Err(_) => Err(format!(
-            "snapshot {} is not in this machine's cache",
-            path.display()
-        )),
+    whole_tar(&path).map_err(|why| format!("snapshot {}: {why}", path.display()))
+}
+
+/// Whether `path` is a whole tar archive: a size in 512-byte blocks ending in the two zero
+/// blocks that close an archive. Any whole snapshot of a key serves: it holds the same rows,
+/// whichever store's run on this machine wrote it last (a reproduction into a fresh store
+/// rewrites the key's snapshot with bytes of another size, and the recorded size of the
+/// first store's record is then not the file's). Snapshots are renamed into place whole, so
+/// this catches a file cut short or replaced by something else, not a flipped bit.
+fn whole_tar(path: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).map_err(|_| "not in this machine's cache".to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    if len < 1024 || len % 512 != 0 {
+        return Err(format!("{len} bytes: not a whole tar archive"));
     }
+    let mut end = [0u8; 1024];
+    f.seek(SeekFrom::Start(len - 1024))
+        .and_then(|_| f.read_exact(&mut end))
+        .map_err(|e| e.to_string())?;
+    if end.iter().any(|b| *b != 0) {
+        return Err("it does not end as a tar archive ends: cut short or damaged".into());
+    }
+    Ok(())
 }
 
 /// The runtime a dataset's or trial's server runs in (`executor`, default `docker`).
@@ -290,5 +304,34 @@ impl crate::kind::Kind for DatasetKind {
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
         perform(env, step, key, inputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_serves_when_it_is_a_whole_tar_whatever_size_a_record_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tar");
+        // a real archive, as the runtimes write them
+        let mut b = tar::Builder::new(std::fs::File::create(&path).unwrap());
+        let data = b"rows";
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_cksum();
+        b.append_data(&mut h, "data/t", &data[..]).unwrap();
+        b.into_inner().unwrap();
+        assert_eq!(whole_tar(&path), Ok(()));
+        // cut short, or something else in its place
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 512]).unwrap();
+        assert!(whole_tar(&path).unwrap_err().contains("does not end"));
+        std::fs::write(&path, &bytes[..700]).unwrap();
+        assert!(whole_tar(&path).unwrap_err().contains("not a whole tar"));
+        assert!(whole_tar(&dir.path().join("gone.tar"))
+            .unwrap_err()
+            .contains("not in this machine's cache"));
     }
 }
