@@ -241,22 +241,7 @@ fn quickstart_trials_through_one_slurm_node_are_recorded_as_a_local_run_records_
     assert_eq!(l["fingerprint"], s["fingerprint"]);
 
     // a cached re-run submits nothing
-    let before = jobs_named(&format!("cairn-{study}"));
-    let again = sb
-        .cairn([
-            "--json",
-            "run",
-            "plan.kdl",
-            "--on",
-            "slurm",
-            "--partition",
-            "solo",
-        ])
-        .guard(GUARD)
-        .run();
-    again.expect_code(0);
-    assert!(again.events().finished().is_empty(), "{}", again.stdout);
-    assert_eq!(jobs_named(&format!("cairn-{study}")), before);
+    cached_rerun_submits_nothing(&sb, &study, "solo");
     sb.verify().expect_code(0);
     let clean = sb.verify();
     assert!(clean.stdout.contains("store is clean"), "{}", clean.stdout);
@@ -281,6 +266,28 @@ workload "ps" {{ sysbench "oltp_point_select"; threads 1 2; duration "{duration}
 trials "t" {{ servers "a" "b"; dataset "sb"; workload "ps" }}
 "#
     )
+}
+
+/// A re-run of `plan.kdl` on `partition` whose trials are all cached: it runs nothing and
+/// submits no job.
+#[track_caller]
+fn cached_rerun_submits_nothing(sb: &Sandbox, study: &str, partition: &str) {
+    let before = jobs_named(&format!("cairn-{study}"));
+    let again = sb
+        .cairn([
+            "--json",
+            "run",
+            "plan.kdl",
+            "--on",
+            "slurm",
+            "--partition",
+            partition,
+        ])
+        .guard(GUARD)
+        .run();
+    again.expect_code(0);
+    assert!(again.events().finished().is_empty(), "{}", again.stdout);
+    assert_eq!(jobs_named(&format!("cairn-{study}")), before);
 }
 
 /// Wait (hang guard) until `n` blocks of the run `live` have started on their nodes; a run
@@ -633,22 +640,7 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
     assert_eq!(snapshots.len(), 2, "{snapshots:?}");
 
     // a cached re-run submits nothing
-    let before = jobs_named(&format!("cairn-{study}"));
-    let again = sb
-        .cairn([
-            "--json",
-            "run",
-            "plan.kdl",
-            "--on",
-            "slurm",
-            "--partition",
-            "own",
-        ])
-        .guard(GUARD)
-        .run();
-    again.expect_code(0);
-    assert!(again.events().finished().is_empty(), "{}", again.stdout);
-    assert_eq!(jobs_named(&format!("cairn-{study}")), before);
+    cached_rerun_submits_nothing(&sb, &study, "own");
 
     // another image under the tag on the node: the worker loads the archive over it
     // (an image of one empty layer, made in the node's engine)

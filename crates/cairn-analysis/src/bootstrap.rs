@@ -61,37 +61,21 @@ pub fn median_ratio(
 ) -> Result<RatioEstimate, StatsError> {
     check_positive(baseline, "baseline")?;
     check_positive(variant, "variant")?;
-    if settings.resamples < 100 {
-        return Err(StatsError::Setting(format!(
-            "a bootstrap needs at least 100 resamples to place a 95% interval, not {}",
-            settings.resamples
-        )));
-    }
+    check_resamples(settings)?;
     // resample from sorted copies: the result must not depend on the order of the passes
     let (baseline, variant) = (sorted(baseline), sorted(variant));
     let ratio = median_of_sorted(&variant) / median_of_sorted(&baseline);
     let mut rng = generator(settings.seed);
     let mut baseline_draw = vec![0.0; baseline.len()];
     let mut variant_draw = vec![0.0; variant.len()];
-    let mut ratios: Vec<f64> = (0..settings.resamples)
+    let ratios: Vec<f64> = (0..settings.resamples)
         .map(|_| {
             resample(&mut rng, &baseline, &mut baseline_draw);
             resample(&mut rng, &variant, &mut variant_draw);
             median_in_place(&mut variant_draw) / median_in_place(&mut baseline_draw)
         })
         .collect();
-    ratios.sort_by(f64::total_cmp);
-    let tail = (1.0 - CONFIDENCE) / 2.0;
-    Ok(RatioEstimate {
-        ratio,
-        ci: Interval {
-            low: quantile_of_sorted(&ratios, tail),
-            high: quantile_of_sorted(&ratios, 1.0 - tail),
-            level: CONFIDENCE,
-        },
-        resamples: settings.resamples,
-        seed: settings.seed,
-    })
+    Ok(estimate(ratio, ratios, settings))
 }
 
 /// The median of within-block ratios (each pair: variant / baseline of the same block) with
@@ -105,35 +89,46 @@ pub fn paired_median_ratio(
     let variant: Vec<f64> = pairs.iter().map(|p| p.1).collect();
     check_positive(&baseline, "baseline")?;
     check_positive(&variant, "variant")?;
+    check_resamples(settings)?;
+    // the statistic depends on the ratios only: resample them, sorted (order-free)
+    let ratios = sorted(&pairs.iter().map(|(b, v)| v / b).collect::<Vec<_>>());
+    let ratio = median_of_sorted(&ratios);
+    let mut rng = generator(settings.seed);
+    let mut draw = vec![0.0; ratios.len()];
+    let medians: Vec<f64> = (0..settings.resamples)
+        .map(|_| {
+            resample(&mut rng, &ratios, &mut draw);
+            median_in_place(&mut draw)
+        })
+        .collect();
+    Ok(estimate(ratio, medians, settings))
+}
+
+/// A bootstrap needs enough resamples to place the interval's ends.
+fn check_resamples(settings: BootstrapSettings) -> Result<(), StatsError> {
     if settings.resamples < 100 {
         return Err(StatsError::Setting(format!(
             "a bootstrap needs at least 100 resamples to place a 95% interval, not {}",
             settings.resamples
         )));
     }
-    // the statistic depends on the ratios only: resample them, sorted (order-free)
-    let ratios = sorted(&pairs.iter().map(|(b, v)| v / b).collect::<Vec<_>>());
-    let ratio = median_of_sorted(&ratios);
-    let mut rng = generator(settings.seed);
-    let mut draw = vec![0.0; ratios.len()];
-    let mut medians: Vec<f64> = (0..settings.resamples)
-        .map(|_| {
-            resample(&mut rng, &ratios, &mut draw);
-            median_in_place(&mut draw)
-        })
-        .collect();
-    medians.sort_by(f64::total_cmp);
+    Ok(())
+}
+
+/// The estimate `ratio` with the percentile interval of its bootstrap `draws`.
+fn estimate(ratio: f64, mut draws: Vec<f64>, settings: BootstrapSettings) -> RatioEstimate {
+    draws.sort_by(f64::total_cmp);
     let tail = (1.0 - CONFIDENCE) / 2.0;
-    Ok(RatioEstimate {
+    RatioEstimate {
         ratio,
         ci: Interval {
-            low: quantile_of_sorted(&medians, tail),
-            high: quantile_of_sorted(&medians, 1.0 - tail),
+            low: quantile_of_sorted(&draws, tail),
+            high: quantile_of_sorted(&draws, 1.0 - tail),
             level: CONFIDENCE,
         },
         resamples: settings.resamples,
         seed: settings.seed,
-    })
+    }
 }
 
 /// PCG-64 started from `seed`, spelled out (state and stream) rather than through
