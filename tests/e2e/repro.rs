@@ -567,3 +567,25 @@ fn an_image_rebuilt_with_the_same_packages_changes_no_record_and_a_lock_holds_it
         "nothing recorded"
     );
 }
+
+/// The committed quickstart — adaptive passes, two of them not needed — bundles and verifies
+/// clean: a conditional pass without a record is one the rule did not need, not a hole.
+#[test]
+fn the_committed_quickstart_bundles_and_verifies_clean() {
+    let sb = Sandbox::new();
+    sb.copy_tree(
+        &crate::support::repo_root().join("results/store"),
+        "results/store",
+    );
+    sb.copy_tree(&crate::support::repo_root().join("images"), "images");
+    sb.write(
+        "plans/quickstart.kdl",
+        &std::fs::read_to_string(crate::support::repo_root().join("plans/quickstart.kdl"))
+            .expect("quickstart"),
+    );
+    sb.cairn(["bundle", "plans/quickstart.kdl", "-o", "qs.tar.zst"])
+        .guard(GUARD)
+        .success();
+    let v = sb.cairn(["verify", "qs.tar.zst"]).guard(GUARD).success();
+    assert!(v.stdout.contains("bundle is intact"), "{}", v.stdout);
+}

@@ -55,7 +55,12 @@ pub fn walk(
                 } else {
                     None
                 };
-                if step.measure && fp.is_none() {
+                if step.measure && fp.is_none() && step.is_conditional() {
+                    // a conditional pass the bundle holds no record of was not needed; were
+                    // it needed and its record dropped, the analyses that read it would not
+                    // chain (their keys hold its real output), and say so
+                    Link::NotNeeded
+                } else if step.measure && fp.is_none() {
                     Link::Missing {
                         key: None,
                         why: "no fingerprint to key the measurement with".into(),
