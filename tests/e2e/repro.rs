@@ -589,3 +589,41 @@ fn the_committed_quickstart_bundles_and_verifies_clean() {
     let v = sb.cairn(["verify", "qs.tar.zst"]).guard(GUARD).success();
     assert!(v.stdout.contains("bundle is intact"), "{}", v.stdout);
 }
+
+/// History follows a cell across a change of its definition (here a server setting; a
+/// bumped image is the same case): the study's two result sets of the point are listed in
+/// order, each with its date and server version, the later compared with the earlier.
+#[test]
+fn history_follows_a_cell_across_a_changed_definition() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    sb.write("mariadb.kdl", &std::fs::read_to_string(images).unwrap());
+    let plan = |pool: &str| {
+        format!(
+            r#"study "e2e-history"
+import "mariadb.kdl"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="{pool}" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "w" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "w"; passes 2 }}
+"#
+        )
+    };
+    sb.write("plan.kdl", &plan("64M"));
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+    sb.write("plan.kdl", &plan("32M"));
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+    let h = sb.cairn(["history", "plan.kdl"]).guard(GUARD).success();
+    assert!(h.stdout.contains("trial/t/s (tps):"), "{}", h.stdout);
+    assert_eq!(h.stdout.matches("of 2").count(), 2, "{}", h.stdout);
+    assert_eq!(
+        h.stdout.matches("vs the previous").count(),
+        1,
+        "{}",
+        h.stdout
+    );
+    // with two passes a side the rule cannot flag a change
+    assert!(!h.stdout.contains("beyond the noise"), "{}", h.stdout);
+}

@@ -1,10 +1,13 @@
 //! `cairn history PLAN`: every earlier result of each table cell on this machine's class.
-//! The store keeps every result a study's trials ever had: after a release (an image with
-//! other packages), the same trial has the same *definition key* but another key. Records
-//! of one trial point measured on this fingerprint are grouped into result sets by what
-//! they ran on (their inputs' output digests: image and dataset), dated by their last
-//! finish, labelled with the server version the trial verified, and each set is compared
-//! with the one before it.
+//! The store keeps every result a study's trials ever had. A cell is a trial point of the
+//! study (its address without the pass), whatever its definition was: after a release the
+//! same point has another key — the archive served other packages under the same recipe
+//! (the same *definition key*), or the plan bumped the image (another definition key).
+//! Records of one point measured on this fingerprint are grouped into result sets by their
+//! definition (server and workload) and what they ran on (their inputs' output digests:
+//! image and dataset),
+//! dated by their last finish, labelled with the server version the trial verified, and
+//! each set is compared with the one before it.
 //!
 //! The rule for "beyond the noise": a change is flagged when `cairn_analysis::compare` of
 //! the two sets (the earlier one the baseline) gives a significant verdict — the rank test
@@ -54,23 +57,36 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
     let machine = context::Machine::new(cache);
     let fp = serde_json::to_value(machine.fingerprint(&graph)).expect("serialises");
     let keys = store.record_keys().map_err(context::fail(crate::FAILED))?;
-    let mut by_def: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    // the study's trials measured here, by point (address without the pass)
+    let point_of = |address: &str| {
+        address
+            .rsplit_once('#')
+            .map_or(address.to_string(), |(p, _)| p.to_string())
+    };
+    let mut by_point: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for r in store.get_records(&keys).into_iter().flatten().flatten() {
-        if r.kind == "trial" && r.fingerprint.as_ref() == Some(&fp) && !r.definition_key.is_empty()
-        {
-            by_def.entry(r.definition_key.clone()).or_default().push(r);
+        if r.kind == "trial" && r.study == graph.study && r.fingerprint.as_ref() == Some(&fp) {
+            by_point.entry(point_of(&r.address)).or_default().push(r);
         }
     }
-    // point → result set (its inputs) → set
+    // point → result set (its definition and inputs) → set
     let mut cells: BTreeMap<String, BTreeMap<String, Set>> = BTreeMap::new();
-    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Trial) {
-        let point = step
-            .address
-            .rsplit_once('#')
-            .map_or(step.address.clone(), |(p, _)| p.to_string());
-        for r in by_def.get(&step.definition_key).into_iter().flatten() {
+    let points: std::collections::BTreeSet<String> = graph
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Trial)
+        .map(|s| point_of(&s.address))
+        .collect();
+    for point in points {
+        for r in by_point.get(&point).into_iter().flatten() {
             let Some(v) = figure(r, metric) else { continue };
-            let inputs = serde_json::to_string(&r.inputs).expect("serialises");
+            // a set: one definition (server and workload: the pass is not in it) on one
+            // set of inputs
+            let inputs = format!(
+                "{} {}",
+                serde_json::to_string(&r.definition).expect("serialises"),
+                serde_json::to_string(&r.inputs).expect("serialises")
+            );
             let version = r
                 .extra
                 .get("variant")
