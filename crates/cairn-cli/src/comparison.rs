@@ -37,7 +37,8 @@ pub struct ClaimRow {
     pub claim: String,
     pub a: Option<String>,
     pub b: Option<String>,
-    /// Whether it holds on side B (the reproduction) too; `None` without B's verdict.
+    /// Whether it holds on side B (the reproduction) too; `None` without B's verdict or when
+    /// B's verdict is inconclusive (neither holds nor fails).
     pub holds_on_b: Option<bool>,
 }
 
@@ -221,7 +222,12 @@ pub fn compare(
         let (va, vb) = (verdict(&ra, a), verdict(&rb, b));
         claims.push(ClaimRow {
             claim: step.name.clone(),
-            holds_on_b: vb.as_ref().map(|v| v == "holds"),
+            // an inconclusive claim neither holds nor fails: it has no answer here
+            holds_on_b: match vb.as_deref() {
+                Some("holds") => Some(true),
+                Some("fails") => Some(false),
+                _ => None,
+            },
             a: va,
             b: vb,
         });
@@ -304,6 +310,7 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
             let here = match cl.holds_on_b {
                 Some(true) => format!("holds on {b} too"),
                 Some(false) => format!("does not hold on {b}"),
+                None if cl.b.is_some() => format!("undecided on {b}: neither holds nor fails"),
                 None => format!("no verdict on {b}"),
             };
             s += &format!(
