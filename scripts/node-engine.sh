@@ -15,7 +15,27 @@ exec_root=/run/cairn-node2/exec
 log=/var/log/cairn-node2-dockerd.log
 
 answers() { DOCKER_HOST=unix://$sock docker info >/dev/null 2>&1; }
+
+# The main engine's default bridge, put back if an earlier start of this engine deleted it
+# (see below): its name, subnet and MTU from the main engine's own record of the network.
+mend_main_bridge() {
+  local name subnet gateway mtu
+  name=$(docker network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}' 2>/dev/null) || return 0
+  [ -n "$name" ] && ! ip link show "$name" >/dev/null 2>&1 || return 0
+  subnet=$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Subnet}}')
+  gateway=$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Gateway}}')
+  mtu=$(docker network inspect bridge --format '{{index .Options "com.docker.network.driver.mtu"}}')
+  # without a recorded gateway the engine takes the subnet's first address
+  [ -n "$gateway" ] || gateway=$(python3 -c "import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).hosts()))" "$subnet")
+  echo "node-engine: the main engine's bridge $name was gone; recreating it ($gateway in $subnet)"
+  ip link add name "$name" type bridge
+  ip addr add "$gateway/${subnet#*/}" dev "$name"
+  [ -n "$mtu" ] && ip link set "$name" mtu "$mtu"
+  ip link set "$name" up
+}
+
 if answers; then
+  mend_main_bridge
   exit 0
 fi
 command -v dockerd >/dev/null 2>&1 || { echo "node-engine: dockerd is not installed"; exit 1; }
@@ -28,6 +48,12 @@ echo '{}' >/run/cairn-node2/daemon.json
 if [ -f /run/cairn-node2/docker.pid ] && ! kill -0 "$(cat /run/cairn-node2/docker.pid)" 2>/dev/null; then
   rm -f /run/cairn-node2/docker.pid "$sock"
 fi
+# Its network store from an earlier start goes: dockerd, finding a stale default "bridge"
+# network in its store while address pools are set, deletes the interface named docker0 —
+# the main engine's bridge, whatever `--bridge` says (seen: a restart of this engine left
+# every container of the main engine's default network failing with "could not find bridge
+# docker0"). The node engine keeps no network worth keeping: cairn makes a run's own.
+rm -f "$root/network/files/local-kv.db"
 # its own bridge (never the main engine's docker0, which `--bip` alone would readdress)
 if ! ip link show cairn-node2 >/dev/null 2>&1; then
   ip link add name cairn-node2 type bridge
@@ -53,3 +79,4 @@ args=(
 setsid dockerd "${args[@]}" >>"$log" 2>&1 </dev/null &
 for _ in $(seq 1 60); do answers && break; sleep 1; done
 answers || { echo "node-engine: the second engine did not start; the end of $log:"; tail -20 "$log"; exit 1; }
+mend_main_bridge

@@ -60,8 +60,8 @@ fn changing_the_newer_image_keeps_every_step_of_the_older() {
     .unwrap();
     let recipe = std::fs::read_to_string(repo().join("images/mariadb.kdl")).unwrap();
     let changed_recipe = recipe.replace(
-        "    debian suite=\"trixie\"\n",
-        "    debian suite=\"trixie\"\n    packages \"less\"\n",
+        "\"libtcmalloc-minimal4t64\"\n",
+        "\"libtcmalloc-minimal4t64\" \"less\"\n",
     );
     assert_ne!(recipe, changed_recipe, "the trixie image is in the recipe");
     std::fs::write(dir.path().join("images/mariadb.kdl"), changed_recipe).unwrap();
