@@ -96,7 +96,14 @@ pub enum Command {
     },
     /// Render the study's report from recorded trials (never measuring) into
     /// `<results>/<study>/`: report.md, data.csv, data.json.
-    Report { plan: PathBuf },
+    Report {
+        plan: PathBuf,
+        /// Read the measurements of another machine class held in the store (JSON, as
+        /// `cairn machine --json` prints its class). Without it: this machine's, or, when
+        /// this machine has not measured the study, the one class whose results are complete.
+        #[arg(long)]
+        measured_on: Option<String>,
+    },
     /// Print a finished step's output file (or its stdout/stderr) from the store.
     Cat {
         plan: PathBuf,
@@ -125,6 +132,9 @@ pub enum Command {
         /// The archive to write (`.tar.zst`).
         #[arg(short, long)]
         output: PathBuf,
+        /// Pack the measurements of another machine class held in the store (as for `report`).
+        #[arg(long)]
+        measured_on: Option<String>,
     },
     /// Verify a bundle (a `.tar.zst` or an unpacked folder), re-run every trial of it on
     /// this machine into a fresh store, and compare: `<into>/comparison.md` and `.json`.

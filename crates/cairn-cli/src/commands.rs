@@ -55,7 +55,9 @@ pub fn dispatch(cli: Cli) -> i32 {
         ),
         Command::Worker { dir } => crate::fleet::worker(dir),
         Command::Results { plan, csv } => crate::results::results(&cli, plan, *csv),
-        Command::Report { plan } => crate::study_report::report(&cli, plan),
+        Command::Report { plan, measured_on } => {
+            crate::study_report::report(&cli, plan, measured_on.as_deref())
+        }
         Command::Graph { plan, format } => graph(plan, *format),
         Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
         Command::Fmt { plans, check } => fmt(plans, *check),
@@ -63,7 +65,11 @@ pub fn dispatch(cli: Cli) -> i32 {
             bundle: Some(b), ..
         } => crate::study_bundle::verify(&cli, b),
         Command::Verify { repair, .. } => verify(&cli, *repair),
-        Command::Bundle { plan, output } => crate::study_bundle::bundle(&cli, plan, output),
+        Command::Bundle {
+            plan,
+            output,
+            measured_on,
+        } => crate::study_bundle::bundle(&cli, plan, output, measured_on.as_deref()),
         Command::Reproduce {
             bundle,
             into,

@@ -14,6 +14,7 @@ mod fleet;
 mod history;
 mod lock_cmd;
 mod machine_cmd;
+mod measured_on;
 pub mod preflight;
 mod report;
 mod results;

@@ -16,14 +16,14 @@ use crate::context::{self, Exit};
 use crate::{BAD_INPUT, FAILED, OK};
 
 /// `cairn bundle PLAN -o OUT`.
-pub fn bundle(cli: &Cli, path: &Path, out: &Path) -> Result<i32, Exit> {
+pub fn bundle(cli: &Cli, path: &Path, out: &Path, measured_on: Option<&str>) -> Result<i32, Exit> {
     let t0 = Instant::now();
     let cache = context::cache_dir(cli.cache.as_deref());
     let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
     let machine = context::Machine::new(cache);
-    let fp = machine.fingerprint(&graph);
+    let fp = crate::measured_on::reading_fingerprint(&machine, &graph, &store, measured_on)?;
     let report_dir = cli.results.join(&graph.study);
     let packed = crate::bundle::pack::pack(path, &plan, &graph, &store, &fp, &report_dir, out)
         .map_err(context::fail(FAILED))?;

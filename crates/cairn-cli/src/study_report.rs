@@ -180,7 +180,7 @@ pub fn after_run(cli: &Cli, plan: &Plan, graph: &StepGraph, env: &cairn_engine::
 
 /// `cairn report PLAN`: render the reports from the recorded trials (analyses, claims and
 /// reports run if stale; trials never do) and write them to `results/<study>/`.
-pub fn report(cli: &Cli, path: &Path) -> Result<i32, Exit> {
+pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, Exit> {
     let cache = context::cache_dir(cli.cache.as_deref());
     let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     crate::preflight::check(&plan, &graph)?;
@@ -194,7 +194,7 @@ pub fn report(cli: &Cli, path: &Path) -> Result<i32, Exit> {
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
     let machine = context::Machine::new(cache);
-    let fp = machine.fingerprint(&graph);
+    let fp = crate::measured_on::reading_fingerprint(&machine, &graph, &store, measured_on)?;
     let env = machine.env(&graph, &store, &fp, None);
     let only = vec![Selector::parse("kind:report").map_err(context::fail(BAD_INPUT))?];
     // a report never measures: every trial it reads must be recorded for this definition
