@@ -578,15 +578,43 @@ fn one_point(study: &str) -> String {
     quickstart_small(study).replace("threads 1 2", "threads 1")
 }
 
-#[test]
-fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
-    let _slurm = slurm_lock();
-    let _engine = engine_shared();
+/// A test of shipping to node cairn2: the cluster and the engine held (`_slurm`,
+/// `_engine`), the test image built, cairn2's engine emptied, and a sandbox holding a
+/// one-point plan of a study named after `tag`.
+struct ShipCase {
+    _slurm: MutexGuard<'static, ()>,
+    _engine: std::sync::RwLockReadGuard<'static, ()>,
+    image: &'static cairn_testkit::TestImage,
+    study: String,
+    sb: Sandbox,
+}
+
+fn ship_case(tag: &str) -> ShipCase {
+    let slurm = slurm_lock();
+    let engine = engine_shared();
     let image = cairn_testkit::mariadb_image();
     empty_node2_engine();
-    let study = format!("e2e-slurm-ship-{}", std::process::id());
+    let study = format!("e2e-slurm-{tag}-{}", std::process::id());
     let sb = Sandbox::new();
     sb.write("plan.kdl", &one_point(&study));
+    ShipCase {
+        _slurm: slurm,
+        _engine: engine,
+        image,
+        study,
+        sb,
+    }
+}
+
+#[test]
+fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
+    let ShipCase {
+        _slurm,
+        _engine,
+        image,
+        study,
+        sb,
+    } = ship_case("ship");
     let before = jobs_named(&format!("cairn-{study}"));
     let r = sb
         .cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
@@ -686,13 +714,13 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
 
 #[test]
 fn an_image_archive_that_does_not_load_or_loads_as_another_image_fails_the_block() {
-    let _slurm = slurm_lock();
-    let _engine = engine_shared();
-    let image = cairn_testkit::mariadb_image();
-    empty_node2_engine();
-    let study = format!("e2e-slurm-badship-{}", std::process::id());
-    let sb = Sandbox::new();
-    sb.write("plan.kdl", &one_point(&study));
+    let ShipCase {
+        _slurm,
+        _engine,
+        image,
+        study: _,
+        sb,
+    } = ship_case("badship");
     // the archive the run would write is there already (written whole, never rewritten):
     // first bytes no engine loads, then a real archive of another image
     let archive = sb.results().join(format!(

@@ -265,8 +265,15 @@ pub fn status_connection(target: &Target) -> Result<PgConn, Error> {
 /// The `pg_stat_database` row of `database` (a plain identifier, checked with the
 /// dataset's name), read on `c`.
 pub fn status_on(c: &PgConn, database: &str) -> Result<BTreeMap<String, String>, Error> {
-    let sql = format!("SELECT * FROM pg_stat_database WHERE datname = '{database}'");
-    let rows = c.text_rows(&sql).map_err(|e| pg_error(&sql, e))?;
+    first_row(
+        c,
+        &format!("SELECT * FROM pg_stat_database WHERE datname = '{database}'"),
+    )
+}
+
+/// The first row `sql` returns on `c`, column → text value (empty when it returns none).
+fn first_row(c: &PgConn, sql: &str) -> Result<BTreeMap<String, String>, Error> {
+    let rows = c.text_rows(sql).map_err(|e| pg_error(sql, e))?;
     Ok(rows
         .into_iter()
         .next()
@@ -278,15 +285,10 @@ pub fn status_on(c: &PgConn, database: &str) -> Result<BTreeMap<String, String>,
 /// The server's view of a new connection's TLS: its backend's `pg_stat_ssl` row (`ssl`,
 /// `version`, `cipher`, `bits`; `ssl` is `f` on a connection without TLS).
 pub fn connection_ssl(target: &Target) -> Result<BTreeMap<String, String>, Error> {
-    let c = status_connection(target)?;
-    let sql = "SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
-    let rows = c.text_rows(sql).map_err(|e| pg_error(sql, e))?;
-    Ok(rows
-        .into_iter()
-        .next()
-        .unwrap_or_default()
-        .into_iter()
-        .collect())
+    first_row(
+        &status_connection(target)?,
+        "SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+    )
 }
 
 /// The server's settings (`pg_settings`), name → value.
