@@ -247,6 +247,31 @@ fn image_chain_builds_caches_and_rebuilds_only_what_changed() {
         removed.iter().any(|p| p["package"] == "less"),
         "{removed:?}"
     );
+
+    // 6. a layer that leaves an image unable to run a command (as a source build's tree that
+    // replaced /lib did): the step fails, nothing is recorded, and the image is not left
+    // tagged under its key for the next run to reuse
+    let recipe = std::fs::read_to_string(sb.path().join("images/small.kdl")).unwrap();
+    sb.write(
+        "images/small.kdl",
+        &recipe.replace(
+            "echo one > /etc/cairn-one && dpkg --purge less",
+            "rm -f /usr/bin/sh /bin/sh /usr/bin/dash",
+        ),
+    );
+    let before = sb.records_of(&l1).len();
+    let r = cairn(&sb, &[], &["run", "plan.kdl"], &[]);
+    r.expect_code(1);
+    assert!(
+        r.stderr.contains("cannot run a command, so it was removed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sb.records_of(&l1).len(), before, "nothing recorded");
+    let p = plan(&sb);
+    let key = p[&l1]["key"].as_str().expect("the layer's key").to_string();
+    let tagged = docker_cli(&["image", "inspect", &format!("cairn/{name}:{key}")]);
+    assert!(!tagged.status.success(), "the broken image is still tagged");
 }
 
 #[test]

@@ -320,7 +320,19 @@ pub fn perform(
     timings.insert("build_ms".into(), json!(ms(t0)));
 
     let t_man = Instant::now();
-    let mut manifest = d.manifest(&reference)?;
+    let mut manifest = match d.manifest(&reference) {
+        Ok(m) => m,
+        Err(e) if e.is_image_unrunnable() => {
+            // The image is there but cannot run its own shell and dpkg: a broken build (seen:
+            // a source build's tree that replaced the /lib link). Tagged, it would be reused
+            // under this key by the next run; it goes, so the next run builds it again.
+            let _ = d.remove_image(&reference, true);
+            return Err(failed(format!(
+                "{e}\nthe image {reference} cannot run a command, so it was removed; nothing was recorded"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
     timings.insert("manifest_ms".into(), json!(ms(t_man)));
     // machine-local: in the record's extra and this machine's note, never in the output
     let image_id = std::mem::take(&mut manifest.image_id);

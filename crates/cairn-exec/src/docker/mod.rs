@@ -163,6 +163,26 @@ impl DockerError {
         }
     }
 
+    /// Whether a command in a container from an image failed because of the image: the
+    /// command ran and failed, or the engine could not start the container's process (a
+    /// 4xx naming the OCI runtime: its program is not in the image). Not a connection
+    /// problem or a busy engine, which say nothing about the image.
+    pub fn is_image_unrunnable(&self) -> bool {
+        use bollard::errors::Error as B;
+        match self {
+            DockerError::Command { .. } => true,
+            DockerError::Api {
+                source:
+                    B::DockerResponseServerError {
+                        status_code,
+                        message,
+                    },
+                ..
+            } => (400..500).contains(status_code) && message.contains("OCI runtime"),
+            _ => false,
+        }
+    }
+
     pub(crate) fn api(op: impl Into<String>) -> impl FnOnce(bollard::errors::Error) -> Self {
         let op = op.into();
         move |source| DockerError::Api { op, source }
@@ -732,6 +752,33 @@ mod tests {
         };
         assert!(timeout.is_transient());
         assert!(!DockerError::Invalid("bad".into()).is_transient());
+    }
+
+    #[test]
+    fn an_image_is_unrunnable_when_its_command_fails_or_its_process_cannot_start() {
+        let api = |status_code, message: &str| DockerError::Api {
+            op: "start container".into(),
+            source: bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message: message.into(),
+            },
+        };
+        let oci = "failed to create shim task: OCI runtime create failed: exec: \"/bin/sh\": stat /bin/sh: no such file or directory: unknown";
+        assert!(api(400, oci).is_image_unrunnable());
+        assert!(!api(500, oci).is_image_unrunnable(), "the engine's trouble");
+        assert!(!api(404, "no such image").is_image_unrunnable());
+        let failed = DockerError::Command {
+            cmd: "/bin/sh -c dpkg".into(),
+            image: "x".into(),
+            code: 1,
+            output_tail: "exec /bin/sh: no such file or directory".into(),
+        };
+        assert!(failed.is_image_unrunnable());
+        let timeout = DockerError::Api {
+            op: "start".into(),
+            source: bollard::errors::Error::RequestTimeoutError,
+        };
+        assert!(!timeout.is_image_unrunnable());
     }
 
     #[test]

@@ -347,6 +347,7 @@ impl BuildRecipe {
                  strip --strip-unneeded \"$f\"; fi; done\n",
             );
         }
+        s.push_str(&format!("(root=; cd /cairn-out && {MERGE_LINKED_DIRS})\n"));
         s.push_str(
             "tar -C /cairn-out -cf /cairn-install.tar .\n\
              echo \"==> cairn ccache: $(grep -c 'cache_hit' /tmp/cairn-ccache.log || true) \
@@ -355,6 +356,20 @@ impl BuildRecipe {
         s
     }
 }
+
+/// Run in the install tree (`/cairn-out`, as the working directory): a directory of the tree
+/// that is a symbolic link in the image (merged /usr: `/lib` → `usr/lib`, `/bin`, `/sbin`;
+/// `/var/run` → `/run`) moves to where the link points. Unpacked as it is, the tree's real
+/// directory would replace the image's link — a `lib/systemd/` of MariaDB's DEB layout
+/// replaced `/lib` and with it the dynamic loader's path, so nothing in the image could run
+/// (`exec /bin/sh: no such file or directory`). The build container is made from the image's
+/// parent, so its own root has the image's links (`$root` is empty there; a test sets it).
+/// Parents come before their children (sorted), and a directory moved with its parent is
+/// skipped.
+const MERGE_LINKED_DIRS: &str = "find . -mindepth 1 -type d | sort | while read -r d; do \
+     [ -d \"$d\" ] || continue; p=\"$root${d#.}\"; \
+     if [ -L \"$p\" ]; then t=$(readlink -f \"$p\"); t=\"${t#\"$root\"}\"; mkdir -p \".$t\"; \
+     cp -a \"$d\"/. \".$t\"/ && rm -rf \"$d\" || exit 1; fi; done";
 
 /// What the build's output said, besides its phases.
 #[derive(Debug, Default)]
@@ -884,6 +899,71 @@ mod tests {
             deps: vec![],
             prefix: "/usr/local".into(),
         }
+    }
+
+    /// A tree holding `lib/…` and `var/run/…` unpacks into an image where `/lib` and
+    /// `/var/run` are links: their content moves to where the links point, nothing else moves.
+    #[test]
+    fn directories_that_are_links_in_the_image_move_to_their_targets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, out) = (tmp.path().join("root"), tmp.path().join("out"));
+        for d in ["usr/lib", "run", "var"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+        std::os::unix::fs::symlink("/run", root.join("var/run")).unwrap();
+        for f in [
+            "lib/systemd/system/mariadb.service",
+            "var/run/mysqld/.keep",
+            "usr/sbin/mariadbd",
+            "usr/lib/mysql/plugin/a.so",
+        ] {
+            let p = out.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, f).unwrap();
+        }
+        // an absolute link inside the root is the root's, as in the build container
+        std::fs::remove_file(root.join("var/run")).unwrap();
+        std::os::unix::fs::symlink(root.join("run"), root.join("var/run")).unwrap();
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "set -e; root='{}'; cd '{}' && {MERGE_LINKED_DIRS}",
+                root.display(),
+                out.display()
+            ))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let mut files: Vec<String> = walk(&out);
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "run/mysqld/.keep",
+                "usr/lib/mysql/plugin/a.so",
+                "usr/lib/systemd/system/mariadb.service",
+                "usr/sbin/mariadbd",
+            ]
+        );
+        assert!(!out.join("lib").exists() && !out.join("var/run").exists());
+    }
+
+    /// Every regular file under `dir`, relative to it.
+    fn walk(dir: &std::path::Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else {
+                    out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        out
     }
 
     #[test]
