@@ -188,10 +188,13 @@ fn postgresql_runs_sysbench_native_and_external_from_a_snapshot() {
     assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
 }
 
+/// MariaDB, MySQL and PostgreSQL in one trials node: each verifies its own system, and
+/// `cairn results` shows the three side by side.
 #[test]
-fn mariadb_and_postgresql_side_by_side() {
+fn mariadb_mysql_and_postgresql_side_by_side() {
     let _engine = image_ready();
     let _mariadb = cairn_testkit::mariadb_image();
+    let _mysql = cairn_testkit::mysql_image();
     let sb = Sandbox::new();
     sb.write(
         "plan.kdl",
@@ -199,32 +202,39 @@ fn mariadb_and_postgresql_side_by_side() {
             r#"study "e2e-side-by-side"
 import "{}"
 import "{}"
+import "{}"
 server "mariadb" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "mysql" {{ image "mysql-sid"; system "mysql"; option innodb_buffer_pool_size="64M" innodb_redo_log_capacity="8M" }}
 server "postgresql" {{ image "postgresql-bookworm"; system "postgresql"; option shared_buffers="32MB" }}
 dataset "sb" {{ sysbench tables=1 rows=1000 }}
 workload "ps" {{ sysbench "oltp_point_select"; threads 2; duration "2s"; warmup "1s" }}
-trials "both" {{ servers "mariadb" "postgresql"; dataset "sb"; workload "ps" }}
+trials "all" {{ servers "mariadb" "mysql" "postgresql"; dataset "sb"; workload "ps" }}
 "#,
             mariadb_images(),
+            mariadb_images().replace("mariadb.kdl", "mysql.kdl"),
             images()
         ),
     );
     let r = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
     r.expect_code(0);
-    let mdb = sb.record("trial/both/mariadb");
-    let pg = sb.record("trial/both/postgresql");
-    assert!(mdb["extra"]["variant"]["checks"]["version"]
-        .as_str()
-        .unwrap()
-        .contains("MariaDB"));
-    assert!(pg["extra"]["variant"]["checks"]["version"]
-        .as_str()
-        .unwrap()
-        .starts_with("PostgreSQL"));
+    for (server, version) in [
+        ("mariadb", "MariaDB"),
+        ("mysql", ""),
+        ("postgresql", "PostgreSQL"),
+    ] {
+        let rec = sb.record(&format!("trial/all/{server}"));
+        let v = rec["extra"]["variant"]["checks"]["version"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(!v.is_empty() && v.contains(version), "{server}: {v}");
+        if server == "mysql" {
+            assert!(!v.contains("MariaDB"), "{v}");
+        }
+    }
     let table = sb.cairn(["results", "plan.kdl"]).guard(GUARD).run();
     table.expect_code(0);
     let rows: Vec<&str> = table.stdout.lines().collect();
-    for server in ["mariadb", "postgresql"] {
+    for server in ["mariadb", "mysql", "postgresql"] {
         assert!(
             rows.iter().any(|l| l.contains(server)),
             "{server} in the results:\n{}",
