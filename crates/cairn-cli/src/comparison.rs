@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_analysis::{Criteria, Verdict};
+use cairn_engine::trial_points::point_of;
 use cairn_graph::{StepGraph, StepKind};
 use cairn_store::{Record, Store};
 use serde::Serialize;
@@ -148,10 +149,7 @@ pub fn compare(
     let mut fps_b = BTreeSet::new();
     let metrics = metrics(graph);
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::Trial) {
-        let point = step
-            .address
-            .rsplit_once('#')
-            .map_or(step.address.clone(), |(p, _)| p.to_string());
+        let point = point_of(&step.address).to_string();
         let first = |m: &BTreeMap<String, Vec<Record>>| {
             m.get(&step.definition_key).and_then(|v| v.first()).cloned()
         };
@@ -258,7 +256,9 @@ fn reason_text(r: &cairn_analysis::Reason) -> String {
         .unwrap_or_else(|| "see comparison.json".into())
 }
 
-fn fingerprint_line(v: &Value) -> String {
+/// A machine class (a record's `fingerprint`) as one line: `AMD EPYC, 2 cores / 2 threads,
+/// 24 GiB, kernel 6.18.44, docker 20.10`.
+pub(crate) fn fingerprint_line(v: &Value) -> String {
     let s = |k: &str| {
         v.get(k)
             .map(|x| x.as_str().map_or(x.to_string(), String::from))

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use cairn_analysis::{Criteria, Verdict};
+use cairn_engine::trial_points::point_of;
 use cairn_graph::StepKind;
 use cairn_store::Record;
 use serde_json::{json, Value};
@@ -58,15 +59,13 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
     let fp = serde_json::to_value(machine.fingerprint(&graph)).expect("serialises");
     let keys = store.record_keys().map_err(context::fail(crate::FAILED))?;
     // the study's trials measured here, by point (address without the pass)
-    let point_of = |address: &str| {
-        address
-            .rsplit_once('#')
-            .map_or(address.to_string(), |(p, _)| p.to_string())
-    };
     let mut by_point: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for r in store.get_records(&keys).into_iter().flatten().flatten() {
         if r.kind == "trial" && r.study == graph.study && r.fingerprint.as_ref() == Some(&fp) {
-            by_point.entry(point_of(&r.address)).or_default().push(r);
+            by_point
+                .entry(point_of(&r.address).to_string())
+                .or_default()
+                .push(r);
         }
     }
     // point → result set (its definition and inputs) → set
@@ -75,7 +74,7 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
         .steps
         .iter()
         .filter(|s| s.kind == StepKind::Trial)
-        .map(|s| point_of(&s.address))
+        .map(|s| point_of(&s.address).to_string())
         .collect();
     for point in points {
         for r in by_point.get(&point).into_iter().flatten() {

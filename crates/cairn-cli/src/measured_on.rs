@@ -25,12 +25,9 @@ fn complete_on(graph: &StepGraph, store: &Store, fp: &Fingerprint) -> bool {
         .all(|s| !s.measure || !matches!(links[s.id], Link::Missing { .. }))
 }
 
-/// The class as one line: `AMD EPYC, 2 cores / 2 threads, 24 GiB, kernel 6.18.44, docker 20.10`.
-pub fn describe(fp: &Fingerprint) -> String {
-    format!(
-        "{}, {} cores / {} threads, {} GiB, kernel {}, {}",
-        fp.cpu_model, fp.cores, fp.threads, fp.memory_gib, fp.kernel, fp.runtime
-    )
+/// The class as one line, as `compare` prints a side's machine.
+fn describe(fp: &Fingerprint) -> String {
+    crate::comparison::fingerprint_line(&serde_json::to_value(fp).expect("serialises"))
 }
 
 /// The fingerprint whose measurements to read (see the module's doc). `explicit` is the

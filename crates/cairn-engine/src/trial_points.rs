@@ -75,6 +75,12 @@ pub fn display_value(v: &Value) -> String {
     }
 }
 
+/// The trial point of an address: `trial/<trials>/<server>[a=1]#2` → `trial/<trials>/<server>[a=1]`
+/// (the address without its pass; one-pass studies' addresses have none).
+pub fn point_of(address: &str) -> &str {
+    address.rsplit_once('#').map_or(address, |(p, _)| p)
+}
+
 /// `trial/<trials>/<server>[a=1]#2` → (`<trials>`, `<server>`, 2); the pass is 1 when the
 /// address has none (a study of one pass).
 pub fn parse_address(address: &str) -> (String, String, u32) {
