@@ -19,12 +19,10 @@ answers() { DOCKER_HOST=unix://$sock docker info >/dev/null 2>&1; }
 # The main engine's default bridge, put back if an earlier start of this engine deleted it
 # (see below): its name, subnet and MTU from the main engine's own record of the network.
 mend_main_bridge() {
-  local name subnet gateway mtu
-  name=$(docker network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}' 2>/dev/null) || return 0
+  local record name subnet gateway mtu
+  record=$(docker network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}|{{(index .IPAM.Config 0).Subnet}}|{{(index .IPAM.Config 0).Gateway}}|{{index .Options "com.docker.network.driver.mtu"}}' 2>/dev/null) || return 0
+  IFS='|' read -r name subnet gateway mtu <<<"$record"
   [ -n "$name" ] && ! ip link show "$name" >/dev/null 2>&1 || return 0
-  subnet=$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Subnet}}')
-  gateway=$(docker network inspect bridge --format '{{(index .IPAM.Config 0).Gateway}}')
-  mtu=$(docker network inspect bridge --format '{{index .Options "com.docker.network.driver.mtu"}}')
   # without a recorded gateway the engine takes the subnet's first address
   [ -n "$gateway" ] || gateway=$(python3 -c "import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).hosts()))" "$subnet")
   echo "node-engine: the main engine's bridge $name was gone; recreating it ($gateway in $subnet)"

@@ -326,9 +326,12 @@ pub fn perform(
             // The image is there but cannot run its own shell and dpkg: a broken build (seen:
             // a source build's tree that replaced the /lib link). Tagged, it would be reused
             // under this key by the next run; it goes, so the next run builds it again.
-            let _ = d.remove_image(&reference, true);
+            let removed = match d.remove_image(&reference, true) {
+                Ok(()) => "so it was removed".to_string(),
+                Err(r) => format!("and removing it failed ({r}): remove it by hand"),
+            };
             return Err(failed(format!(
-                "{e}\nthe image {reference} cannot run a command, so it was removed; nothing was recorded"
+                "{e}\nthe image {reference} cannot run a command, {removed}; nothing was recorded"
             )));
         }
         Err(e) => return Err(e.into()),
