@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{engine_exclusive, engine_shared, Live, Sandbox};
+use crate::support::{engine_exclusive, engine_shared, Invocation, Live, Sandbox};
 
 /// A hang guard for invocations that start servers (never a timing).
 const GUARD: Duration = Duration::from_secs(600);
@@ -168,10 +168,7 @@ fn quickstart_trials_through_one_slurm_node_are_recorded_as_a_local_run_records_
     );
 
     let before = jobs_named(&format!("cairn-{study}"));
-    let r = sb
-        .cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "solo"])
-        .guard(GUARD)
-        .run();
+    let r = run_on_slurm(&sb, "solo", false).run();
     r.expect_code(0);
     assert!(r.stderr.contains("overhead per trial"), "{}", r.stderr);
     let submitted: BTreeSet<u64> = &jobs_named(&format!("cairn-{study}")) - &before;
@@ -268,23 +265,22 @@ trials "t" {{ servers "a" "b"; dataset "sb"; workload "ps" }}
     )
 }
 
+/// `cairn [--json] run plan.kdl --on slurm --partition <partition>` in `sb`, under the
+/// tests' hang guard; the caller runs or spawns it.
+fn run_on_slurm<'a>(sb: &'a Sandbox, partition: &str, json: bool) -> Invocation<'a> {
+    let mut args = vec!["run", "plan.kdl", "--on", "slurm", "--partition", partition];
+    if json {
+        args.insert(0, "--json");
+    }
+    sb.cairn(args).guard(GUARD)
+}
+
 /// A re-run of `plan.kdl` on `partition` whose trials are all cached: it runs nothing and
 /// submits no job.
 #[track_caller]
 fn cached_rerun_submits_nothing(sb: &Sandbox, study: &str, partition: &str) {
     let before = jobs_named(&format!("cairn-{study}"));
-    let again = sb
-        .cairn([
-            "--json",
-            "run",
-            "plan.kdl",
-            "--on",
-            "slurm",
-            "--partition",
-            partition,
-        ])
-        .guard(GUARD)
-        .run();
+    let again = run_on_slurm(sb, partition, true).run();
     again.expect_code(0);
     assert!(again.events().finished().is_empty(), "{}", again.stdout);
     assert_eq!(jobs_named(&format!("cairn-{study}")), before);
@@ -493,18 +489,7 @@ fn ctrl_c_cancels_the_runs_job_and_clean_cancels_the_job_of_a_killed_run() {
     sb.write("plan.kdl", &two_points(&study, "20s"));
     let name = format!("cairn-{study}");
     let run = |sig: i32| {
-        let live = sb
-            .cairn([
-                "--json",
-                "run",
-                "plan.kdl",
-                "--on",
-                "slurm",
-                "--partition",
-                "solo",
-            ])
-            .guard(GUARD)
-            .spawn();
+        let live = run_on_slurm(&sb, "solo", true).spawn();
         let before = started_blocks(&sb).len();
         let live = wait_for_blocks(&sb, live, before + 1);
         if live_jobs_named(&name).len() != 1 {
@@ -616,10 +601,7 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
         sb,
     } = ship_case("ship");
     let before = jobs_named(&format!("cairn-{study}"));
-    let r = sb
-        .cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
-        .guard(GUARD)
-        .run();
+    let r = run_on_slurm(&sb, "own", false).run();
     r.expect_code(0);
     let submitted: BTreeSet<u64> = &jobs_named(&format!("cairn-{study}")) - &before;
     assert_eq!(submitted.len(), 1, "one block: {submitted:?}\n{}", r.stderr);
@@ -690,10 +672,7 @@ fn images_and_snapshots_ship_to_a_node_with_its_own_engine() {
         "plan.kdl",
         &one_point(&study).replace("duration \"1s\"", "duration \"2s\""),
     );
-    sb.cairn(["run", "plan.kdl", "--on", "slurm", "--partition", "own"])
-        .guard(GUARD)
-        .run()
-        .expect_code(0);
+    run_on_slurm(&sb, "own", false).run().expect_code(0);
     let loaded = node2_docker(&format!(
         "image inspect --format '{{{{.Id}}}}' {}",
         image.reference
@@ -731,18 +710,7 @@ fn an_image_archive_that_does_not_load_or_loads_as_another_image_fails_the_block
     std::fs::write(&archive, b"not a docker save archive").unwrap();
     // each trial of the block fails as permanent, the image named
     let run = |expected: &str| {
-        let r = sb
-            .cairn([
-                "--json",
-                "run",
-                "plan.kdl",
-                "--on",
-                "slurm",
-                "--partition",
-                "own",
-            ])
-            .guard(GUARD)
-            .run();
+        let r = run_on_slurm(&sb, "own", true).run();
         r.expect_code(1);
         let events = r.events();
         let failed = events.of("step_failed");
