@@ -239,32 +239,115 @@ fn trials_verify_their_variant_and_are_cached() {
     assert!(rows.iter().all(|r| r["state"] == "cached"));
     assert!(rows.iter().any(|r| r["allocator"] == "tcmalloc"));
 
-    // the machine-local snapshots are gone (a cleared cache): the datasets are loaded
-    // again, and as their data are the same, no trial is measured again
+    // the machine-local snapshots are gone (a cleared cache): no trial that reads them
+    // runs, so nothing asks for them and nothing runs
     let snapshots = sb.cache().join("datasets");
     assert_eq!(std::fs::read_dir(&snapshots).unwrap().count(), 3);
     std::fs::remove_dir_all(&snapshots).unwrap();
+    let status_of = |plan: &[Value], address: &str| {
+        plan.iter()
+            .find(|s| s["address"] == address)
+            .unwrap()
+            .clone()
+    };
     let plan = sb.plan_json("plan.kdl");
-    let ds = plan
-        .iter()
-        .find(|s| s["address"] == "dataset/sb@system")
-        .unwrap();
-    assert_eq!(ds["status"], "run");
-    assert_eq!(ds["reasons"][0]["reason"], "unusable", "{ds}");
-    assert_eq!(ds["reasons"][0]["what"], "snapshot_missing", "{ds}");
+    assert_eq!(status_of(&plan, "dataset/sb@system")["status"], "cached");
     let (r3, ev3) = run_json(&sb, "plan.kdl", &[]);
     r3.expect_code(0);
+    assert!(ev3.finished().is_empty(), "{:?}", ev3.finished());
+    // a trial that runs again needs its snapshot: its dataset is loaded again first (its
+    // data are the same, so the trial's key is too), the others stay served
+    let plan = sb.plan_json_with("plan.kdl", &["--fresh", "trial/t/system"]);
+    let ds = status_of(&plan, "dataset/sb@system");
+    assert_eq!(ds["status"], "run", "{ds}");
+    assert_eq!(ds["reasons"][0]["reason"], "unusable", "{ds}");
+    assert_eq!(ds["reasons"][0]["what"], "snapshot_missing", "{ds}");
+    assert_eq!(status_of(&plan, "dataset/sb@tcmalloc")["status"], "cached");
+    let (r4, ev4) = run_json(&sb, "plan.kdl", &["--fresh", "trial/t/system"]);
+    r4.expect_code(0);
     assert_eq!(
-        ev3.finished(),
-        set([
-            "dataset/sb@system",
-            "dataset/sb@tcmalloc",
-            "dataset/sb@jemalloc"
-        ])
+        ev4.finished(),
+        set(["dataset/sb@system", "trial/t/system"]),
+        "{}",
+        r4.stderr
     );
-    for t in &trials {
-        assert!(ev3.cached().contains(t), "{t}");
-    }
+    assert_eq!(
+        ev4.of("step_unserved")
+            .iter()
+            .map(|e| e["step"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["dataset/sb@system"]
+    );
+    assert!(ev4.cached().contains("trial/t/tcmalloc"));
+}
+
+#[test]
+fn a_fully_cached_run_needs_no_container_engine() {
+    let _engine = image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            "study \"e2e-no-engine\"\nimport \"{}\"\n{SERVERS}\ntrials \"t\" {{ servers \"system\" \"jemalloc\"; dataset \"sb\"; workload \"ps\"; passes 2 }}\nanalysis \"tps\" {{ table metric=\"tps\" rows=\"server\" columns=\"threads\" baseline=\"system\" }}\n",
+            images()
+        ),
+    );
+    // this test's engine address: the real engine behind a socket the test can take away
+    let mut proxy = crate::support::EngineProxy::start(&sb.path().join("docker.sock"));
+    let host = proxy.host();
+    let cairn_at = |args: &[&str]| {
+        sb.cairn(args.iter().copied())
+            .env("DOCKER_HOST", &host)
+            .guard(GUARD)
+            .run()
+    };
+    let first = cairn_at(&["--json", "run", "plan.kdl"]);
+    first.expect_code(0);
+    assert_eq!(first.events().finished().len(), 8, "{}", first.stderr);
+    let results = |r: &Ran| {
+        r.expect_code(0);
+        r.json_lines()
+            .into_iter()
+            .map(|row| (row["address"].clone(), row["figures"]["tps"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let measured = results(&cairn_at(&["--json", "results", "plan.kdl"]));
+    assert_eq!(measured.len(), 4);
+
+    // the engine is gone from that address (stopped, as far as cairn can tell)
+    proxy.stop();
+    let again = cairn_at(&["--json", "run", "plan.kdl"]);
+    again.expect_code(0);
+    let ev = again.events();
+    assert!(
+        ev.finished().is_empty(),
+        "{:?}\n{}",
+        ev.finished(),
+        again.stderr
+    );
+    assert_eq!(ev.cached().len(), 8, "{}", again.stderr);
+    assert_eq!(
+        results(&cairn_at(&["--json", "results", "plan.kdl"])),
+        measured
+    );
+    let shown = cairn_at(&["run", "plan.kdl"]);
+    shown.expect_code(0);
+    assert!(shown.stdout.contains("| system |"), "{}", shown.stdout);
+    // the machine's class is the one the engine had when it last answered here
+    let machine = cairn_at(&["--json", "machine"]);
+    machine.expect_code(0);
+    let m: Value = serde_json::from_str(&machine.stdout).unwrap();
+    assert!(
+        m["details"]["runtime_note"]
+            .as_str()
+            .unwrap()
+            .contains("last seen"),
+        "{m}"
+    );
+    // and what would need the engine says so
+    let fresh = cairn_at(&["run", "plan.kdl", "--fresh", "trial/t/system#1"]);
+    assert_ne!(fresh.code, Some(0));
+    assert!(fresh.stderr.contains("Docker"), "{}", fresh.stderr);
 }
 
 #[test]

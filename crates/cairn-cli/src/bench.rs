@@ -107,6 +107,10 @@ pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
         ms(floor_cairn),
         ms(floor_sh)
     );
+    // every scratch store lives until the end: removing one makes the filesystem slower to
+    // allocate inodes for a while (ext4 without a journal skips recently deleted inodes one by
+    // one), which would bill the next repetition for the benchmark's own cleanup
+    let mut scratch = Vec::new();
     for &n in sizes {
         let steps = n + 1;
         // fsync latency here varies run to run: repeat small first runs, each on a fresh store
@@ -128,7 +132,9 @@ pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
             let command_ms = first.summary["command_ms"].as_f64().unwrap_or(0.0);
             overheads.push((ms(first.wall) - command_ms) / steps as f64);
             first_walls.push(first.wall);
-            last_dir = Some(dir);
+            if let Some(d) = last_dir.replace(dir) {
+                scratch.push(d);
+            }
         }
         let dir = last_dir.expect("at least one repetition");
         let mut cached = Vec::new();
@@ -159,7 +165,9 @@ pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
             ms(cached_min),
             ms(cached_med) / ms(floor_cairn)
         );
+        scratch.push(dir);
     }
+    drop(scratch);
     Ok(OK)
 }
 

@@ -404,14 +404,18 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     if cancel.is_cancelled() {
         return Ok(INTERRUPTED);
     }
-    machine.clean_stale_containers(&graph);
+    machine.sweep_stale_containers_on_connect();
     remove_stale_socket_dirs();
-    if let Err(e) = cairn_exec::process::prepare_work_root(&machine.work) {
-        eprintln!("error: cannot create {}: {e}", machine.work.display());
+    if let Err(e) = cairn_exec::process::prepare_work_root(machine.work.root()) {
+        eprintln!(
+            "error: cannot create {}: {e}",
+            machine.work.root().display()
+        );
         return Err(Exit(BAD_INPUT));
     }
-    let budget = crate::budget_line::per_step(&graph, &store, &opts);
-    let mut reporter = report::pick_with_budget(cli.json, cli.verbose, budget);
+    let mut reporter = report::pick_with_budget(cli.json, cli.verbose, || {
+        crate::budget_line::per_step(&graph, &store, &opts)
+    });
     let fp = machine.fingerprint(&graph);
     let env = machine.env(&graph, &store, &fp, a.mirror.as_deref());
     let fleet = match a.on.on {
@@ -436,12 +440,10 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
         crate::fleet::print_costs(cli, f);
         f.tidy(env.run_id);
     }
-    // A run killed while its request to create a container or network was in flight leaves
-    // the engine to finish it, possibly after the sweep above: look once more at the end.
-    machine.clean_stale_containers(&graph);
+    machine.sweep_stale_containers_if_connected();
     if !summary.cancelled {
         // the study's main table and the claims' verdicts; the report under results/<study>/
-        crate::study_report::after_run(cli, &plan, &graph, &env);
+        crate::study_report::after_run(cli, &plan, &graph, &env, &summary);
         report::efficiency(cli.json, &summary, t0.elapsed());
     }
     Ok(if summary.cancelled {

@@ -132,7 +132,7 @@ pub fn matching_selectors(
 pub struct Machine {
     pub kinds: Registry,
     pub cache: PathBuf,
-    pub work: PathBuf,
+    pub work: cairn_exec::process::WorkDirs,
     /// The server runtimes, the lazily connected container engine and the cancel token
     /// that Ctrl-C trips.
     pub runtimes: Runtimes,
@@ -184,7 +184,7 @@ impl Machine {
     pub fn with_cancel(cache: PathBuf, cancel: CancelToken) -> Machine {
         Machine {
             kinds: Registry::standard(),
-            work: cache.join("work"),
+            work: cairn_exec::process::WorkDirs::new(cache.join("work")),
             cache,
             runtimes: Runtimes::new(cancel),
             details: std::sync::OnceLock::new(),
@@ -206,7 +206,7 @@ impl Machine {
             machine: self.details(),
             kinds: &self.kinds,
             cache_root: &self.cache,
-            work_root: &self.work,
+            work: &self.work,
             mirror,
             lock: graph.lock.as_ref(),
             run_id: cairn_exec::docker::this_run_id(),
@@ -228,17 +228,17 @@ impl Machine {
     pub fn fingerprint_for(&self, in_container: bool) -> Fingerprint {
         let mut disks: Vec<(&str, PathBuf)> =
             vec![("store", results_dir()), ("cache", self.cache.clone())];
+        let mut engine_source = None;
         let runtime = if in_container {
-            match self.runtimes.container_engine() {
-                Ok(d) => {
-                    if let Ok(root) = d.root_dir() {
-                        disks.push(("container engine", root));
-                    }
-                    d.engine_version()
-                        .unwrap_or_else(|e| format!("Docker Engine (version unknown: {e})"))
-                }
-                Err(_) => "Docker Engine (unreachable)".into(),
+            // remembered while the engine's socket is the one that answered: a run that
+            // only reads results never waits for the engine, nor needs one running
+            let facts =
+                cairn_exec::docker::engine_facts(&self.cache, self.runtimes.engine_connection());
+            if let Some(root) = facts.root_dir {
+                disks.push(("container engine", root));
             }
+            engine_source = Some(facts.source);
+            facts.version
         } else {
             "host".into()
         };
@@ -254,6 +254,10 @@ impl Machine {
         };
         let mut details = serde_json::to_value(&h).expect("serialises");
         details["runtime"] = serde_json::json!(runtime);
+        if engine_source == Some(cairn_exec::docker::engine_facts::FactsSource::LastSeen) {
+            details["runtime_note"] =
+                serde_json::json!("as last seen here: the engine does not answer now");
+        }
         if let Some(o) = simulated_machine() {
             apply_simulation(&mut fp, &o);
             details["simulated"] = o;
@@ -268,31 +272,40 @@ impl Machine {
         self.details.get().unwrap_or(&serde_json::Value::Null)
     }
 
-    /// Before a run that uses the container engine: remove the containers and networks that
-    /// killed runs left (their process is gone), and say so. Live runs are not touched.
-    pub fn clean_stale_containers(&self, graph: &StepGraph) {
-        if !graph
-            .steps
-            .iter()
-            .any(|s| cairn_engine::status::uses_container_engine(&self.kinds, &self.runtimes, s))
-        {
-            return;
+    /// For a run: the first time it uses the container engine, remove the containers and
+    /// networks that killed runs left (their process is gone), and say so. Live runs are not
+    /// touched; a run that never needs the engine never connects to it.
+    pub fn sweep_stale_containers_on_connect(&self) {
+        self.runtimes
+            .engine_connection()
+            .on_connect(sweep_stale_containers);
+    }
+
+    /// After a run: if it used the container engine, look once more (a run killed while
+    /// its request to create a container or network was in flight leaves the engine to
+    /// finish it, possibly after the first sweep).
+    pub fn sweep_stale_containers_if_connected(&self) {
+        let engine = self.runtimes.engine_connection();
+        if engine.is_connected() {
+            if let Ok(d) = engine.get_ref() {
+                sweep_stale_containers(d);
+            }
         }
-        // without an engine the steps that need it fail with the message on how to start one
-        let Ok(d) = self.runtimes.container_engine() else {
-            return;
-        };
-        match cairn_exec::docker::clean_stale(&d) {
-            Ok(r) if !r.is_empty() => eprintln!(
-                "removed what an earlier, killed run left: {} container(s) {:?}, {} network(s) {:?}",
-                r.containers.len(),
-                r.containers,
-                r.networks.len(),
-                r.networks
-            ),
-            Ok(_) => {}
-            Err(e) => eprintln!("warning: could not clean up after earlier runs: {e}"),
-        }
+    }
+}
+
+/// Remove the containers and networks of runs whose process is gone, and say so.
+fn sweep_stale_containers(d: &cairn_exec::docker::Docker) {
+    match cairn_exec::docker::clean_stale(d) {
+        Ok(r) if !r.is_empty() => eprintln!(
+            "removed what an earlier, killed run left: {} container(s) {:?}, {} network(s) {:?}",
+            r.containers.len(),
+            r.containers,
+            r.networks.len(),
+            r.networks
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: could not clean up after earlier runs: {e}"),
     }
 }
 

@@ -19,20 +19,21 @@ macro_rules! say {
 }
 
 pub fn pick(json: bool, verbose: u8) -> Box<dyn Reporter> {
-    pick_with_budget(json, verbose, BTreeMap::new())
+    pick_with_budget(json, verbose, BTreeMap::new)
 }
 
 /// [`pick`], with each step's estimated time (`cairn_engine::budget`) for the progress
-/// bar's ETA; with none, the bar estimates from its own rate.
+/// bar's ETA; with none, the bar estimates from its own rate. `budget` is asked only when
+/// the bar is shown (it reads the study's names log, and records the log lacks).
 pub fn pick_with_budget(
     json: bool,
     verbose: u8,
-    budget: BTreeMap<String, Duration>,
+    budget: impl FnOnce() -> BTreeMap<String, Duration>,
 ) -> Box<dyn Reporter> {
     if json {
         Box::new(JsonLines)
     } else if std::io::stderr().is_terminal() {
-        Box::new(Progress::new(verbose, budget))
+        Box::new(Progress::new(verbose, budget()))
     } else {
         Box::new(LogLines {
             verbose,
@@ -146,6 +147,9 @@ impl Reporter for LogLines {
             Event::StepCached { step, .. } if self.verbose > 0 => {
                 say!("[{t:7.2}s] cached  {}", step.address)
             }
+            Event::StepUnserved { step, why } => {
+                say!("[{t:7.2}s] rerun   {}: {why}", step.address)
+            }
             Event::StepStarted { step, key } if self.verbose > 0 => {
                 say!("[{t:7.2}s] start   {} ({})", step.address, &key[..12])
             }
@@ -199,6 +203,9 @@ impl Reporter for JsonLines {
                 headline,
             } => {
                 json!({"event": "step_cached", "step": step.address, "kind": step.kind.as_str(), "key": key, "headline": headline})
+            }
+            Event::StepUnserved { step, why } => {
+                json!({"event": "step_unserved", "step": step.address, "kind": step.kind.as_str(), "why": why})
             }
             Event::StepStarted { step, key } => {
                 json!({"event": "step_started", "step": step.address, "kind": step.kind.as_str(), "key": key})
@@ -316,6 +323,10 @@ impl Reporter for Progress {
                     self.bar.println(format!("cached  {}", step.address));
                 }
                 self.bar.inc(1)
+            }
+            Event::StepUnserved { step, why } => {
+                self.bar.println(format!("rerun   {}: {why}", step.address));
+                self.bar.dec(1)
             }
             Event::StepStarted { step, .. } => {
                 self.running = Some((step.address.clone(), Instant::now()));

@@ -10,7 +10,7 @@ use cairn_engine::analysis_step::{render_markdown, Table, TABLE_JSON};
 use cairn_engine::claim_step::{ClaimResult, CLAIM_JSON};
 use cairn_engine::execute::read_json;
 use cairn_engine::report_step::{self, PROVENANCE_HEADING};
-use cairn_engine::{RunOptions, Status, StepStatus};
+use cairn_engine::{RunOptions, Status};
 use cairn_graph::{Selector, Step, StepGraph, StepKind};
 use cairn_plan::Plan;
 use cairn_store::{Record, Store};
@@ -19,12 +19,30 @@ use crate::args::Cli;
 use crate::context::{self, Exit};
 use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
 
-/// The record of `step` for its current key, if the store has it.
-fn current_record(store: &Store, all: &[StepStatus], step: &Step) -> Option<Record> {
-    match (&all[step.id].status, &all[step.id].key) {
-        (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
-        _ => None,
+/// The record key of each step that has a result for its current key, by step id: what a
+/// run just served and ran.
+pub struct ResultKeys(Vec<Option<String>>);
+
+impl ResultKeys {
+    pub fn from_run(summary: &cairn_engine::RunSummary) -> ResultKeys {
+        ResultKeys(
+            summary
+                .done
+                .iter()
+                .map(|d| {
+                    d.as_ref()
+                        .filter(|d| !d.is_not_needed())
+                        .map(|d| d.key.clone())
+                })
+                .collect(),
+        )
     }
+}
+
+/// The record of `step` for its current key, if the store has it.
+fn current_record(store: &Store, keys: &ResultKeys, step: &Step) -> Option<Record> {
+    let key = keys.0.get(step.id)?.as_deref()?;
+    store.get_record(key).ok().flatten()
 }
 
 /// blake3 over the plan's files (path and text, root first): what the report was made from.
@@ -65,7 +83,7 @@ fn export(
     plan: &Plan,
     graph: &StepGraph,
     store: &Store,
-    all: &[StepStatus],
+    keys: &ResultKeys,
 ) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
     let digest = plan_digest(plan);
     let root = plan
@@ -74,7 +92,7 @@ fn export(
         .map_or(String::new(), |s| s.path.display().to_string());
     let mut written = Vec::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::Report) {
-        let Some(record) = current_record(store, all, step) else {
+        let Some(record) = current_record(store, keys, step) else {
             continue;
         };
         let dir = report_dir(&cli.results, graph, step);
@@ -126,10 +144,10 @@ fn main_table(graph: &StepGraph) -> Option<&Step> {
 
 /// The main table and every claim's verdict, as text for the terminal (empty when the study
 /// has neither, or they have not run).
-pub fn outcome_text(graph: &StepGraph, store: &Store, all: &[StepStatus]) -> String {
+pub fn outcome_text(graph: &StepGraph, store: &Store, keys: &ResultKeys) -> String {
     let mut out = String::new();
     if let Some(step) = main_table(graph) {
-        if let Some(r) = current_record(store, all, step) {
+        if let Some(r) = current_record(store, keys, step) {
             if let Ok(table) = read_json::<Table>(store, &r.outputs, TABLE_JSON) {
                 out.push_str(&render_markdown(&step.name, &table));
             }
@@ -137,7 +155,7 @@ pub fn outcome_text(graph: &StepGraph, store: &Store, all: &[StepStatus]) -> Str
     }
     let mut claims = String::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::Claim) {
-        let line = match current_record(store, all, step)
+        let line = match current_record(store, keys, step)
             .map(|r| read_json::<ClaimResult>(store, &r.outputs, CLAIM_JSON))
         {
             Some(Ok(c)) => report_step::claim_line(&step.name, &c),
@@ -159,17 +177,23 @@ pub fn outcome_text(graph: &StepGraph, store: &Store, all: &[StepStatus]) -> Str
 }
 
 /// After `cairn run`: export the reports and show the outcome (not with `--json`, whose
-/// stdout is the events).
-pub fn after_run(cli: &Cli, plan: &Plan, graph: &StepGraph, env: &cairn_engine::Env<'_>) {
-    let all = cairn_engine::statuses(graph, env, &[], false);
-    let dirs = export(cli, plan, graph, env.store, &all).unwrap_or_else(|e| {
+/// stdout is the events), from the results the run served and made.
+pub fn after_run(
+    cli: &Cli,
+    plan: &Plan,
+    graph: &StepGraph,
+    env: &cairn_engine::Env<'_>,
+    summary: &cairn_engine::RunSummary,
+) {
+    let keys = ResultKeys::from_run(summary);
+    let dirs = export(cli, plan, graph, env.store, &keys).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         Vec::new()
     });
     if cli.json {
         return;
     }
-    let text = outcome_text(graph, env.store, &all);
+    let text = outcome_text(graph, env.store, &keys);
     if !text.is_empty() {
         println!("\n{}", text.trim_end());
     }
@@ -220,8 +244,11 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         );
         return Err(Exit(FAILED));
     }
-    if let Err(e) = cairn_exec::process::prepare_work_root(&machine.work) {
-        eprintln!("error: cannot create {}: {e}", machine.work.display());
+    if let Err(e) = cairn_exec::process::prepare_work_root(machine.work.root()) {
+        eprintln!(
+            "error: cannot create {}: {e}",
+            machine.work.root().display()
+        );
         return Err(Exit(BAD_INPUT));
     }
     let opts = RunOptions {
@@ -240,8 +267,8 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
     if summary.failed > 0 {
         return Ok(FAILED);
     }
-    let all = cairn_engine::statuses(&graph, &env, &[], false);
-    let dirs = export(cli, &plan, &graph, &store, &all).map_err(context::fail(FAILED))?;
+    let keys = ResultKeys::from_run(&summary);
+    let dirs = export(cli, &plan, &graph, &store, &keys).map_err(context::fail(FAILED))?;
     if cli.json {
         for (d, _) in &dirs {
             println!(
@@ -251,7 +278,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         }
         return Ok(OK);
     }
-    let text = outcome_text(&graph, &store, &all);
+    let text = outcome_text(&graph, &store, &keys);
     if !text.is_empty() {
         println!("{}\n", text.trim_end());
     }

@@ -105,15 +105,18 @@ pub fn declared(step: &Step) -> Option<Duration> {
 }
 
 /// The recorded durations of the study's steps, by address: the last run of each address
-/// the store remembers (whatever its key is now).
+/// the store remembers (whatever its key is now). The names log carries each run's duration;
+/// only lines written before it did send us to the record.
 pub fn recorded_durations(store: &Store, study: &str) -> BTreeMap<String, Duration> {
-    let names = store.names(study).unwrap_or_default();
-    names
+    let remembered = store.remembered(study).unwrap_or_default();
+    remembered
         .into_iter()
-        .filter_map(|(address, key)| {
-            let record = store.get_record(&key).ok()??;
-            (record.duration_ms.is_finite() && record.duration_ms >= 0.0)
-                .then(|| (address, Duration::from_secs_f64(record.duration_ms / 1e3)))
+        .filter_map(|(address, r)| {
+            let ms = match r.duration_ms {
+                Some(ms) => ms,
+                None => store.get_record(&r.key).ok()??.duration_ms,
+            };
+            (ms.is_finite() && ms >= 0.0).then(|| (address, Duration::from_secs_f64(ms / 1e3)))
         })
         .collect()
 }

@@ -67,7 +67,7 @@ impl Kind for CommandKind {
             blobs,
             outputs: &spec.outputs,
             timeout: spec.timeout,
-            work_root: env.work_root,
+            work: env.work,
             cancel: env.cancel(),
         };
         let out = run_command(&job, env.store)?;

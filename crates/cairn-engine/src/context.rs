@@ -7,6 +7,7 @@ use std::path::Path;
 
 use cairn_exec::cancel::CancelToken;
 use cairn_exec::docker::Docker;
+use cairn_exec::process::WorkDirs;
 use cairn_exec::runtime::Runtimes;
 use cairn_graph::Fingerprint;
 use cairn_store::Store;
@@ -26,8 +27,8 @@ pub struct Env<'a> {
     pub kinds: &'a Registry,
     /// The machine-local cache directory (dataset snapshots, debootstrap downloads).
     pub cache_root: &'a Path,
-    /// Where command steps get their working directories.
-    pub work_root: &'a Path,
+    /// Where command steps get their working directories (reused from step to step).
+    pub work: &'a WorkDirs,
     /// The Debian mirror for base images, if given (`--mirror`); else the environment or apt.
     pub mirror: Option<&'a str>,
     /// The plan's lock: the package versions its images must have (`cairn lock`).

@@ -289,7 +289,7 @@ impl crate::kind::Kind for DatasetKind {
         vec![server_runtime(step)]
     }
 
-    fn usable(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
+    fn present(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
         snapshot_present(record, env.cache_root).map_err(|why| crate::kind::Unusable {
             what: "snapshot_missing",
             why,

@@ -19,6 +19,12 @@ pub enum Event<'a> {
         /// The recorded headline (a trial's figures), if the step has one.
         headline: Option<&'a str>,
     },
+    /// A step served from its record runs after all: what it made is gone from this
+    /// machine (`why`) and a step that reads it is about to run. Its `StepStarted` follows.
+    StepUnserved {
+        step: &'a Step,
+        why: &'a str,
+    },
     StepStarted {
         step: &'a Step,
         key: &'a str,

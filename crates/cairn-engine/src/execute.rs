@@ -154,6 +154,7 @@ pub fn record(
         extra.insert("machine".into(), env.machine.clone());
     }
     let output_digest = Record::compute_output_digest(&built.outputs);
+    let duration_ms = timing.duration_ms;
     let mut record = Record {
         schema: 1,
         key: key_hash.to_string(),
@@ -221,7 +222,9 @@ pub fn record(
     }
     // a hint for `explain`; losing it only loses history, never results
     if !unchanged_name {
-        let _ = env.store.remember(env.study, &step.address, key_hash);
+        let _ = env
+            .store
+            .remember(env.study, &step.address, key_hash, Some(duration_ms));
     }
     Ok((
         Done {

@@ -664,13 +664,17 @@ impl crate::kind::Kind for ImageKind {
         vec![crate::kind::Requirement::ContainerEngine]
     }
 
-    fn usable(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
-        if let Some(why) = lock_refuses_record(env, record) {
-            return Err(crate::kind::Unusable {
+    fn accepts(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
+        match lock_refuses_record(env, record) {
+            Some(why) => Err(crate::kind::Unusable {
                 what: "lock_mismatch",
                 why,
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    fn present(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
         let present = env
             .container_engine()
             .and_then(|d| image_present(&d, env.cache_root, record));

@@ -77,9 +77,19 @@ pub trait Kind: Send + Sync {
         }
     }
 
-    /// Whether `record` (under the step's key, its blobs present) can serve here, e.g. the
-    /// image it names is still in the engine. Cheap for kinds that need no check.
-    fn usable(&self, _env: &Env<'_>, _record: &Record) -> Result<(), Unusable> {
+    /// Whether `record` (under the step's key, its blobs present) can stand for the step's
+    /// result here, from what the record itself says: e.g. the plan's lock accepts the
+    /// packages the image recorded, a trial's window did not stall. Asked of every step
+    /// found in the store.
+    fn accepts(&self, _env: &Env<'_>, _record: &Record) -> Result<(), Unusable> {
+        Ok(())
+    }
+
+    /// Whether what `record` made is still on this machine for a step that reads it: e.g.
+    /// the image is still in the engine, the snapshot still in the cache. Asked only when a
+    /// step that reads it is about to run, so a run whose every step is served from the
+    /// store needs neither the engine nor the cache; when it says no, the step runs again.
+    fn present(&self, _env: &Env<'_>, _record: &Record) -> Result<(), Unusable> {
         Ok(())
     }
 

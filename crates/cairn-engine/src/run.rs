@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::adaptive;
-use crate::cache::{usable_record, Lookup};
+use crate::cache::{usable_record, Lookup, Presence};
 use crate::context::Env;
 use crate::error::{FailureClass, StepError};
 use crate::events::{Event, Reporter};
@@ -91,6 +91,11 @@ pub struct RunSummary {
     pub not_needed: usize,
     /// Every adaptive decision, in order, with the CI half-width it was based on.
     pub decisions: Vec<crate::adaptive::Decision>,
+    /// What each step handed on, by step id, where it was served or ran (the record key
+    /// among it): what the CLI reads the study's results from after the run, without
+    /// checking every step again.
+    #[serde(skip)]
+    pub done: Vec<Option<Arc<Done>>>,
 }
 
 impl RunSummary {
@@ -218,30 +223,11 @@ pub fn run_on(
 ) -> RunSummary {
     let t0 = Instant::now();
     // working directories go here; made once per run (the CLI also cleans stale ones)
-    let _ = std::fs::create_dir_all(env.work_root);
-    let n = graph.steps.len();
-    let selected = selection(graph, &opts.only);
-    let seed = opts
-        .seed
-        .unwrap_or_else(|| order::default_seed(&graph.study));
-    let mut summary = RunSummary {
-        selected: selected.iter().filter(|s| **s).count(),
-        seed,
-        ..Default::default()
-    };
+    let _ = std::fs::create_dir_all(env.work.root());
+    let mut books = Books::new(graph, env, opts, fleet);
     reporter.event(&Event::RunStarted {
-        total: summary.selected,
+        total: books.summary.selected,
     });
-
-    let mut state = vec![State::Waiting; n];
-    let mut done: Vec<Option<Arc<Done>>> = vec![None; n];
-    let mut missing: Vec<usize> = graph.steps.iter().map(|s| s.inputs.len()).collect();
-    let mut keys: Vec<String> = vec![String::new(); n];
-    // earlier failed tries of each step (transient failures that are being retried)
-    let mut attempts: Vec<Vec<serde_json::Value>> = vec![Vec::new(); n];
-    let mut builds: Vec<StepId> = Vec::new();
-    let mut measures: BTreeSet<((u32, u64), StepId)> = BTreeSet::new();
-    let mut stopping = false;
 
     // a fleet's blocks each hold a thread while they are out (waiting on their node)
     let block_threads = fleet.map_or(0, |f| f.capacity().max(1));
@@ -252,9 +238,6 @@ pub fn run_on(
         .expect("thread pool");
     let (tx, rx) = mpsc::channel::<Message>();
 
-    // steps whose inputs are all done, waiting for their cache check
-    let mut ready: Vec<StepId> = (0..n).filter(|&i| selected[i] && missing[i] == 0).collect();
-
     pool.in_place_scope(|scope| {
         let launcher = Launcher {
             scope,
@@ -262,324 +245,537 @@ pub fn run_on(
             graph,
             tx: tx.clone(),
         };
-        // units out: build steps, the local measurement, fleet blocks (each one unit)
-        let mut running = 0usize;
-        let mut running_builds = 0usize;
-        let mut blocks = BlocksOut::default();
         loop {
             // 1. cache checks, in parallel when there are many (a cached re-run is mostly this)
-            while !ready.is_empty() {
-                let batch = std::mem::take(&mut ready);
-                let checks: Vec<(StepId, String, Option<Done>)> = pool.install(|| {
-                    batch
-                        .par_iter()
-                        .map(|&id| {
-                            let step = &graph.steps[id];
-                            let digests: Vec<&str> = step
-                                .inputs
-                                .iter()
-                                .map(|i| {
-                                    done[i.from]
-                                        .as_ref()
-                                        .expect("input done")
-                                        .output_digest
-                                        .as_str()
-                                })
-                                .collect();
-                            let key = step_key(step, &digests, Some(env.fingerprint)).hash();
-                            let fresh = cairn_graph::select::any_matches(&opts.fresh, step);
-                            let hit = if fresh {
-                                None
-                            } else {
-                                match usable_record(env, step, &key) {
-                                    Lookup::Hit(r) => Some(Done::from_record(&r)),
-                                    _ => None,
-                                }
-                            };
-                            (id, key, hit)
-                        })
-                        .collect()
-                });
-                for (id, key, hit) in checks {
-                    keys[id] = key;
-                    match hit {
-                        Some(d) => {
-                            reporter.event(&Event::StepCached {
-                                step: &graph.steps[id],
-                                key: &keys[id],
-                                headline: d.headline.as_deref(),
-                            });
-                            summary.cached += 1;
-                            state[id] = State::Done;
-                            done[id] = Some(Arc::new(d));
-                            release(graph, id, &selected, &mut missing, &mut ready);
-                        }
-                        None => {
-                            state[id] = State::Queued;
-                            match lane(env, &graph.steps[id]) {
-                                Lane::Exclusive => {
-                                    measures.insert((order::rank(seed, &graph.steps[id]), id));
-                                }
-                                Lane::Build => builds.push(id),
-                            }
-                        }
-                    }
-                }
-            }
-
+            books.check_ready(&pool, reporter);
             if env.is_cancelled() {
-                summary.cancelled = true;
-                stopping = true;
+                books.summary.cancelled = true;
+                books.stopping = true;
             }
-
             // 2. dispatch
-            // An exclusive step is only started when nothing else runs, and the loop then
-            // waits for it before dispatching anything: it always runs alone.
-            if !stopping {
-                // with a fleet, blocks out on nodes leave this machine's build slots free
-                let busy = |running: usize, running_builds: usize| {
-                    if fleet.is_some() {
-                        running_builds
-                    } else {
-                        running
-                    }
-                };
-                while busy(running, running_builds) < opts.jobs.max(1) {
-                    let Some(id) = builds.pop() else { break };
-                    running += 1;
-                    running_builds += 1;
-                    let mut extra = serde_json::Map::new();
-                    if !attempts[id].is_empty() {
-                        extra.insert("attempts".into(), json!(attempts[id]));
-                    }
-                    launcher.start(id, &keys, &done, &mut state, extra, reporter);
-                }
-                if let Some(fleet) = fleet {
-                    // blocks go out while nothing is built here (a block's variants all need
-                    // their inputs) and a node is free, pass by pass
-                    while running_builds == 0
-                        && builds.is_empty()
-                        && blocks.left.len() < fleet.capacity().max(1)
-                    {
-                        let Some(&(_, first)) = measures.iter().next() else {
-                            break;
-                        };
-                        let pass = graph.steps[first].pass;
-                        if blocks.earlier_pass_out(pass) {
-                            break;
-                        }
-                        let bkey = block_key(&graph.steps[first]);
-                        let members: Vec<((u32, u64), StepId)> = measures
-                            .iter()
-                            .filter(|(_, id)| block_key(&graph.steps[*id]) == bkey)
-                            .copied()
-                            .collect();
-                        let mut block: Vec<BlockStep> = Vec::new();
-                        for m in members {
-                            measures.remove(&m);
-                            let id = m.1;
-                            let decision =
-                                adaptive::decide(env.store, graph, &graph.steps[id], &done);
-                            if let Some(d) = &decision {
-                                reporter.event(&Event::PassDecided {
-                                    step: &graph.steps[id],
-                                    decision: d,
-                                });
-                                summary.decisions.push(d.clone());
-                            }
-                            if decision.as_ref().is_some_and(|d| !d.needed) {
-                                summary.not_needed += 1;
-                                state[id] = State::Done;
-                                done[id] = Some(Arc::new(Done::not_needed()));
-                                release(graph, id, &selected, &mut missing, &mut ready);
-                                continue;
-                            }
-                            let extra = measurement_extra(
-                                seed,
-                                summary.measurement_order.len(),
-                                decision,
-                                &attempts[id],
-                            );
-                            summary
-                                .measurement_order
-                                .push(graph.steps[id].address.clone());
-                            block.push(BlockStep {
-                                id,
-                                key: keys[id].clone(),
-                                inputs: graph.steps[id]
-                                    .inputs
-                                    .iter()
-                                    .map(|i| done[i.from].clone().expect("input done"))
-                                    .collect(),
-                                extra,
-                            });
-                        }
-                        if block.is_empty() {
-                            continue;
-                        }
-                        running += 1;
-                        let b = blocks.start(block.len(), pass);
-                        launcher.start_block(fleet, b, block, &keys, &mut state, reporter);
-                    }
-                } else if running == 0 && builds.is_empty() {
-                    if let Some(&(rank, id)) = measures.iter().next() {
-                        measures.remove(&(rank, id));
-                        // a conditional pass runs only if its point still needs it
-                        let decision = adaptive::decide(env.store, graph, &graph.steps[id], &done);
-                        if let Some(d) = &decision {
-                            reporter.event(&Event::PassDecided {
-                                step: &graph.steps[id],
-                                decision: d,
-                            });
-                            summary.decisions.push(d.clone());
-                        }
-                        if decision.as_ref().is_some_and(|d| !d.needed) {
-                            summary.not_needed += 1;
-                            state[id] = State::Done;
-                            done[id] = Some(Arc::new(Done::not_needed()));
-                            release(graph, id, &selected, &mut missing, &mut ready);
-                            continue;
-                        }
-                        running += 1;
-                        let extra = measurement_extra(
-                            seed,
-                            summary.measurement_order.len(),
-                            decision,
-                            &attempts[id],
-                        );
-                        summary
-                            .measurement_order
-                            .push(graph.steps[id].address.clone());
-                        launcher.start(id, &keys, &done, &mut state, extra, reporter);
-                    }
-                }
+            if !books.stopping {
+                books.dispatch(&launcher, reporter);
             }
-
-            if running == 0 {
-                break;
+            if books.running == 0 {
+                if books.ready.is_empty() || books.stopping {
+                    break;
+                }
+                continue; // a pass found not needed released its readers
             }
-
             // 3. wait for one step to finish (passing on the phases of running ones)
-            let fin = match rx.recv().expect("workers hold the sender") {
-                Message::Phase { id, phase } => {
-                    reporter.event(&Event::StepPhase {
-                        step: &graph.steps[id],
-                        phase: &phase,
-                    });
-                    continue;
-                }
-                Message::Finished(fin) => fin,
-            };
-            match fin.block {
-                Some(b) => {
-                    if blocks.reported(b) {
-                        running -= 1;
-                    }
-                }
-                None => {
-                    running -= 1;
-                    if lane(env, &graph.steps[fin.id]) == Lane::Build {
-                        running_builds = running_builds.saturating_sub(1);
-                    }
-                }
-            }
-            summary.step_ms += fin.elapsed.as_secs_f64() * 1e3;
-            let step = &graph.steps[fin.id];
-            match fin.result {
-                Ok((d, times)) => {
-                    summary.ran += 1;
-                    let command = times.command;
-                    summary.command_ms += command.map_or(0.0, |c| c.as_secs_f64() * 1e3);
-                    summary.measuring_ms += times.measuring.map_or(0.0, |c| c.as_secs_f64() * 1e3);
-                    state[fin.id] = State::Done;
-                    let d = Arc::new(d);
-                    done[fin.id] = Some(d.clone());
-                    reporter.event(&Event::StepFinished {
-                        step,
-                        key: &fin.key,
-                        elapsed: fin.elapsed,
-                        command,
-                        headline: d.headline.as_deref(),
-                    });
-                    release(graph, fin.id, &selected, &mut missing, &mut ready);
-                }
-                Err(e) if e.class == FailureClass::Cancelled => {
-                    state[fin.id] = State::Skipped;
-                    summary.cancelled = true;
-                    stopping = true;
-                    reporter.event(&Event::StepSkipped {
-                        step,
-                        because: "the run was cancelled",
-                    });
-                    summary.skipped += 1;
-                }
-                Err(e)
-                    if e.is_transient()
-                        && !stopping
-                        && !env.is_cancelled()
-                        && (attempts[fin.id].len() as u32)
-                            < opts.retries.for_lane(lane(env, step)) =>
-                {
-                    attempts[fin.id].push(attempt_note(&e));
-                    summary.retried += 1;
-                    reporter.event(&Event::StepRetrying {
-                        step,
-                        key: &fin.key,
-                        attempt: attempts[fin.id].len() as u32 + 1,
-                        error: &e,
-                    });
-                    // back into its lane: a measurement waits its turn to run alone again
-                    state[fin.id] = State::Queued;
-                    match lane(env, step) {
-                        Lane::Exclusive => {
-                            measures.insert((order::rank(seed, step), fin.id));
-                        }
-                        Lane::Build => builds.push(fin.id),
-                    }
-                }
-                Err(e) => {
-                    summary.failed += 1;
-                    state[fin.id] = State::Failed;
-                    reporter.event(&Event::StepFailed {
-                        step,
-                        key: &fin.key,
-                        error: &e,
-                    });
-                    if opts.keep_going {
-                        skip_downstream(
-                            graph,
-                            fin.id,
-                            &selected,
-                            &mut state,
-                            &mut summary,
-                            reporter,
-                        );
-                    } else {
-                        stopping = true;
-                    }
-                }
+            match rx.recv().expect("workers hold the sender") {
+                Message::Phase { id, phase } => reporter.event(&Event::StepPhase {
+                    step: &graph.steps[id],
+                    phase: &phase,
+                }),
+                Message::Finished(fin) => books.finished(fin, reporter),
             }
         }
     });
 
-    // whatever never ran (stopped early) counts as skipped
-    let because = if summary.cancelled {
-        "the run was interrupted"
-    } else {
-        "the run stopped after a failure (use --keep-going to run what does not depend on it)"
-    };
-    for id in 0..n {
-        if selected[id] && matches!(state[id], State::Waiting | State::Queued) {
-            summary.skipped += 1;
-            reporter.event(&Event::StepSkipped {
-                step: &graph.steps[id],
-                because,
-            });
-        }
-    }
+    books.skip_the_rest(reporter);
+    let mut summary = books.summary;
     summary.elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;
+    summary.done = books.done;
     reporter.event(&Event::RunFinished { summary: &summary });
     summary
+}
+
+/// The scheduler's books: where every step stands, what finished steps handed on, the
+/// lanes' queues and the run's summary so far.
+struct Books<'g> {
+    graph: &'g StepGraph,
+    env: &'g Env<'g>,
+    opts: &'g RunOptions,
+    fleet: Option<&'g dyn Fleet>,
+    selected: Vec<bool>,
+    state: Vec<State>,
+    done: Vec<Option<Arc<Done>>>,
+    /// Inputs each waiting step still waits for.
+    missing: Vec<usize>,
+    keys: Vec<String>,
+    /// Whether what a done step made is known to be on this machine: it ran here, or its
+    /// product was found present when a step that reads it was about to run. A step served
+    /// from its record is not asked until then, so a run that runs nothing needs neither
+    /// the container engine nor the machine-local cache.
+    here: Vec<bool>,
+    /// Steps served from their record that run again because what they made is gone: who
+    /// waits for each (their key is computed again once it is done).
+    waiters: HashMap<StepId, Vec<StepId>>,
+    /// Earlier failed tries of each step (transient failures that are being retried).
+    attempts: Vec<Vec<serde_json::Value>>,
+    /// Steps whose inputs are all done, waiting for their cache check.
+    ready: Vec<StepId>,
+    builds: Vec<StepId>,
+    measures: BTreeSet<((u32, u64), StepId)>,
+    /// Units out: build steps, the local measurement, fleet blocks (each one unit).
+    running: usize,
+    running_builds: usize,
+    blocks: BlocksOut,
+    stopping: bool,
+    summary: RunSummary,
+}
+
+impl<'g> Books<'g> {
+    fn new(
+        graph: &'g StepGraph,
+        env: &'g Env<'g>,
+        opts: &'g RunOptions,
+        fleet: Option<&'g dyn Fleet>,
+    ) -> Books<'g> {
+        let n = graph.steps.len();
+        let selected = selection(graph, &opts.only);
+        let missing: Vec<usize> = graph.steps.iter().map(|s| s.inputs.len()).collect();
+        let ready = (0..n).filter(|&i| selected[i] && missing[i] == 0).collect();
+        let seed = opts
+            .seed
+            .unwrap_or_else(|| order::default_seed(&graph.study));
+        Books {
+            graph,
+            env,
+            opts,
+            fleet,
+            summary: RunSummary {
+                selected: selected.iter().filter(|s| **s).count(),
+                seed,
+                ..Default::default()
+            },
+            selected,
+            state: vec![State::Waiting; n],
+            done: vec![None; n],
+            missing,
+            keys: vec![String::new(); n],
+            here: vec![false; n],
+            waiters: HashMap::new(),
+            attempts: vec![Vec::new(); n],
+            ready,
+            builds: Vec::new(),
+            measures: BTreeSet::new(),
+            running: 0,
+            running_builds: 0,
+            blocks: BlocksOut::default(),
+            stopping: false,
+        }
+    }
+
+    /// Compute the key of every ready step and look it up; a hit is served, a miss goes to
+    /// its lane (or waits for inputs that must run again). Repeats while serving makes more
+    /// steps ready.
+    fn check_ready(&mut self, pool: &rayon::ThreadPool, reporter: &mut dyn Reporter) {
+        let (graph, env, opts) = (self.graph, self.env, self.opts);
+        while !self.ready.is_empty() {
+            let batch = std::mem::take(&mut self.ready);
+            let done = &self.done;
+            let checks: Vec<(StepId, String, Option<Done>)> = pool.install(|| {
+                batch
+                    .par_iter()
+                    .map(|&id| {
+                        let step = &graph.steps[id];
+                        let digests: Vec<&str> = step
+                            .inputs
+                            .iter()
+                            .map(|i| {
+                                done[i.from]
+                                    .as_ref()
+                                    .expect("input done")
+                                    .output_digest
+                                    .as_str()
+                            })
+                            .collect();
+                        let key = step_key(step, &digests, Some(env.fingerprint)).hash();
+                        let fresh = cairn_graph::select::any_matches(&opts.fresh, step);
+                        let hit = if fresh {
+                            None
+                        } else {
+                            match usable_record(env, step, &key) {
+                                Lookup::Hit(r) => Some(Done::from_record(&r)),
+                                _ => None,
+                            }
+                        };
+                        (id, key, hit)
+                    })
+                    .collect()
+            });
+            for (id, key, hit) in checks {
+                self.keys[id] = key;
+                match hit {
+                    Some(d) => {
+                        reporter.event(&Event::StepCached {
+                            step: &graph.steps[id],
+                            key: &self.keys[id],
+                            headline: d.headline.as_deref(),
+                        });
+                        self.summary.cached += 1;
+                        self.state[id] = State::Done;
+                        self.done[id] = Some(Arc::new(d));
+                        self.release(id);
+                    }
+                    None => self.enqueue(id, reporter),
+                }
+            }
+        }
+    }
+
+    /// Step `id` must run: once what it reads is here, into its lane. A conditional pass
+    /// goes to its lane at once: whether it runs is decided at its turn, and what it reads
+    /// is asked then, only if it does.
+    fn enqueue(&mut self, id: StepId, reporter: &mut dyn Reporter) {
+        if !self.graph.steps[id].is_conditional() && !self.inputs_here(id, reporter) {
+            return;
+        }
+        self.state[id] = State::Queued;
+        self.queue_in_lane(id);
+    }
+
+    /// Whether what step `id` reads is here, so it can run now. An input served from its
+    /// record whose product is gone (an image removed from the engine) runs again first,
+    /// or serves from a record kept beside its own whose product is here; either way `id`
+    /// is keyed again (it waits, or goes back to the ready steps) and this says no.
+    fn inputs_here(&mut self, id: StepId, reporter: &mut dyn Reporter) -> bool {
+        let (graph, env) = (self.graph, self.env);
+        let mut inputs: Vec<StepId> = graph.steps[id].inputs.iter().map(|i| i.from).collect();
+        inputs.sort_unstable();
+        inputs.dedup();
+        let mut rekey = false;
+        let mut gone = Vec::new();
+        for from in inputs {
+            let Some(d) = self.done[from].clone() else {
+                continue;
+            };
+            if self.here[from] || d.is_not_needed() {
+                continue;
+            }
+            match crate::cache::present(env, &graph.steps[from], &d.key) {
+                Presence::Here => self.here[from] = true,
+                Presence::Alternate(r) => {
+                    self.done[from] = Some(Arc::new(Done::from_record(&r)));
+                    self.here[from] = true;
+                    rekey = true;
+                }
+                Presence::Gone(why) => gone.push((from, why)),
+            }
+        }
+        if gone.is_empty() {
+            if rekey {
+                // an input now serves another output: `id`'s key is another
+                self.state[id] = State::Waiting;
+                self.ready.push(id);
+            }
+            return !rekey;
+        }
+        // `id` waits (with anything else not yet keyed that reads them) for what is gone
+        self.state[id] = State::Waiting;
+        for (from, why) in gone {
+            self.missing[id] += 1;
+            self.waiters.entry(from).or_default().push(id);
+            if self.state[from] != State::Done {
+                continue; // already running again for another reader
+            }
+            reporter.event(&Event::StepUnserved {
+                step: &graph.steps[from],
+                why: &why.why,
+            });
+            self.summary.cached -= 1;
+            self.done[from] = None;
+            let readers: Vec<StepId> = graph
+                .dependents(from)
+                .filter(|&d| d != id && self.selected[d] && self.state[d] == State::Waiting)
+                .collect();
+            for d in readers {
+                if self.missing[d] == 0 {
+                    self.ready.retain(|&r| r != d);
+                }
+                self.missing[d] += 1;
+                self.waiters.entry(from).or_default().push(d);
+            }
+            // its key is known; what it reads must be here too
+            self.enqueue(from, reporter);
+        }
+        false
+    }
+
+    fn queue_in_lane(&mut self, id: StepId) {
+        let step = &self.graph.steps[id];
+        match lane(self.env, step) {
+            Lane::Exclusive => {
+                self.measures
+                    .insert((order::rank(self.summary.seed, step), id));
+            }
+            Lane::Build => self.builds.push(id),
+        }
+    }
+
+    /// Step `id` is done: its readers have one input less to wait for (only those waiting
+    /// for it to run again, when it ran again after being served).
+    fn release(&mut self, id: StepId) {
+        let readers: Vec<StepId> = match self.waiters.remove(&id) {
+            Some(w) => w,
+            None => self
+                .graph
+                .dependents(id)
+                .filter(|&d| self.selected[d])
+                .collect(),
+        };
+        // a step may read the same input twice (two mounts); count each edge
+        for dep in readers {
+            self.missing[dep] -= 1;
+            if self.missing[dep] == 0 {
+                self.ready.push(dep);
+            }
+        }
+    }
+
+    /// Start what may start: builds up to `--jobs`; then a measurement alone (or a fleet's
+    /// blocks, as many as it has nodes) when no build runs here.
+    fn dispatch(&mut self, launcher: &Launcher<'_, 'g>, reporter: &mut dyn Reporter) {
+        let jobs = self.opts.jobs.max(1);
+        // with a fleet, blocks out on nodes leave this machine's build slots free
+        while (if self.fleet.is_some() {
+            self.running_builds
+        } else {
+            self.running
+        }) < jobs
+        {
+            let Some(id) = self.builds.pop() else { break };
+            self.running += 1;
+            self.running_builds += 1;
+            let mut extra = serde_json::Map::new();
+            if !self.attempts[id].is_empty() {
+                extra.insert("attempts".into(), json!(self.attempts[id]));
+            }
+            self.state[id] = State::Running;
+            launcher.start(id, &self.keys, &self.done, extra, reporter);
+        }
+        match self.fleet {
+            Some(fleet) => self.dispatch_blocks(fleet, launcher, reporter),
+            None => {
+                // an exclusive step starts only when nothing else runs, and the loop then
+                // waits for it before dispatching anything: it always runs alone
+                while self.running == 0 && self.builds.is_empty() {
+                    let Some(&(rank, id)) = self.measures.iter().next() else {
+                        break;
+                    };
+                    self.measures.remove(&(rank, id));
+                    let Some(extra) = self.measurement_due(id, reporter) else {
+                        continue;
+                    };
+                    self.running += 1;
+                    self.state[id] = State::Running;
+                    launcher.start(id, &self.keys, &self.done, extra, reporter);
+                }
+            }
+        }
+    }
+
+    /// Blocks go out while nothing is built here (a block's variants all need their
+    /// inputs) and a node is free, pass by pass.
+    fn dispatch_blocks(
+        &mut self,
+        fleet: &'g dyn Fleet,
+        launcher: &Launcher<'_, 'g>,
+        reporter: &mut dyn Reporter,
+    ) {
+        let graph = self.graph;
+        while self.running_builds == 0
+            && self.builds.is_empty()
+            && self.blocks.left.len() < fleet.capacity().max(1)
+        {
+            let Some(&(_, first)) = self.measures.iter().next() else {
+                break;
+            };
+            let pass = graph.steps[first].pass;
+            if self.blocks.earlier_pass_out(pass) {
+                break;
+            }
+            let bkey = block_key(&graph.steps[first]);
+            let members: Vec<((u32, u64), StepId)> = self
+                .measures
+                .iter()
+                .filter(|(_, id)| block_key(&graph.steps[*id]) == bkey)
+                .copied()
+                .collect();
+            let mut block: Vec<BlockStep> = Vec::new();
+            for m in members {
+                self.measures.remove(&m);
+                let id = m.1;
+                let Some(extra) = self.measurement_due(id, reporter) else {
+                    continue;
+                };
+                block.push(BlockStep {
+                    id,
+                    key: self.keys[id].clone(),
+                    inputs: graph.steps[id]
+                        .inputs
+                        .iter()
+                        .map(|i| self.done[i.from].clone().expect("input done"))
+                        .collect(),
+                    extra,
+                });
+            }
+            if block.is_empty() {
+                continue;
+            }
+            self.running += 1;
+            let b = self.blocks.start(block.len(), pass);
+            for s in &block {
+                self.state[s.id] = State::Running;
+            }
+            launcher.start_block(fleet, b, block, &self.keys, reporter);
+        }
+    }
+
+    /// Measurement `id`'s turn has come: a conditional pass runs only if its point still
+    /// needs it (the decision is reported and kept). Returns what its record carries of
+    /// how it was scheduled, or `None` when it is not needed (done, without a record).
+    fn measurement_due(
+        &mut self,
+        id: StepId,
+        reporter: &mut dyn Reporter,
+    ) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let step = &self.graph.steps[id];
+        let decision = adaptive::decide(self.env.store, self.graph, step, &self.done);
+        if let Some(d) = &decision {
+            reporter.event(&Event::PassDecided { step, decision: d });
+            self.summary.decisions.push(d.clone());
+        }
+        if decision.as_ref().is_some_and(|d| !d.needed) {
+            self.summary.not_needed += 1;
+            self.state[id] = State::Done;
+            self.done[id] = Some(Arc::new(Done::not_needed()));
+            self.here[id] = true;
+            self.release(id);
+            return None;
+        }
+        if step.is_conditional() && !self.inputs_here(id, reporter) {
+            return None; // back when what it reads is here again
+        }
+        let extra = measurement_extra(
+            self.summary.seed,
+            self.summary.measurement_order.len(),
+            decision,
+            &self.attempts[id],
+        );
+        self.summary.measurement_order.push(step.address.clone());
+        Some(extra)
+    }
+
+    /// A step reported back: done (its readers released), retried, failed or cancelled.
+    fn finished(&mut self, fin: Finished, reporter: &mut dyn Reporter) {
+        let (graph, env) = (self.graph, self.env);
+        match fin.block {
+            Some(b) => {
+                if self.blocks.reported(b) {
+                    self.running -= 1;
+                }
+            }
+            None => {
+                self.running -= 1;
+                if lane(env, &graph.steps[fin.id]) == Lane::Build {
+                    self.running_builds = self.running_builds.saturating_sub(1);
+                }
+            }
+        }
+        self.summary.step_ms += fin.elapsed.as_secs_f64() * 1e3;
+        let step = &graph.steps[fin.id];
+        match fin.result {
+            Ok((d, times)) => {
+                self.summary.ran += 1;
+                let command = times.command;
+                self.summary.command_ms += command.map_or(0.0, |c| c.as_secs_f64() * 1e3);
+                self.summary.measuring_ms += times.measuring.map_or(0.0, |c| c.as_secs_f64() * 1e3);
+                self.state[fin.id] = State::Done;
+                let d = Arc::new(d);
+                self.done[fin.id] = Some(d.clone());
+                self.here[fin.id] = true;
+                reporter.event(&Event::StepFinished {
+                    step,
+                    key: &fin.key,
+                    elapsed: fin.elapsed,
+                    command,
+                    headline: d.headline.as_deref(),
+                });
+                self.release(fin.id);
+            }
+            Err(e) if e.class == FailureClass::Cancelled => {
+                self.state[fin.id] = State::Skipped;
+                self.summary.cancelled = true;
+                self.stopping = true;
+                reporter.event(&Event::StepSkipped {
+                    step,
+                    because: "the run was cancelled",
+                });
+                self.summary.skipped += 1;
+            }
+            Err(e)
+                if e.is_transient()
+                    && !self.stopping
+                    && !env.is_cancelled()
+                    && (self.attempts[fin.id].len() as u32)
+                        < self.opts.retries.for_lane(lane(env, step)) =>
+            {
+                self.attempts[fin.id].push(attempt_note(&e));
+                self.summary.retried += 1;
+                reporter.event(&Event::StepRetrying {
+                    step,
+                    key: &fin.key,
+                    attempt: self.attempts[fin.id].len() as u32 + 1,
+                    error: &e,
+                });
+                // back into its lane: a measurement waits its turn to run alone again
+                self.state[fin.id] = State::Queued;
+                self.queue_in_lane(fin.id);
+            }
+            Err(e) => {
+                self.summary.failed += 1;
+                self.state[fin.id] = State::Failed;
+                reporter.event(&Event::StepFailed {
+                    step,
+                    key: &fin.key,
+                    error: &e,
+                });
+                if self.opts.keep_going {
+                    self.skip_downstream(fin.id, reporter);
+                } else {
+                    self.stopping = true;
+                }
+            }
+        }
+    }
+
+    fn skip_downstream(&mut self, failed: StepId, reporter: &mut dyn Reporter) {
+        let graph = self.graph;
+        let because = format!("input `{}` failed", graph.steps[failed].address);
+        let mut stack: Vec<StepId> = graph.dependents(failed).collect();
+        while let Some(id) = stack.pop() {
+            if self.selected[id] && self.state[id] == State::Waiting {
+                self.state[id] = State::Skipped;
+                self.summary.skipped += 1;
+                reporter.event(&Event::StepSkipped {
+                    step: &graph.steps[id],
+                    because: &because,
+                });
+                stack.extend(graph.dependents(id));
+            }
+        }
+    }
+
+    /// Whatever never ran (the run stopped early) counts as skipped.
+    fn skip_the_rest(&mut self, reporter: &mut dyn Reporter) {
+        let because = if self.summary.cancelled {
+            "the run was interrupted"
+        } else {
+            "the run stopped after a failure (use --keep-going to run what does not depend on it)"
+        };
+        for id in 0..self.graph.steps.len() {
+            if self.selected[id] && matches!(self.state[id], State::Waiting | State::Queued) {
+                self.summary.skipped += 1;
+                reporter.event(&Event::StepSkipped {
+                    step: &self.graph.steps[id],
+                    because,
+                });
+            }
+        }
+    }
 }
 
 /// What a measurement's record carries of how it was scheduled: the seed that ordered it and
@@ -601,48 +797,6 @@ fn measurement_extra(
     extra
 }
 
-fn release(
-    graph: &StepGraph,
-    id: StepId,
-    selected: &[bool],
-    missing: &mut [usize],
-    ready: &mut Vec<StepId>,
-) {
-    for dep in graph.dependents(id) {
-        if !selected[dep] {
-            continue;
-        }
-        // a step may read the same input twice (two mounts); count each edge
-        missing[dep] -= 1;
-        if missing[dep] == 0 {
-            ready.push(dep);
-        }
-    }
-}
-
-fn skip_downstream(
-    graph: &StepGraph,
-    failed: StepId,
-    selected: &[bool],
-    state: &mut [State],
-    summary: &mut RunSummary,
-    reporter: &mut dyn Reporter,
-) {
-    let because = format!("input `{}` failed", graph.steps[failed].address);
-    let mut stack: Vec<StepId> = graph.dependents(failed).collect();
-    while let Some(id) = stack.pop() {
-        if selected[id] && state[id] == State::Waiting {
-            state[id] = State::Skipped;
-            summary.skipped += 1;
-            reporter.event(&Event::StepSkipped {
-                step: &graph.steps[id],
-                because: &because,
-            });
-            stack.extend(graph.dependents(id));
-        }
-    }
-}
-
 /// Starts steps on the pool; each reports back on `tx` when it is done.
 struct Launcher<'a, 's> {
     scope: &'a rayon::Scope<'s>,
@@ -658,11 +812,9 @@ impl<'s> Launcher<'_, 's> {
         id: StepId,
         keys: &[String],
         done: &[Option<Arc<Done>>],
-        state: &mut [State],
         extra: serde_json::Map<String, serde_json::Value>,
         reporter: &mut dyn Reporter,
     ) {
-        state[id] = State::Running;
         let env = self.env;
         let step = &self.graph.steps[id];
         let inputs: Vec<Arc<Done>> = step
@@ -724,11 +876,9 @@ impl<'s> Launcher<'_, 's> {
         b: usize,
         block: Vec<BlockStep>,
         keys: &[String],
-        state: &mut [State],
         reporter: &mut dyn Reporter,
     ) {
         for s in &block {
-            state[s.id] = State::Running;
             reporter.event(&Event::StepStarted {
                 step: &self.graph.steps[s.id],
                 key: &keys[s.id],

@@ -8,7 +8,7 @@ use cairn_graph::{step_key, Selector, StepGraph, StepId};
 use cairn_store::Store;
 use serde_json::Value;
 
-use crate::cache::{usable_record, Lookup};
+use crate::cache::{usable_record, Lookup, Presence};
 use crate::context::Env;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -156,15 +156,7 @@ pub fn statuses(
             }
         }
         let kind = env.kinds.get(step);
-        let unavailable = kind.and_then(|k| {
-            k.requires(step)
-                .iter()
-                .find_map(|need| env.available(need).err())
-        });
-        let executable = kind.is_some() && unavailable.is_none();
-        if let Some(error) = unavailable {
-            reasons.insert(0, Reason::Unavailable { error });
-        } else if kind.is_none() {
+        if kind.is_none() {
             reasons.insert(
                 0,
                 Reason::NotExecutable {
@@ -172,6 +164,7 @@ pub fn statuses(
                 },
             );
         }
+        let executable = kind.is_some();
         let status = if !executable || blocked {
             Status::Blocked
         } else if waiting {
@@ -283,7 +276,88 @@ pub fn statuses(
         }
         out[id] = Some(st);
     }
-    out.into_iter().map(|s| s.expect("every step")).collect()
+    let mut out: Vec<StepStatus> = out.into_iter().map(|s| s.expect("every step")).collect();
+    unserve_absent_inputs(graph, env, &mut out);
+    block_unavailable(graph, env, &mut out);
+    out
+}
+
+/// As a run does before a step runs: the inputs it reads that were found in the store must
+/// still have their product here (an image in the engine, a snapshot in the cache); one
+/// whose product is gone will run again first (and the step waits for it). Latest steps
+/// first, so an input that will run again has its own inputs asked in turn.
+fn unserve_absent_inputs(graph: &StepGraph, env: &Env<'_>, out: &mut [StepStatus]) {
+    let mut asked = vec![false; out.len()];
+    for &id in graph.order.iter().rev() {
+        if !matches!(out[id].status, Status::Run | Status::Pending) {
+            continue;
+        }
+        for i in &graph.steps[id].inputs {
+            let from = i.from;
+            let mut keyed_anew = false;
+            if out[from].status == Status::Cached && !std::mem::replace(&mut asked[from], true) {
+                let key = out[from].key.clone().unwrap_or_default();
+                match crate::cache::present(env, &graph.steps[from], &key) {
+                    Presence::Here => {}
+                    // another record of its key serves, with another output: this step's
+                    // key is known once it is read
+                    Presence::Alternate(_) => keyed_anew = true,
+                    Presence::Gone(u) => {
+                        out[from].status = Status::Run;
+                        out[from].reasons.push(Reason::Unusable {
+                            what: u.what.into(),
+                            why: u.why,
+                        });
+                    }
+                }
+            }
+            let waits = !matches!(out[from].status, Status::Cached | Status::NotNeeded);
+            if (waits || keyed_anew) && out[id].status == Status::Run {
+                out[id].status = Status::Pending;
+                out[id].reasons.push(Reason::InputPending {
+                    mount: i.mount.clone(),
+                    from: graph.steps[from].address.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// A step that will run, or waits to, needs what its kind requires of this machine (the
+/// container engine, a server runtime); without it the step is blocked, and so is what
+/// waits for it. A step served from the store needs nothing.
+fn block_unavailable(graph: &StepGraph, env: &Env<'_>, out: &mut [StepStatus]) {
+    for &id in &graph.order {
+        let step = &graph.steps[id];
+        if !matches!(out[id].status, Status::Run | Status::Pending) {
+            continue;
+        }
+        let unavailable = env.kinds.get(step).and_then(|k| {
+            k.requires(step)
+                .iter()
+                .find_map(|need| env.available(need).err())
+        });
+        if let Some(error) = unavailable {
+            out[id].status = Status::Blocked;
+            out[id].reasons.insert(0, Reason::Unavailable { error });
+            continue;
+        }
+        let blocked_input = step
+            .inputs
+            .iter()
+            .find(|i| out[i.from].status == Status::Blocked);
+        if let Some(i) = blocked_input {
+            let from = graph.steps[i.from].address.clone();
+            out[id].status = Status::Blocked;
+            out[id]
+                .reasons
+                .retain(|r| !matches!(r, Reason::InputPending { from: f, .. } if f == &from));
+            out[id].reasons.push(Reason::InputBlocked {
+                mount: i.mount.clone(),
+                from,
+            });
+        }
+    }
 }
 
 /// Whether a step uses the container engine on this machine (an image build, or a server in

@@ -370,7 +370,7 @@ impl crate::kind::Kind for TrialKind {
 
     /// A trial recorded before the watchdog's overrun rule whose window overran is a stalled
     /// server, not a measurement: it runs again.
-    fn usable(
+    fn accepts(
         &self,
         _env: &Env<'_>,
         record: &cairn_store::Record,

@@ -147,7 +147,7 @@ impl Sandbox {
             machine: &serde_json::Value::Null,
             kinds: &kinds,
             cache_root: &cache,
-            work_root: &work,
+            work: &cairn_exec::process::WorkDirs::new(work),
             mirror: None,
             lock: None,
             run_id: "fake-run",

@@ -44,8 +44,13 @@ struct Log {
 struct Fake {
     acts: HashMap<String, Act>,
     log: Arc<(Mutex<Log>, Condvar)>,
-    /// Steps whose records must not serve (as an image gone from the engine).
-    unusable: BTreeSet<String>,
+    /// Steps whose records the kind refuses (as a lock that refuses an image's packages).
+    refused: BTreeSet<String>,
+    /// Steps whose records serve but whose product is gone (as an image removed from the
+    /// engine): asked only when a step that reads them runs.
+    absent: BTreeSet<String>,
+    /// Every presence question asked, by address.
+    asked: Arc<Mutex<Vec<String>>>,
 }
 
 impl Fake {
@@ -55,7 +60,9 @@ impl Fake {
             Fake {
                 acts: acts.iter().map(|(n, a)| (n.to_string(), *a)).collect(),
                 log: log.clone(),
-                unusable: BTreeSet::new(),
+                refused: BTreeSet::new(),
+                absent: BTreeSet::new(),
+                asked: Arc::default(),
             },
             log,
         )
@@ -63,11 +70,22 @@ impl Fake {
 }
 
 impl Kind for Fake {
-    fn usable(&self, _env: &Env<'_>, record: &Record) -> Result<(), Unusable> {
-        if self.unusable.contains(&record.address) {
+    fn accepts(&self, _env: &Env<'_>, record: &Record) -> Result<(), Unusable> {
+        if self.refused.contains(&record.address) {
+            return Err(Unusable {
+                what: "refused",
+                why: "the fake refuses it".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn present(&self, _env: &Env<'_>, record: &Record) -> Result<(), Unusable> {
+        self.asked.lock().unwrap().push(record.address.clone());
+        if self.absent.contains(&record.address) {
             return Err(Unusable {
                 what: "gone",
-                why: "the fake says so".into(),
+                why: "the fake's product is gone".into(),
             });
         }
         Ok(())
@@ -154,6 +172,7 @@ impl Reporter for Recorder {
         let (name, step) = match e {
             Event::StepCached { step, .. } => ("cached", step),
             Event::StepStarted { step, .. } => ("started", step),
+            Event::StepUnserved { step, .. } => ("unserved", step),
             Event::StepFinished { step, .. } => ("finished", step),
             Event::StepFailed { step, key, error } => {
                 self.failed.push((key.to_string(), (*error).clone()));
@@ -225,7 +244,7 @@ impl Sandbox {
             machine: &serde_json::Value::Null,
             kinds: &kinds,
             cache_root: &cache,
-            work_root: &work,
+            work: &cairn_exec::process::WorkDirs::new(work),
             mirror: None,
             lock: None,
             run_id: "fake-run",
@@ -471,11 +490,61 @@ fn a_second_run_is_served_from_the_store_unless_the_kind_refuses_a_record() {
     assert_eq!((second.cached, second.ran), (g.steps.len(), 0));
     assert!(log.0.lock().unwrap().lines.is_empty());
 
-    // the kind refuses a's record (as if its image were gone): a runs again; its output is
-    // the same, so what depends on it stays cached
+    // the kind refuses a's record (as a lock refuses an image's packages): a runs again; its
+    // output is the same, so what depends on it stays cached
     let (mut fake, _) = Fake::new(&[]);
-    fake.unusable.insert("a".into());
+    fake.refused.insert("a".into());
     let (third, rec) = sb.run(&g, fake, &opts(2));
     assert_eq!(rec.with("finished"), BTreeSet::from(["a".to_string()]));
     assert_eq!(third.cached, g.steps.len() - 1);
+}
+
+#[test]
+fn a_run_that_runs_nothing_never_asks_whether_products_are_here() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[]);
+    assert!(sb.run(&g, fake, &opts(2)).0.ok());
+    // a's product is gone (its image removed), but nothing that reads it runs: every step
+    // is served from its record, and nobody asks
+    let (mut fake, _) = Fake::new(&[]);
+    fake.absent.insert("a".into());
+    let asked = fake.asked.clone();
+    let (second, rec) = sb.run(&g, fake, &opts(2));
+    assert_eq!((second.cached, second.ran), (g.steps.len(), 0));
+    assert!(rec.with("finished").is_empty());
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+}
+
+#[test]
+fn an_input_whose_product_is_gone_runs_again_before_the_step_that_reads_it() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[]);
+    assert!(sb.run(&g, fake, &opts(1)).0.ok());
+    // b must run again (--fresh): it reads a, whose product is gone, so a runs first; a's
+    // output is the same, so b's key is too, and c stays served
+    let (mut fake, log) = Fake::new(&[]);
+    fake.absent.insert("a".into());
+    let mut o = opts(1);
+    o.fresh = vec![cairn_graph::Selector::parse("b").unwrap()];
+    let (summary, rec) = sb.run(&g, fake, &o);
+    assert!(summary.ok(), "{summary:?}");
+    assert_eq!(
+        rec.with("finished"),
+        BTreeSet::from(["a".to_string(), "b".to_string()])
+    );
+    assert_eq!(rec.with("unserved"), BTreeSet::from(["a".to_string()]));
+    let lines = log.0.lock().unwrap().lines.clone();
+    let pos = |l: &str| lines.iter().position(|x| x == l).unwrap();
+    assert!(pos("end a") < pos("start b"), "{lines:?}");
+    assert_eq!(
+        (summary.ran, summary.cached),
+        (2, g.steps.len() - 2),
+        "a is counted once, as run"
+    );
 }

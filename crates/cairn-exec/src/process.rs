@@ -4,9 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cairn_store::{BlobRef, Store, StoreError};
@@ -27,8 +30,8 @@ pub struct CommandJob<'a> {
     /// Files the command must leave behind, relative to its working directory.
     pub outputs: &'a [String],
     pub timeout: Option<Duration>,
-    /// Where working directories are made (machine-local, outside `results/`).
-    pub work_root: &'a Path,
+    /// Where its working directory comes from (machine-local, outside `results/`).
+    pub work: &'a WorkDirs,
     /// The run's cancellation: the command's process group is registered with it, so
     /// Ctrl-C ends it.
     pub cancel: &'a CancelToken,
@@ -109,16 +112,150 @@ fn ensure_parent(p: &Path) -> Result<(), ExecError> {
     Ok(())
 }
 
+/// The working directories of one run's command steps, and the slots they reuse.
+///
+/// A slot is a directory `step-<pid>-<n>` under the work root holding the command's working
+/// directory (`work/`) and the files its stdout and stderr go to. A step takes a slot, and a
+/// slot whose working directory the step left empty (its outputs moved into the store) goes
+/// back for the next step, its capture files truncated. Why reuse: on a filesystem without
+/// a journal (ext4 here), allocating an inode scans past every inode deleted in the last
+/// seconds, so a run that made and deleted five inodes per step paid for it quadratically
+/// (a 200-step plan's first run spent a fifth of its time in the kernel's `find_inode_bit`).
+#[derive(Debug)]
+pub struct WorkDirs {
+    root: PathBuf,
+    free: Mutex<Vec<Slot>>,
+    made: AtomicUsize,
+}
+
+/// One reusable working directory with its stdout and stderr capture files.
+#[derive(Debug)]
+struct Slot {
+    dir: PathBuf,
+    stdout: File,
+    stderr: File,
+}
+
+impl Slot {
+    fn work(&self) -> PathBuf {
+        self.dir.join("work")
+    }
+}
+
+impl WorkDirs {
+    /// Working directories under `root` (machine-local, outside `results/`).
+    pub fn new(root: impl Into<PathBuf>) -> WorkDirs {
+        WorkDirs {
+            root: root.into(),
+            free: Mutex::new(Vec::new()),
+            made: AtomicUsize::new(0),
+        }
+    }
+
+    /// Where working directories are made.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// An empty working directory with empty capture files: a free slot, else a new one.
+    fn take(&self) -> Result<Slot, ExecError> {
+        if let Some(slot) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Ok(slot);
+        }
+        let n = self.made.fetch_add(1, Ordering::Relaxed);
+        let dir = self.root.join(format!("step-{}-{n}", std::process::id()));
+        // a slot of an earlier process with our pid (it died): start clean
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io("removing an old working directory"))?;
+        }
+        std::fs::create_dir_all(dir.join("work")).map_err(io("creating a working directory"))?;
+        let open = |name: &str| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(dir.join(name))
+                .map_err(io(format!("creating the {name} capture")))
+        };
+        Ok(Slot {
+            stdout: open("stdout")?,
+            stderr: open("stderr")?,
+            dir,
+        })
+    }
+
+    /// A slot after its step: back to the free list when its working directory is empty
+    /// and its captures could be emptied, else removed with everything in it.
+    fn give_back(&self, slot: Slot) {
+        let empty = std::fs::read_dir(slot.work()).is_ok_and(|mut d| d.next().is_none());
+        let reset = |f: &File| f.set_len(0).is_ok() && (&*f).seek(SeekFrom::Start(0)).is_ok();
+        if empty && reset(&slot.stdout) && reset(&slot.stderr) {
+            self.free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(slot);
+        } else {
+            let _ = std::fs::remove_dir_all(&slot.dir);
+        }
+    }
+}
+
+impl Drop for WorkDirs {
+    fn drop(&mut self) {
+        for slot in self
+            .free
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = std::fs::remove_dir_all(&slot.dir);
+        }
+    }
+}
+
+/// Takes a slot and gives it back when dropped (whatever way the step ends).
+struct SlotGuard<'a> {
+    dirs: &'a WorkDirs,
+    slot: Option<Slot>,
+}
+
+impl std::ops::Deref for SlotGuard<'_> {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        self.slot.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.dirs.give_back(slot);
+        }
+    }
+}
+
+/// The last `n` lines of what a capture file holds, for error messages.
+fn capture_tail(f: &File, n: usize) -> String {
+    let mut text = Vec::new();
+    let mut f = f;
+    if f.seek(SeekFrom::Start(0)).is_err() || f.read_to_end(&mut text).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome, ExecError> {
     if job.cancel.is_cancelled() {
         return Err(ExecError::Cancelled);
     }
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("step-{}-", std::process::id()))
-        .tempdir_in(job.work_root)
-        .map_err(io("creating a working directory"))?;
-    let work = scratch.path().join("work");
-    std::fs::create_dir(&work).map_err(io("creating a working directory"))?;
+    let slot = SlotGuard {
+        dirs: job.work,
+        slot: Some(job.work.take()?),
+    };
+    let work = slot.work();
 
     for (src, rel) in &job.files {
         let dest = inside(&work, rel)?;
@@ -131,11 +268,7 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         store.copy_blob_to(blob, &dest)?;
     }
 
-    let stdout_path = scratch.path().join("stdout");
-    let stderr_path = scratch.path().join("stderr");
-    let stdout = File::create(&stdout_path).map_err(io("creating stdout capture"))?;
-    let stderr = File::create(&stderr_path).map_err(io("creating stderr capture"))?;
-
+    let dup = |f: &File, what: &str| f.try_clone().map_err(io(format!("capturing {what}")));
     // absolute: a PATH search costs a failed execve per earlier PATH entry
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
@@ -150,8 +283,8 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         .env("LANG", "C.UTF-8")
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
+        .stdout(dup(&slot.stdout, "stdout")?)
+        .stderr(dup(&slot.stderr, "stderr")?)
         // its own process group, so a timeout or Ctrl-C ends everything it started
         .process_group(0);
 
@@ -163,19 +296,20 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         Some(t) => child.wait_timeout(t),
         None => child.wait().map(Some),
     };
+    // end any stragglers the command left in its group (and the command, on a timeout or
+    // an error waiting), before its captures are read or the slot is reused
+    kill_group(pgid);
     let status = match waited {
         Ok(Some(status)) => status,
         Ok(None) => {
-            kill_group(pgid);
             let _ = child.wait();
             job.cancel.unregister(pgid);
             return Err(ExecError::Timeout {
                 after: job.timeout.unwrap_or_default(),
-                stderr_tail: tail(&stderr_path, 20),
+                stderr_tail: capture_tail(&slot.stderr, 20),
             });
         }
         Err(e) => {
-            kill_group(pgid);
             let _ = child.wait();
             job.cancel.unregister(pgid);
             return Err(ExecError::Io {
@@ -184,8 +318,6 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
             });
         }
     };
-    // end any stragglers the command left in its group
-    kill_group(pgid);
     job.cancel.unregister(pgid);
     let child_time = started.elapsed();
 
@@ -195,14 +327,14 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
     if let Some(signal) = status.signal() {
         return Err(ExecError::Signalled {
             signal,
-            stderr_tail: tail(&stderr_path, 20),
+            stderr_tail: capture_tail(&slot.stderr, 20),
         });
     }
     let code = status.code().unwrap_or(-1);
     if code != 0 {
         return Err(ExecError::Failed {
             code,
-            stderr_tail: tail(&stderr_path, 20),
+            stderr_tail: capture_tail(&slot.stderr, 20),
         });
     }
 
@@ -212,11 +344,30 @@ pub fn run_command(job: &CommandJob<'_>, store: &Store) -> Result<CommandOutcome
         if !p.is_file() {
             return Err(ExecError::MissingOutput(rel.clone()));
         }
-        outputs.insert(rel.clone(), capture(store, &p)?);
+        // moved into the store, not copied: the working directory is left as the command
+        // found it, so its slot can serve the next step
+        outputs.insert(rel.clone(), store.adopt_file(&p)?);
+    }
+    // the outputs' parent directories the command made, deepest first (the slot is reused
+    // only if nothing is left)
+    for rel in job.outputs {
+        let mut dir = Path::new(rel).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            if std::fs::remove_dir(work.join(d)).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
     }
     let mut logs = BTreeMap::new();
-    logs.insert("stdout".to_string(), capture(store, &stdout_path)?);
-    logs.insert("stderr".to_string(), capture(store, &stderr_path)?);
+    logs.insert(
+        "stdout".to_string(),
+        capture(store, &slot.stdout, "stdout")?,
+    );
+    logs.insert(
+        "stderr".to_string(),
+        capture(store, &slot.stderr, "stderr")?,
+    );
     Ok(CommandOutcome {
         outputs,
         logs,
@@ -257,19 +408,22 @@ fn clean_stale_work_dirs(work_root: &Path) -> usize {
     removed
 }
 
-/// Put a file into the store. Small files go through memory: their digest is known
-/// before any temp file is made, so a blob the store already has (an empty log, an
-/// output seen before) costs one `stat` instead of a temp-file write and delete.
-fn capture(store: &Store, path: &Path) -> Result<BlobRef, ExecError> {
+/// Put a capture file into the store. Small ones go through memory: their digest is known
+/// before any temp file is made, so a blob the store already has (an empty log, an output
+/// seen before) costs one `stat` instead of a temp-file write.
+fn capture(store: &Store, f: &File, what: &str) -> Result<BlobRef, ExecError> {
     const SMALL: u64 = 1 << 20;
-    let len = std::fs::metadata(path)
-        .map_err(io(format!("reading {}", path.display())))?
-        .len();
+    let mut f = f;
+    let len = f.metadata().map_err(io(format!("reading {what}")))?.len();
+    f.seek(SeekFrom::Start(0))
+        .map_err(io(format!("reading {what}")))?;
     if len <= SMALL {
-        let bytes = std::fs::read(path).map_err(io(format!("reading {}", path.display())))?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut bytes)
+            .map_err(io(format!("reading {what}")))?;
         Ok(store.put_blob(&bytes)?)
     } else {
-        Ok(store.put_blob_file(path)?)
+        Ok(store.put_blob_reader(f, Path::new(what))?)
     }
 }
 

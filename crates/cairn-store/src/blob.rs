@@ -82,7 +82,17 @@ impl Store {
     /// Stores the file at `path`, hashing while copying it into the store; a no-op for the
     /// store if the blob already exists.
     pub fn put_blob_file(&self, path: &Path) -> Result<BlobRef> {
-        let mut src = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        let src = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        self.put_blob_from(src, path)
+    }
+
+    /// Stores what `src` reads to its end, hashing while copying it into the store; a
+    /// no-op for the store if the blob already exists. `name` names it in errors.
+    pub fn put_blob_reader(&self, src: impl Read, name: &Path) -> Result<BlobRef> {
+        self.put_blob_from(src, name)
+    }
+
+    fn put_blob_from(&self, mut src: impl Read, name: &Path) -> Result<BlobRef> {
         let (mut f, tmp) = atomic::create_tmp(&self.tmp, "blob")?;
         let mut guard = TmpGuard(Some(tmp.clone()));
         let mut hasher = blake3::Hasher::new();
@@ -93,7 +103,7 @@ impl Store {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(StoreError::io("read", path, e)),
+                Err(e) => return Err(StoreError::io("read", name, e)),
             };
             hasher.update(&buf[..n]);
             f.write_all(&buf[..n])
@@ -110,6 +120,54 @@ impl Store {
         self.finish_blob(f, &tmp, &b)?;
         guard.disarm();
         Ok(b)
+    }
+
+    /// Moves the regular file at `path` into the store as a blob: hashed where it is, then
+    /// fsynced and renamed into `blobs/<aa>/<digest>` — no copy, and no temp file made and
+    /// deleted. When the store already has the blob the file stays where it is; when it is
+    /// not a plain file of its own (a link, another filesystem) it is copied as by
+    /// [`Store::put_blob_file`]. The caller must not write to it afterwards.
+    pub fn adopt_file(&self, path: &Path) -> Result<BlobRef> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::symlink_metadata(path).map_err(|e| StoreError::io("stat", path, e))?;
+        if !meta.file_type().is_file() || meta.nlink() != 1 {
+            return self.put_blob_file(path);
+        }
+        let mut f = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        let mut hasher = blake3::Hasher::new();
+        let mut buf = vec![0u8; BUF.min(meta.len() as usize + 1)];
+        let mut size = 0u64;
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(StoreError::io("read", path, e)),
+            };
+            hasher.update(&buf[..n]);
+            size += n as u64;
+        }
+        let b = BlobRef {
+            digest: hasher.finalize().to_hex().to_string(),
+            size,
+        };
+        if self.has_blob(&b) {
+            return Ok(b);
+        }
+        f.sync_all().map_err(|e| StoreError::io("fsync", path, e))?;
+        drop(f);
+        let dest = self.blob_path(&b.digest);
+        self.ensure_blob_dir(&b.digest)?;
+        match fs::rename(path, &dest) {
+            Ok(()) => {
+                use std::os::unix::fs::PermissionsExt;
+                // blobs are read like any other: what mode the command gave it is not theirs
+                let _ = fs::set_permissions(&dest, fs::Permissions::from_mode(0o644));
+                Ok(b)
+            }
+            // another filesystem, or a directory removed by hand: copy instead
+            Err(_) => self.put_blob_file(path),
+        }
     }
 
     /// fsyncs the temp file and renames it into `blobs/<aa>/<digest>`, creating `<aa>` once.

@@ -43,6 +43,9 @@ impl Store {
             return Ok(None);
         };
         let mut best = (primary, self.record_path(key));
+        if !self.may_have_alternates(key) {
+            return Ok(Some(best));
+        }
         for digest in self.alternate_digests(key)? {
             if let Some(alt) = self.read_alternate(key, &digest)? {
                 if alt.finished > best.0.finished {
@@ -82,6 +85,14 @@ impl Store {
         let bytes = self.signed_bytes(rec)?;
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
         atomic::write_atomic(&self.tmp, &path, &bytes, None)?;
+        if let Some(keys) = self
+            .alternates_known()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            keys.insert(rec.key.clone());
+        }
         Ok(Recorded::KeptBeside {
             existing_output,
             path,
@@ -137,6 +148,24 @@ impl Store {
         }
         out.sort();
         Ok(out)
+    }
+
+    /// Whether `key` may have records kept beside its own (false: it has none).
+    fn may_have_alternates(&self, key: &str) -> bool {
+        self.alternates_known()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(|keys| keys.contains(key))
+    }
+
+    /// The keys with alternates, listed from the store the first time (`None` when the
+    /// listing failed: every key may have some, and each is looked up).
+    fn alternates_known(&self) -> &crate::AlternateKeys {
+        self.with_alternates.get_or_init(|| {
+            let keys = self.keys_with_alternates().ok();
+            std::sync::Mutex::new(keys.map(|k| k.into_iter().collect()))
+        })
     }
 
     /// The keys that have records kept beside their own, sorted.

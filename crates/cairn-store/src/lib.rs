@@ -10,7 +10,7 @@
 //! results/store/alternates/<key>/<output digest>.json
 //!                                      a later record of a key whose output differed
 //!                                      from the first (never overwritten, see [`Recorded`])
-//! results/store/names/<study>.log      "address\tkey" hints for `explain`
+//! results/store/names/<study>.log      "address\tkey\tduration_ms" hints for `explain` and the budget
 //! results/store/lock                   exclusive lock; holds the holder's pid and command
 //! ```
 //!
@@ -37,6 +37,7 @@ pub use error::{Result, StoreError};
 pub use gc::GcReport;
 pub use keep::Recorded;
 pub use lock::{LockHolder, StoreLock};
+pub use names::Remembered;
 pub use record::{Record, RECORD_SCHEMA};
 pub use time::{now_rfc3339, rfc3339};
 pub use verify::{CorruptBlob, CorruptRecordEntry, MissingBlob, QuarantinedRecord, VerifyReport};
@@ -66,7 +67,14 @@ pub struct Store {
     lock_path: PathBuf,
     /// Which `blobs/<aa>` directories are known to exist (created lazily, once).
     blob_dirs: [AtomicBool; 256],
+    /// The keys that have records kept beside their own (`alternates/<key>/`), listed once
+    /// on first need and kept up to date by this handle's writes: reading a record then
+    /// costs no directory lookup for the (usual) key without alternates.
+    with_alternates: std::sync::OnceLock<AlternateKeys>,
 }
+
+/// The keys known to have alternates; `None`: unknown, look each up.
+type AlternateKeys = std::sync::Mutex<Option<std::collections::HashSet<String>>>;
 
 impl Store {
     /// Opens (creating if needed) the store under `results_dir/store`, and removes stale temp
@@ -86,6 +94,7 @@ impl Store {
             lock_path: root.join("lock"),
             root,
             blob_dirs: std::array::from_fn(|_| AtomicBool::new(false)),
+            with_alternates: std::sync::OnceLock::new(),
         };
         for dir in [
             &store.records,

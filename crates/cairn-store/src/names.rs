@@ -1,4 +1,7 @@
-//! Names logs: `names/<study>.log`, append-only `address\tkey` lines mapping step addresses to their last key (a hint for `explain`).
+//! Names logs: `names/<study>.log`, append-only `address\tkey[\tduration_ms]` lines mapping
+//! step addresses to their last key (a hint for `explain`) and how long that run took (the
+//! time budget's estimate, without reading every record). Lines written before the duration
+//! column have two fields.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, OpenOptions};
@@ -40,8 +43,15 @@ fn check_address(address: &str) -> Result<()> {
     Ok(())
 }
 
+/// One step's last remembered run: its key, and its duration where the log has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remembered {
+    pub key: String,
+    pub duration_ms: Option<f64>,
+}
+
 /// Parses a names log: complete, valid lines only (a torn last line is ignored); later lines win.
-fn parse_log(text: &[u8]) -> BTreeMap<String, String> {
+fn parse_log(text: &[u8]) -> BTreeMap<String, Remembered> {
     let mut map = BTreeMap::new();
     let complete = match text.iter().rposition(|&b| b == b'\n') {
         Some(i) => &text[..=i],
@@ -51,13 +61,32 @@ fn parse_log(text: &[u8]) -> BTreeMap<String, String> {
         let Ok(line) = std::str::from_utf8(line) else {
             continue;
         };
-        if let Some((address, key)) = line.split_once('\t') {
-            if !address.is_empty() && is_hex64(key) {
-                map.insert(address.to_string(), key.to_string());
-            }
+        let mut fields = line.split('\t');
+        let (Some(address), Some(key)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let duration_ms = fields
+            .next()
+            .and_then(|d| d.parse::<f64>().ok())
+            .filter(|d| d.is_finite() && *d >= 0.0);
+        if !address.is_empty() && is_hex64(key) {
+            map.insert(
+                address.to_string(),
+                Remembered {
+                    key: key.to_string(),
+                    duration_ms,
+                },
+            );
         }
     }
     map
+}
+
+fn log_line(address: &str, r: &Remembered) -> String {
+    match r.duration_ms {
+        Some(ms) => format!("{address}\t{}\t{ms:.1}\n", r.key),
+        None => format!("{address}\t{}\n", r.key),
+    }
 }
 
 impl Store {
@@ -65,13 +94,26 @@ impl Store {
         self.names.join(format!("{study}.log"))
     }
 
-    /// Appends `address\tkey` to `names/<study>.log` (one `O_APPEND` write, no fsync).
-    pub fn remember(&self, study: &str, address: &str, key: &str) -> Result<()> {
+    /// Appends `address\tkey[\tduration_ms]` to `names/<study>.log` (one `O_APPEND` write,
+    /// no fsync): the step's last key, and how long its run took if known.
+    pub fn remember(
+        &self,
+        study: &str,
+        address: &str,
+        key: &str,
+        duration_ms: Option<f64>,
+    ) -> Result<()> {
         check_study(study)?;
         check_address(address)?;
         check_key(key)?;
         let path = self.names_path(study);
-        let line = format!("{address}\t{key}\n");
+        let line = log_line(
+            address,
+            &Remembered {
+                key: key.to_string(),
+                duration_ms: duration_ms.filter(|d| d.is_finite() && *d >= 0.0),
+            },
+        );
         OpenOptions::new()
             .append(true)
             .create(true)
@@ -82,6 +124,15 @@ impl Store {
 
     /// Address → last remembered key for `study` (empty if the study has no log).
     pub fn names(&self, study: &str) -> Result<BTreeMap<String, String>> {
+        Ok(self
+            .remembered(study)?
+            .into_iter()
+            .map(|(a, r)| (a, r.key))
+            .collect())
+    }
+
+    /// Address → last remembered run (key and duration) for `study`.
+    pub fn remembered(&self, study: &str) -> Result<BTreeMap<String, Remembered>> {
         check_study(study)?;
         let path = self.names_path(study);
         match fs::read(&path) {
@@ -106,9 +157,9 @@ impl Store {
             let lines = bytes.iter().filter(|&&b| b == b'\n').count();
             let mut out = String::new();
             let mut kept = 0;
-            for (address, key) in parse_log(&bytes) {
-                if keep.contains(&key) {
-                    out.push_str(&format!("{address}\t{key}\n"));
+            for (address, r) in parse_log(&bytes) {
+                if keep.contains(&r.key) {
+                    out.push_str(&log_line(&address, &r));
                     kept += 1;
                 }
             }
@@ -133,8 +184,19 @@ mod tests {
         let text = format!("x\t{k1}\ny\t{k1}\nbad line\nx\t{k2}\ny\t{}", &k2[..10]);
         let m = parse_log(text.as_bytes());
         assert_eq!(m.len(), 2);
-        assert_eq!(m["x"], k2);
-        assert_eq!(m["y"], k1);
+        assert_eq!(m["x"].key, k2);
+        assert_eq!(m["y"].key, k1);
+    }
+
+    #[test]
+    fn durations_read_where_written_and_old_lines_have_none() {
+        let k = "a".repeat(64);
+        let text = format!("old\t{k}\nnew\t{k}\t1234.5\nbad\t{k}\tNaN\n");
+        let m = parse_log(text.as_bytes());
+        assert_eq!(m["old"].duration_ms, None);
+        assert_eq!(m["new"].duration_ms, Some(1234.5));
+        assert_eq!(m["bad"].duration_ms, None);
+        assert_eq!(log_line("new", &m["new"]), format!("new\t{k}\t1234.5\n"));
     }
 
     #[test]

@@ -140,12 +140,25 @@ impl Record {
     }
 }
 
-/// Reads a small file with open + read + read + close (no `stat` for a size hint).
+/// Reads a small file with open + read + read + close: `File::read_to_end` would ask
+/// `statx` and `lseek` for a size hint first, two calls more per record.
 fn read_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let mut f = fs::File::open(path)?;
-    let mut buf = Vec::with_capacity(16 * 1024);
-    f.read_to_end(&mut buf)?;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
     Ok(buf)
 }
 

@@ -288,8 +288,8 @@ fn gc_dry_run_and_apply() {
         .unwrap();
     s.put_record(&mut record(&kb, &[("x", &only_b)], &shared))
         .unwrap();
-    s.remember("quickstart", "a", &ka).unwrap();
-    s.remember("quickstart", "b", &kb).unwrap();
+    s.remember("quickstart", "a", &ka, None).unwrap();
+    s.remember("quickstart", "b", &kb, None).unwrap();
 
     let keep: HashSet<String> = [ka.clone()].into_iter().collect();
     let dry = s.gc(&keep, false).unwrap();
@@ -345,9 +345,9 @@ fn gc_refuses_when_a_kept_record_is_corrupt() {
 fn names_log_torn_last_line_ignored() {
     let (dir, s) = store();
     let (k1, k2, k3) = (key(20), key(21), key(22));
-    s.remember("study", "load[threads=2]#1", &k1).unwrap();
-    s.remember("study", "load[threads=8]#1", &k2).unwrap();
-    s.remember("study", "load[threads=2]#1", &k3).unwrap();
+    s.remember("study", "load[threads=2]#1", &k1, None).unwrap();
+    s.remember("study", "load[threads=8]#1", &k2, None).unwrap();
+    s.remember("study", "load[threads=2]#1", &k3, None).unwrap();
     // A crash mid-append leaves a torn line.
     let log = dir.path().join("store/names/study.log");
     let mut text = fs::read_to_string(&log).unwrap();
@@ -358,8 +358,8 @@ fn names_log_torn_last_line_ignored() {
     assert_eq!(names["load[threads=2]#1"], k3);
     assert_eq!(names["load[threads=8]#1"], k2);
     assert!(s.names("other").unwrap().is_empty());
-    assert!(s.remember("study", "bad\taddress", &k1).is_err());
-    assert!(s.remember("../x", "a", &k1).is_err());
+    assert!(s.remember("study", "bad\taddress", &k1, None).is_err());
+    assert!(s.remember("../x", "a", &k1, None).is_err());
 }
 
 #[test]

@@ -26,7 +26,8 @@ fn ten_thousand_steps() {
         let mut rec = common::record(&k, &[("out.txt", &out)], &stdout);
         rec.logs.insert("stderr".into(), stderr);
         s.put_record(&mut rec).unwrap();
-        s.remember("timing", &format!("step[{i}]"), &k).unwrap();
+        s.remember("timing", &format!("step[{i}]"), &k, None)
+            .unwrap();
     }
     let write = t.elapsed();
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use engine::{engine_exclusive, engine_shared};
+pub use engine::{engine_exclusive, engine_shared, EngineProxy};
 pub use events::{parse_json_lines, Events};
 pub use harness::{assert_snapshot, contains, lacks, snapshot, Invocation, Ran, Test};
 pub use normalize::normalize;

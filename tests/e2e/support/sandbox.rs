@@ -107,7 +107,18 @@ impl Sandbox {
     /// `cairn --json plan <plan>`: one object per step.
     #[track_caller]
     pub fn plan_json(&self, plan: &str) -> Vec<Value> {
-        self.cairn(["--json", "plan", plan]).success().json_lines()
+        self.plan_json_with(plan, &[])
+    }
+
+    /// `cairn --json plan PLAN ARGS…` (it must succeed), one value per step.
+    pub fn plan_json_with(&self, plan: &str, args: &[&str]) -> Vec<Value> {
+        self.cairn(
+            ["--json", "plan", plan]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .success()
+        .json_lines()
     }
 
     /// `cairn verify`, whatever its exit code.

@@ -2,7 +2,7 @@
 //! and remembers the outcome, so a run without containers never needs an engine and a run
 //! with them connects once.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::Docker;
 
@@ -11,7 +11,12 @@ use super::Docker;
 #[derive(Clone, Default)]
 pub struct DockerConnection {
     cell: Arc<OnceLock<Result<Docker, String>>>,
+    /// What to do once, right after the connection is made (a run sweeps what killed runs
+    /// left in the engine: only a run that uses the engine pays for it).
+    on_connect: Arc<Mutex<Option<OnConnect>>>,
 }
+
+type OnConnect = Box<dyn FnOnce(&Docker) + Send>;
 
 impl DockerConnection {
     pub fn new() -> Self {
@@ -24,7 +29,23 @@ impl DockerConnection {
         let _ = cell.set(Ok(docker));
         DockerConnection {
             cell: Arc::new(cell),
+            on_connect: Arc::default(),
         }
+    }
+
+    /// Run `f` once with the engine, right after the connection is made (at once if it is
+    /// made already).
+    pub fn on_connect(&self, f: impl FnOnce(&Docker) + Send + 'static) {
+        match self.cell.get() {
+            Some(Ok(d)) => f(d),
+            Some(Err(_)) => {}
+            None => *self.on_connect.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(f)),
+        }
+    }
+
+    /// Whether a connection has been made (without making one).
+    pub fn is_connected(&self) -> bool {
+        matches!(self.cell.get(), Some(Ok(_)))
     }
 
     /// The engine handle; the error names the engine address and says how to start one.
@@ -35,7 +56,20 @@ impl DockerConnection {
     /// As [`DockerConnection::get`], borrowing the handle the connection holds.
     pub fn get_ref(&self) -> Result<&Docker, &str> {
         self.cell
-            .get_or_init(|| Docker::connect().map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                let connected = Docker::connect().map_err(|e| e.to_string());
+                if let Ok(d) = &connected {
+                    let hook = self
+                        .on_connect
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    if let Some(f) = hook {
+                        f(d);
+                    }
+                }
+                connected
+            })
             .as_ref()
             .map_err(String::as_str)
     }

@@ -23,6 +23,7 @@ pub mod checks;
 pub mod cleanup;
 pub mod client;
 pub mod connection;
+pub mod engine_facts;
 pub mod layer;
 pub mod manifest;
 pub mod mirror;
@@ -52,6 +53,7 @@ pub use checks::{AllocatorCheck, VariantChecks};
 pub use cleanup::{clean_all, clean_runs, clean_stale, is_stale_run, this_run_id};
 pub use client::{ClientCpu, ClientError, ClientOutput, ClientSpec, NetnsHolder};
 pub use connection::DockerConnection;
+pub use engine_facts::{engine_facts, EngineFacts};
 pub use layer::{LayerFile, LayerImage};
 pub use manifest::{ImageManifest, InstalledPackage};
 pub use mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
@@ -72,6 +74,14 @@ const FALLBACK_API_VERSION: &str = "1.41";
 
 /// The engine address used when `DOCKER_HOST` is not set.
 pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
+
+/// The engine address a connection goes to: `$DOCKER_HOST`, else [`DEFAULT_DOCKER_HOST`].
+pub fn docker_host() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_string())
+}
 
 /// How long [`Docker::connect`] waits for the engine to answer before giving up.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -240,11 +250,7 @@ impl Docker {
     /// [`CONNECT_TIMEOUT`] over TCP) with
     /// [`DockerError::Unavailable`], whose message says how to start one.
     pub fn connect() -> Result<Self> {
-        let host = std::env::var("DOCKER_HOST")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_string());
-        Self::connect_to(&host)
+        Self::connect_to(&docker_host())
     }
 
     /// Connect to the engine at `host` (`unix:///path` or `tcp://host:port`); see [`Docker::connect`].
