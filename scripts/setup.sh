@@ -1,25 +1,15 @@
 #!/usr/bin/env bash
-# Set up a fresh machine for cairn: Debian packages the tests and studies use, and a
-# running Docker Engine. Only the Rust toolchain, apt and a Docker Engine are assumed.
+# What the demo needs on a fresh machine, and nothing more: a running Docker Engine (the
+# study's servers run in containers) and debootstrap (its base image is built from a Debian
+# root, as no registry is assumed). Only the Rust toolchain, apt and a Docker Engine are
+# assumed. Needs root for apt and for starting the engine; says what it installs or starts.
+# The tests need more: scripts/setup-tests.sh.
 set -euo pipefail
 
 need=()
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
-command -v python3 >/dev/null 2>&1 || need+=(python3)
-command -v gzip >/dev/null 2>&1 || need+=(gzip)
-command -v bc >/dev/null 2>&1 || need+=(bc)
-# the process executor's server (host mariadbd, no service is installed or started)
-[ -x /usr/sbin/mariadbd ] || need+=(mariadb-server-core)
-command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client-core)
-# the reference client of `just bench` (cairn-workload's vs_sysbench)
-[ -x /usr/bin/sysbench ] || need+=(sysbench)
-# a server's emulated `link` (tests/e2e/mysql.rs): tc inside the server's network namespace
-command -v tc >/dev/null 2>&1 || [ -x /usr/sbin/tc ] || need+=(iproute2)
-command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
-# the e2e report test opens report.html in headless Chromium and checks the plots render
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
-  echo "setup: installing ${need[*]}"
+  echo "setup: installing ${need[*]} (apt)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
@@ -38,7 +28,3 @@ if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { echo "setup: the Docker daemon did not start (see /var/log/cairn-dockerd.log)"; exit 1; }
 fi
-
-# Slurm for `cairn run --on slurm` and its tests: munge, slurmctld and two slurmd nodes on
-# this machine (scripts/slurm-setup.sh; idempotent)
-bash "$(dirname "$0")/slurm-setup.sh"

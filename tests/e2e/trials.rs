@@ -480,8 +480,9 @@ trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
 
 #[test]
 fn after_a_sigkill_mid_trial_the_next_run_removes_the_leftovers() {
-    // any cairn run of a Docker plan removes what killed runs left: this test's own next run
-    // has to be the one that does, so no other test's run may start in between
+    // any cairn run that uses the Docker Engine removes what killed runs left when it first
+    // connects: this test's own next run has to be the one that does, so no other test's
+    // run may start in between
     let _engine = engine_exclusive();
     cairn_testkit::mariadb_image();
     let sb = Sandbox::new();
@@ -493,8 +494,19 @@ fn after_a_sigkill_mid_trial_the_next_run_removes_the_leftovers() {
     let left = containers_of(pid);
     assert!(!left.is_empty(), "a SIGKILL leaves the server behind");
 
-    // the next run (only the cached dataset here) removes them first
-    let r2 = cairn(&sb, &[], &["run", "plan.kdl", "--only", "dataset/*"]);
+    // the next run that needs the engine (the dataset loaded again here) removes them first
+    let r2 = cairn(
+        &sb,
+        &[],
+        &[
+            "run",
+            "plan.kdl",
+            "--only",
+            "dataset/*",
+            "--fresh",
+            "dataset/*",
+        ],
+    );
     r2.expect_code(0);
     assert!(
         r2.stderr

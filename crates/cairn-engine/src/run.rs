@@ -398,6 +398,10 @@ impl<'g> Books<'g> {
             });
             for (id, key, hit) in checks {
                 self.keys[id] = key;
+                let hit = match hit {
+                    Some(d) if self.is_goal(id) => self.goal_here(id, d),
+                    other => other,
+                };
                 match hit {
                     Some(d) => {
                         reporter.event(&Event::StepCached {
@@ -413,6 +417,28 @@ impl<'g> Books<'g> {
                     None => self.enqueue(id, reporter),
                 }
             }
+        }
+    }
+
+    /// Whether step `id` is a goal of the run: nothing selected reads it, so what it made
+    /// is what the run is for (an image a plan only builds, `--only kind:dataset`).
+    fn is_goal(&self, id: StepId) -> bool {
+        !self.graph.dependents(id).any(|d| self.selected[d])
+    }
+
+    /// A goal served from its record must have its product here (an image in the engine):
+    /// the record, another record of its key whose product is here, or none (it runs).
+    fn goal_here(&mut self, id: StepId, d: Done) -> Option<Done> {
+        match crate::cache::present(self.env, &self.graph.steps[id], &d.key) {
+            Presence::Here => {
+                self.here[id] = true;
+                Some(d)
+            }
+            Presence::Alternate(r) => {
+                self.here[id] = true;
+                Some(Done::from_record(&r))
+            }
+            Presence::Gone(_) => None,
         }
     }
 

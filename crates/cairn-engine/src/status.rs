@@ -289,6 +289,18 @@ pub fn statuses(
 fn unserve_absent_inputs(graph: &StepGraph, env: &Env<'_>, out: &mut [StepStatus]) {
     let mut asked = vec![false; out.len()];
     for &id in graph.order.iter().rev() {
+        // a goal (nothing reads it) is what the run is for: its product must be here
+        if out[id].status == Status::Cached && graph.dependents(id).next().is_none() {
+            asked[id] = true;
+            let key = out[id].key.clone().unwrap_or_default();
+            if let Presence::Gone(u) = crate::cache::present(env, &graph.steps[id], &key) {
+                out[id].status = Status::Run;
+                out[id].reasons.push(Reason::Unusable {
+                    what: u.what.into(),
+                    why: u.why,
+                });
+            }
+        }
         if !matches!(out[id].status, Status::Run | Status::Pending) {
             continue;
         }

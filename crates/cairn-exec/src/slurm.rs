@@ -91,7 +91,7 @@ pub struct JobSpec<'a> {
 fn run(cmd: &mut Command) -> Result<String, String> {
     let what = format!("{cmd:?}");
     let out = cmd.output().map_err(|e| {
-        format!("cannot run {what}: {e} (is Slurm installed? `bash scripts/setup.sh` sets one up)")
+        format!("cannot run {what}: {e} (is Slurm installed? `bash scripts/slurm-setup.sh` sets one up on this machine)")
     })?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())

@@ -1,5 +1,5 @@
 //! The process executor's server: a real host `mariadbd` (Debian's mariadb-server-core,
-//! installed by scripts/setup.sh) in a private datadir and socket.
+//! installed by scripts/setup-tests.sh) in a private datadir and socket.
 
 use std::time::Duration;
 
