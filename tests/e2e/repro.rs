@@ -70,15 +70,19 @@ fn snapshot_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// Unpacks a `.tar.zst` (trusted here: one this test made) into `dest`.
 fn unpack(archive: &Path, dest: &Path) {
     let f = std::fs::File::open(archive).unwrap();
-    let dec = zstd::stream::Decoder::new(f).unwrap();
+    let dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(f)).unwrap();
     tar::Archive::new(dec).unpack(dest).unwrap();
+}
+
+/// Writes `tar` compressed as zstd to `archive`.
+fn write_zst(archive: &Path, tar: &[u8]) {
+    let zst = ruzstd::encoding::compress_to_vec(tar, ruzstd::encoding::CompressionLevel::Fastest);
+    std::fs::write(archive, zst).unwrap();
 }
 
 /// Packs `dir` into a `.tar.zst`, `bundle.json` first (as cairn writes it).
 fn repack(dir: &Path, archive: &Path) {
-    let f = std::fs::File::create(archive).unwrap();
-    let enc = zstd::stream::Encoder::new(f, 3).unwrap();
-    let mut t = tar::Builder::new(enc);
+    let mut t = tar::Builder::new(Vec::new());
     t.append_path_with_name(dir.join("bundle.json"), "bundle.json")
         .unwrap();
     for p in crate::support::files_under(dir) {
@@ -87,7 +91,7 @@ fn repack(dir: &Path, archive: &Path) {
             t.append_path_with_name(&p, rel).unwrap();
         }
     }
-    t.into_inner().unwrap().finish().unwrap();
+    write_zst(archive, &t.into_inner().unwrap());
 }
 
 /// An archive whose entries are written raw: `(name, kind, data)`; names are not checked,
@@ -96,8 +100,7 @@ fn repack(dir: &Path, archive: &Path) {
 type RawEntry<'a> = (&'a str, tar::EntryType, &'a [u8], Option<&'a str>);
 
 fn hostile(archive: &Path, entries: &[RawEntry<'_>]) {
-    let f = std::fs::File::create(archive).unwrap();
-    let mut enc = zstd::stream::Encoder::new(f, 3).unwrap();
+    let mut enc: Vec<u8> = Vec::new();
     for (name, kind, data, link) in entries {
         let mut h = tar::Header::new_gnu();
         {
@@ -117,7 +120,7 @@ fn hostile(archive: &Path, entries: &[RawEntry<'_>]) {
         enc.write_all(&vec![0u8; pad]).unwrap();
     }
     enc.write_all(&[0u8; 1024]).unwrap();
-    enc.finish().unwrap();
+    write_zst(archive, &enc);
 }
 
 fn minimal_manifest(total_bytes: u64) -> Vec<u8> {

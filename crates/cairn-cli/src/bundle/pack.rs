@@ -199,8 +199,9 @@ fn write_archive(
         tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let err = |e: io::Error| format!("writing {}: {e}", out.display());
     {
-        let enc = zstd::stream::Encoder::new(tmp.as_file(), 9).map_err(err)?;
-        let mut tar = tar::Builder::new(enc);
+        // the tar in memory, then compressed in memory (the pure-Rust encoder cannot report
+        // a write error, so it never writes to a file), then written out
+        let mut tar = tar::Builder::new(Vec::new());
         tar.mode(tar::HeaderMode::Deterministic);
         let json = serde_json::to_vec_pretty(manifest).expect("serialises");
         append(&mut tar, MANIFEST, &mut json.as_slice(), json.len() as u64).map_err(err)?;
@@ -209,8 +210,13 @@ fn write_archive(
             let len = f.metadata().map_err(err)?.len();
             append(&mut tar, rel, &mut f, len).map_err(err)?;
         }
-        let enc = tar.into_inner().map_err(err)?;
-        let mut f = enc.finish().map_err(err)?;
+        let tar = tar.into_inner().map_err(err)?;
+        let zst = ruzstd::encoding::compress_to_vec(
+            tar.as_slice(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let mut f = tmp.as_file();
+        f.write_all(&zst).map_err(err)?;
         f.flush().map_err(err)?;
         f.sync_all().map_err(err)?;
     }

@@ -56,7 +56,8 @@ pub fn safe_relative(path: &Path) -> Result<PathBuf, String> {
 pub fn unpack(archive: &Path, dest: &Path) -> Result<Manifest, Refused> {
     let io_err = |what: &str, e: io::Error| Refused::Io(format!("{what}: {e}"));
     let f = File::open(archive).map_err(|e| io_err(&archive.display().to_string(), e))?;
-    let dec = zstd::stream::Decoder::new(f).map_err(|e| io_err("zstd", e))?;
+    let dec = ruzstd::decoding::StreamingDecoder::new(io::BufReader::new(f))
+        .map_err(|e| Refused::Unsafe(format!("not a zstd archive: {e}")))?;
     let mut tar = tar::Archive::new(dec);
     fs::create_dir_all(dest).map_err(|e| io_err(&dest.display().to_string(), e))?;
     let mut manifest: Option<Manifest> = None;
