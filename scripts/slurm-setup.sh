@@ -67,6 +67,9 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/linear
 SchedulerType=sched/backfill
+# schedule a batch job when it is submitted: by default Slurm may put it off up to 3 s
+# (batch_sched_delay), and a block of measurements is one short job (cairn bench --slurm)
+SchedulerParameters=batch_sched_delay=0
 ReturnToService=2
 SlurmctldPort=6817
 SlurmctldPidFile=/run/slurmctld.pid

@@ -302,13 +302,20 @@ pub fn bench_slurm(plan: &Path, partition: Option<&str>) -> Result<i32, Exit> {
     }
     if let Some(o) = overhead {
         let p = &o["per_trial_ms"];
+        let ms = |name: &str| p[name].as_f64().unwrap_or(f64::NAN);
+        let parts = &crate::fleet::COST_PARTS[..crate::fleet::COST_PARTS.len() - 1];
+        let explained: f64 = parts.iter().map(|(name, _, _)| ms(name)).sum();
+        let node = o["node_ms_per_trial"].as_f64().unwrap_or(f64::NAN);
+        let words: Vec<String> = parts
+            .iter()
+            .map(|(name, words, _)| format!("{words} {:.0} ms", ms(name)))
+            .collect();
         println!(
-            "  Slurm path per trial: submission → start {:.0} ms, noticing the end {:.0} ms, gathering {:.0} ms ({} block(s); the trials themselves {:.0} ms each on their node)",
-            p["submit_to_start"].as_f64().unwrap_or(f64::NAN),
-            p["notice"].as_f64().unwrap_or(f64::NAN),
-            p["gather"].as_f64().unwrap_or(f64::NAN),
+            "  Slurm path per trial ({} block(s)): {}; the rest {:+.0} ms (the trials themselves {node:.0} ms each on their node against {:.0} ms per trial here, and the scheduler between blocks)",
             o["blocks"],
-            o["node_ms_per_trial"].as_f64().unwrap_or(f64::NAN)
+            words.join(", "),
+            per(slurm_wall) - per(local_wall) - explained,
+            per(local_wall),
         );
     }
     Ok(OK)

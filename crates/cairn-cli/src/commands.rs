@@ -53,7 +53,7 @@ pub fn dispatch(cli: Cli) -> i32 {
                 ignore_lock: false,
             },
         ),
-        Command::Worker { dir } => crate::fleet::worker(dir),
+        Command::Worker { dir } => crate::fleet::worker(dir, std::time::SystemTime::now()),
         Command::Results { plan, csv } => crate::results::results(&cli, plan, *csv),
         Command::Report { plan, measured_on } => {
             crate::study_report::report(&cli, plan, measured_on.as_deref())

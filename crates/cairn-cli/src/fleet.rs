@@ -9,7 +9,7 @@ use std::time::Duration;
 use cairn_engine::budget::{estimate, human, recorded_durations};
 use cairn_engine::fleet::block_key;
 use cairn_engine::fleet_job::{self, JobFile, NodeFacts};
-use cairn_engine::slurm_fleet::SlurmFleet;
+use cairn_engine::slurm_fleet::{BlockCost, SlurmFleet};
 use cairn_engine::{Status, StepStatus};
 use cairn_exec::slurm::Slurm;
 use cairn_graph::StepGraph;
@@ -51,6 +51,25 @@ pub fn slurm_fleet(
     })
 }
 
+/// The parts of a block's cost beyond its trials, in the order they happen: (JSON name,
+/// words for a person, the field).
+pub(crate) const COST_PARTS: [(&str, &str, fn(&BlockCost) -> f64); 8] = [
+    ("write", "writing the job", |c| c.write_ms),
+    ("sbatch", "sbatch", |c| c.sbatch_ms),
+    ("slurm_start", "Slurm starting the job", |c| {
+        c.slurm_start_ms
+    }),
+    ("worker_start", "the worker's start", |c| c.worker_start_ms),
+    ("worker_between", "the worker between trials", |c| {
+        c.worker_between_ms
+    }),
+    ("notice", "noticing the end", |c| c.notice_ms),
+    ("gather", "gathering", |c| c.gather_ms),
+    ("submit_to_start", "(sbatch to ready)", |c| {
+        c.submit_to_start_ms
+    }),
+];
+
 /// After a run on Slurm: what the engine cost per trial beyond the trials themselves.
 pub fn print_costs(cli: &Cli, fleet: &SlurmFleet) {
     let costs = fleet.costs();
@@ -58,40 +77,40 @@ pub fn print_costs(cli: &Cli, fleet: &SlurmFleet) {
         return;
     }
     let trials: usize = costs.iter().map(|c| c.trials).sum();
-    let sum = |f: fn(&cairn_engine::slurm_fleet::BlockCost) -> f64| {
-        costs.iter().map(f).filter(|x| x.is_finite()).sum::<f64>()
+    let per_trial = |f: fn(&BlockCost) -> f64| {
+        costs.iter().map(f).filter(|x| x.is_finite()).sum::<f64>() / trials.max(1) as f64
     };
-    let (start, notice, gather, node) = (
-        sum(|c| c.submit_to_start_ms),
-        sum(|c| c.notice_ms),
-        sum(|c| c.gather_ms),
-        sum(|c| c.node_ms),
-    );
-    let per = |x: f64| x / trials.max(1) as f64;
+    let node = per_trial(|c| c.node_ms);
     if cli.json {
+        let parts: serde_json::Map<String, serde_json::Value> = COST_PARTS
+            .iter()
+            .map(|(name, _, f)| (name.to_string(), serde_json::json!(per_trial(*f))))
+            .collect();
         println!(
             "{}",
             serde_json::json!({"slurm_overhead": {
                 "blocks": costs.len(), "trials": trials,
-                "per_trial_ms": {"submit_to_start": per(start), "notice": per(notice), "gather": per(gather)},
-                "node_ms_per_trial": per(node), "blocks_detail": costs,
+                "per_trial_ms": parts,
+                "node_ms_per_trial": node, "blocks_detail": costs,
             }})
         );
     } else {
+        let parts: Vec<String> = COST_PARTS
+            .iter()
+            .take(COST_PARTS.len() - 1)
+            .map(|(_, words, f)| format!("{words} {:.0} ms", per_trial(*f)))
+            .collect();
         eprintln!(
-            "slurm: {} block(s), {trials} trial(s); overhead per trial: submission→start {:.0} ms, noticing the end {:.0} ms, gathering {:.0} ms (the trials themselves: {:.0} ms each on their node)",
+            "slurm: {} block(s), {trials} trial(s); overhead per trial: {} (the trials themselves: {node:.0} ms each on their node)",
             costs.len(),
-            per(start),
-            per(notice),
-            per(gather),
-            per(node)
+            parts.join(", "),
         );
     }
 }
 
 /// `cairn worker DIR`: perform the block in DIR on this node. Exit 0 when every step's
 /// outcome is written (failed steps included), 130 when cancelled, 1 otherwise.
-pub fn worker(dir: &Path) -> Result<i32, Exit> {
+pub fn worker(dir: &Path, process_started: std::time::SystemTime) -> Result<i32, Exit> {
     let cancel = crate::commands::install_stop_handler();
     let job: JobFile =
         fleet_job::read(&dir.join(fleet_job::JOB)).map_err(context::fail(BAD_INPUT))?;
@@ -111,7 +130,7 @@ pub fn worker(dir: &Path) -> Result<i32, Exit> {
         job: std::env::var("SLURM_JOB_ID").ok(),
     };
     let env = machine.env(&graph, &store, &job.fingerprint, None);
-    match fleet_job::work(&env, &graph, dir, &node) {
+    match fleet_job::work(&env, &graph, dir, &node, process_started) {
         Ok(()) => Ok(OK),
         Err(_) if cancel.is_cancelled() => Ok(INTERRUPTED),
         Err(e) => {

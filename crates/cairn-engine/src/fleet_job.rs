@@ -121,11 +121,15 @@ pub struct NodeFacts {
     pub job: Option<String>,
 }
 
-/// The worker's start, for the submission → start overhead.
+/// The worker's start, for the submission → start overhead: when it was ready to perform
+/// its block, and when its process began (before it read the plan and probed the node).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Started {
     pub unix_ms: f64,
     pub node: String,
+    /// When the worker's process began; absent from workers of older cairns.
+    #[serde(default)]
+    pub process_unix_ms: Option<f64>,
 }
 
 pub fn unix_ms(t: SystemTime) -> f64 {
@@ -389,13 +393,20 @@ fn image_needed<'j>(
 /// ([`ensure_image`], once per block). A step that fails is written as failed and the block
 /// goes on; a cancelled worker (the job was cancelled) stops without `done.json`, so nothing
 /// of the block is gathered.
-pub fn work(env: &Env<'_>, graph: &StepGraph, dir: &Path, node: &NodeFacts) -> Result<(), String> {
+pub fn work(
+    env: &Env<'_>,
+    graph: &StepGraph,
+    dir: &Path,
+    node: &NodeFacts,
+    process_started: SystemTime,
+) -> Result<(), String> {
     let job: JobFile = read(&dir.join(JOB))?;
     write_whole(
         &dir.join(STARTED),
         &Started {
             unix_ms: unix_ms(SystemTime::now()),
             node: node.name.clone(),
+            process_unix_ms: Some(unix_ms(process_started)),
         },
     )?;
     let shipped = lexical(&dir.join(&job.shipped));

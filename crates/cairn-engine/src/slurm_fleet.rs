@@ -27,18 +27,34 @@ use crate::error::StepError;
 use crate::fleet::{BlockResult, BlockStep, Fleet};
 use crate::fleet_job::{self, Gathered, Started};
 
-/// How often a job's state is read while it is out.
-const POLL: Duration = Duration::from_millis(200);
+/// How often the job directory is looked at for the block's end while its job is out.
+const POLL: Duration = Duration::from_millis(20);
+/// Every how many looks Slurm is asked for the job's state (a lost job, a dead node).
+const ASK_SLURM_EVERY: u32 = 10;
 
-/// What one block cost beyond its trials: the numbers behind the per-trial overhead.
+/// What one block cost beyond its trials: the numbers behind the per-trial overhead, in
+/// the order they happen. Together with the trials they cover the block from the moment it
+/// was handed over to the moment its results were recorded.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct BlockCost {
     pub trials: usize,
-    /// From calling `sbatch` until the worker started on its node.
+    /// Writing the job directory (job file, the inputs' blobs, shipped images/snapshots).
+    pub write_ms: f64,
+    /// The `sbatch` call.
+    pub sbatch_ms: f64,
+    /// From `sbatch`'s return until the worker's process began on its node: Slurm
+    /// scheduling the job and launching it (its TaskProlog, the job script).
+    pub slurm_start_ms: f64,
+    /// The worker's own start: reading the plan, opening the job's store, probing the node.
+    pub worker_start_ms: f64,
+    /// From calling `sbatch` until the worker was ready (`sbatch` + Slurm + worker start).
     pub submit_to_start_ms: f64,
-    /// From the worker's start to the end of its last trial (its own work).
+    /// The block's steps on the node (each step's own time, summed).
     pub node_ms: f64,
-    /// From the end of the last trial until this cairn saw the block done.
+    /// From the worker being ready to the end of its block, beyond its steps (checking the
+    /// node's images, writing outcomes).
+    pub worker_between_ms: f64,
+    /// From the end of the block until this cairn saw it done.
     pub notice_ms: f64,
     /// Copying the results into the store and recording them.
     pub gather_ms: f64,
@@ -126,6 +142,7 @@ impl SlurmFleet {
         dir: &Path,
     ) -> Result<Result<Instant, (Option<String>, String)>, StepError> {
         let mut node: Option<String> = None;
+        let mut looks = 0u32;
         loop {
             if env.is_cancelled() {
                 let _ = self.slurm.cancel(id);
@@ -143,6 +160,11 @@ impl SlurmFleet {
             }
             if dir.join(fleet_job::DONE).exists() {
                 return Ok(Ok(Instant::now()));
+            }
+            looks += 1;
+            if looks % ASK_SLURM_EVERY != 1 {
+                std::thread::sleep(POLL);
+                continue;
             }
             match self.slurm.job(id) {
                 Ok(Some(j)) => {
@@ -207,6 +229,7 @@ impl Fleet for SlurmFleet {
         let name = format!("cairn-{}", graph.study);
         for attempt in 0..=self.node_retries {
             let dir = self.job_dir(env, n, attempt);
+            let t_write = Instant::now();
             let written = {
                 let _one_at_a_time = self.shipping.lock().expect("shipping");
                 let shipped = self.spool.join(fleet_job::SHIPPED);
@@ -216,8 +239,10 @@ impl Fleet for SlurmFleet {
                 Ok(s) => s,
                 Err(e) => return all(block, StepError::permanent(format!("writing the job: {e}"))),
             };
+            let write_ms = t_write.elapsed().as_secs_f64() * 1e3;
             let submitted_at = SystemTime::now();
             let output = dir.join("slurm.out");
+            let t_sbatch = Instant::now();
             let id = match self.slurm.submit(&JobSpec {
                 name: &name,
                 run_id: env.run_id,
@@ -233,6 +258,7 @@ impl Fleet for SlurmFleet {
                     )
                 }
             };
+            let sbatch_ms = t_sbatch.elapsed().as_secs_f64() * 1e3;
             tracing::info!("slurm: block {n} ({} steps) is job {id}", block.len());
             let finished = match self.wait(env, id, &dir) {
                 Err(e) => return all(block, e),
@@ -289,15 +315,32 @@ impl Fleet for SlurmFleet {
             match gathered {
                 Ok(Gathered::Complete(results)) => {
                     let node_ms: f64 = results.iter().map(|r| r.elapsed.as_secs_f64() * 1e3).sum();
-                    let last_end = started.as_ref().map(|s| s.unix_ms + node_ms);
+                    // when the block ended on its node: its done file's time
+                    let ended = std::fs::metadata(dir.join(fleet_job::DONE))
+                        .and_then(|m| m.modified())
+                        .map(fleet_job::unix_ms)
+                        .ok();
                     let seen_ms = fleet_job::unix_ms(SystemTime::now())
                         - seen_done.elapsed().as_secs_f64() * 1e3
                         - gather_ms;
+                    let sbatch_returned = fleet_job::unix_ms(submitted_at) + sbatch_ms;
+                    let process = started.as_ref().and_then(|s| s.process_unix_ms);
                     self.costs.lock().expect("costs").push(BlockCost {
                         trials: block.len(),
+                        write_ms,
+                        sbatch_ms,
+                        slurm_start_ms: process.map_or(f64::NAN, |p| p - sbatch_returned),
+                        worker_start_ms: match (process, &started) {
+                            (Some(p), Some(s)) => s.unix_ms - p,
+                            _ => f64::NAN,
+                        },
                         submit_to_start_ms,
                         node_ms,
-                        notice_ms: last_end.map_or(f64::NAN, |e| (seen_ms - e).max(0.0)),
+                        worker_between_ms: match (ended, &started) {
+                            (Some(e), Some(s)) => (e - s.unix_ms - node_ms).max(0.0),
+                            _ => f64::NAN,
+                        },
+                        notice_ms: ended.map_or(f64::NAN, |e| (seen_ms - e).max(0.0)),
                         gather_ms,
                     });
                     // the job directory served its purpose; the results are in the store
