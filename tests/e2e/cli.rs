@@ -329,3 +329,46 @@ fn check_refuses_host_files_outside_the_plan_without_opt_in() {
     );
     sb.cairn(["check", "allowed.kdl"]).success();
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_ends_cairn_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let sb = Sandbox::new();
+    // enough output that cairn is still writing when the reader goes away
+    let mut plan = String::from("study \"pipe\"\n");
+    for i in 0..3000 {
+        plan.push_str(&format!("step \"s{i}\" {{ run \"true\" }}\n"));
+    }
+    sb.write("plan.kdl", &plan);
+    for args in [
+        &["graph", "plan.kdl"][..],
+        &["plan", "-v", "plan.kdl"],
+        &["--json", "plan", "plan.kdl"],
+    ] {
+        let mut child = sb
+            .cairn(args.iter().copied())
+            .command()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cairn starts");
+        let mut first = [0u8; 64];
+        let mut out = child.stdout.take().unwrap();
+        out.read_exact(&mut first).unwrap();
+        drop(out); // `| head -c 64`
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {status:?}\n{err}"
+        );
+    }
+}

@@ -218,6 +218,10 @@ pub enum Command {
         steps: Vec<usize>,
         #[arg(short, long, default_value_t = default_jobs())]
         jobs: usize,
+        /// Also time `cairn run` of this plan when every step of it is served from the store
+        /// (the results and cache directories given to `cairn`), and `cairn machine`.
+        #[arg(long, value_name = "PLAN", default_value = "plans/quickstart.kdl")]
+        cached: PathBuf,
         /// Instead: the per-trial overhead of Slurm — PLAN's trials measured here, then the
         /// same trials on Slurm (`--partition`, one node recommended), in a scratch store.
         #[arg(long, value_name = "PLAN")]

@@ -95,7 +95,7 @@ fn process_floor(cmd: &Path, args: &[&str], runs: usize) -> Duration {
     median(v)
 }
 
-pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
+pub fn bench(cli: &Cli, sizes: &[usize], jobs: usize, cached: &Path) -> Result<i32, Exit> {
     let exe = std::env::current_exe().map_err(|e| {
         eprintln!("error: cannot find the cairn binary: {e}");
         Exit(FAILED)
@@ -168,7 +168,87 @@ pub fn bench(_cli: &Cli, sizes: &[usize], jobs: usize) -> Result<i32, Exit> {
         scratch.push(dir);
     }
     drop(scratch);
+    cached_commands(cli, &exe, cached);
     Ok(OK)
+}
+
+/// Median, min and max of `runs` whole-process runs of `exe` with `args`, if every run
+/// succeeded.
+fn timed_runs(exe: &Path, args: &[std::ffi::OsString], runs: usize) -> Option<(f64, f64, f64)> {
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let ok = Command::new(exe)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return None;
+        }
+        v.push(ms(t.elapsed()));
+    }
+    v.sort_by(f64::total_cmp);
+    Some((v[v.len() / 2], v[0], v[v.len() - 1]))
+}
+
+/// What a person waits for when nothing needs doing: `cairn run PLAN` whose every step is
+/// served from the store (only when `cairn plan` says so: nothing is measured here), and
+/// `cairn machine`.
+fn cached_commands(cli: &Cli, exe: &Path, plan: &Path) {
+    let global: Vec<&std::ffi::OsStr> = vec![
+        "--results".as_ref(),
+        cli.results.as_os_str(),
+        "--cache".as_ref(),
+    ];
+    let cache = crate::context::cache_dir(cli.cache.as_deref());
+    let with = |more: &[&'static str]| -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = global.iter().map(|s| s.to_os_string()).collect();
+        a.push(cache.clone().into_os_string());
+        a.extend(more.iter().map(std::ffi::OsString::from));
+        a
+    };
+    if let Some((med, min, max)) = timed_runs(exe, &with(&["machine"]), 10) {
+        println!("`cairn machine`: median {med:.1} ms, min {min:.1}, max {max:.1} over 10");
+    }
+    if !plan.is_file() {
+        return;
+    }
+    let with_plan = |more: &[&'static str]| {
+        let mut a = with(more);
+        a.push(plan.as_os_str().to_os_string());
+        a
+    };
+    let statuses = Command::new(exe)
+        .args(with_plan(&["--json", "plan"]))
+        .stderr(Stdio::null())
+        .output();
+    let pending = statuses.ok().filter(|o| o.status.success()).map(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|s| !matches!(s["status"].as_str(), Some("cached" | "not_needed")))
+            .count()
+    });
+    match pending {
+        Some(0) => {
+            if let Some((med, min, max)) = timed_runs(exe, &with_plan(&["run"]), 10) {
+                println!(
+                    "`cairn run {}`, every step served from the store (whole process): median {med:.1} ms, min {min:.1}, max {max:.1} over 10",
+                    plan.display()
+                );
+            }
+        }
+        Some(n) => println!(
+            "`cairn run {}` not timed: {n} of its steps would run (run it once first)",
+            plan.display()
+        ),
+        None => println!(
+            "`cairn run {}` not timed: `cairn plan` failed",
+            plan.display()
+        ),
+    }
 }
 
 /// One `cairn run` of `plan` in `dir` (scratch results and cache there) with `args`: its

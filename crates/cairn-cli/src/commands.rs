@@ -14,7 +14,34 @@ use crate::args::{Cli, Command, Executor, GraphFormat, OnArgs};
 use crate::context::{self, Exit};
 use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
 
+/// Commands that start servers, containers or runs of their own: a reader closing the pipe
+/// must not end them before they stop what they started (they go quiet on a closed pipe
+/// once that is done, [`quiet_on_closed_pipe`]).
+fn holds_resources(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Run { .. }
+            | Command::Reproduce { .. }
+            | Command::Worker { .. }
+            | Command::Lock { .. }
+            | Command::Bench { .. }
+    )
+}
+
+/// From now on, a write to a closed pipe (`cairn results | head -1`) ends the process
+/// quietly, as for any Unix tool, instead of failing the write (Rust ignores SIGPIPE, and
+/// `println!` then panics).
+pub(crate) fn quiet_on_closed_pipe() {
+    // SAFETY: restoring a signal's default disposition; no handler code is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 pub fn dispatch(cli: Cli) -> i32 {
+    if !holds_resources(&cli.command) {
+        quiet_on_closed_pipe();
+    }
     let r = match &cli.command {
         Command::Check { plan } => check(plan),
         Command::Plan { plan, fresh, on } => plan_cmd(&cli, plan, fresh, on),
@@ -105,7 +132,12 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Bench {
             study: Some(plan), ..
         } => crate::bench::bench_study(plan),
-        Command::Bench { steps, jobs, .. } => crate::bench::bench(&cli, steps, *jobs),
+        Command::Bench {
+            steps,
+            jobs,
+            cached,
+            ..
+        } => crate::bench::bench(&cli, steps, *jobs, cached),
     };
     match r {
         Ok(code) => code,
@@ -436,6 +468,8 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
         reporter.as_mut(),
     );
     drop(reporter);
+    // what it started is stopped: what is left is printing
+    quiet_on_closed_pipe();
     if let Some(f) = &fleet {
         crate::fleet::print_costs(cli, f);
         f.tidy(env.run_id);

@@ -51,9 +51,12 @@ pub fn slurm_fleet(
     })
 }
 
-/// The parts of a block's cost beyond its trials, in the order they happen: (JSON name,
-/// words for a person, the field).
-pub(crate) const COST_PARTS: [(&str, &str, fn(&BlockCost) -> f64); 8] = [
+/// One part of a block's cost: its JSON name, words for a person, and its field.
+pub(crate) type CostPart = (&'static str, &'static str, fn(&BlockCost) -> f64);
+
+/// The parts of a block's cost beyond its trials, in the order they happen; the last is
+/// the sum of the first four.
+pub(crate) const COST_PARTS: [CostPart; 8] = [
     ("write", "writing the job", |c| c.write_ms),
     ("sbatch", "sbatch", |c| c.sbatch_ms),
     ("slurm_start", "Slurm starting the job", |c| {
