@@ -107,6 +107,14 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         }
     }
 
+    // nothing else measures on this machine from the server's start to its stop
+    let slot = cairn_exec::measure_lock::MeasureLock::acquire(ctx.cancel()).map_err(|e| {
+        if ctx.is_cancelled() {
+            StepError::cancelled()
+        } else {
+            failed(e)
+        }
+    })?;
     let t_start = Instant::now();
     let mut live = LiveServer::start(
         ctx.runtimes,
@@ -321,6 +329,7 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
             "measuring_ms": measuring_ms,
             "setup_ms": total_ms - measuring_ms,
             "total_ms": total_ms,
+            "waited_for_machine_ms": slot.waited.as_secs_f64() * 1e3,
         }),
     );
     Ok(Built {

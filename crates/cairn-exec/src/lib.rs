@@ -9,6 +9,7 @@ pub mod docker;
 pub mod elf;
 pub mod host_server;
 pub mod machine;
+pub mod measure_lock;
 pub mod netpath;
 pub mod process;
 pub mod runtime;
