@@ -226,15 +226,7 @@ pub fn describe(r: &Reason) -> String {
         ),
         Reason::Unusable { why, .. } => format!("its record cannot serve here: {why}"),
         Reason::Unavailable { error } => format!("blocked: {error}"),
-        Reason::PackagesChanged { changes } => package_changes(changes),
-        Reason::SourceBuild { source, last } => match last {
-            Some(l) => format!(
-                "source build of {source}: the last one ({}) took {}",
-                l.address,
-                cairn_engine::budget::human(std::time::Duration::from_secs_f64(l.seconds))
-            ),
-            None => format!("source build of {source}: none recorded yet, its time is unknown"),
-        },
+        Reason::Note(note) => note.text.clone(),
         Reason::Decided { decision } => crate::report::decision_line(decision),
         Reason::Conditional {
             min,
@@ -246,37 +238,6 @@ pub fn describe(r: &Reason) -> String {
             until_ci.map_or_else(|| "its target".to_string(), |t| format!("{}%", t * 100.0))
         ),
     }
-}
-
-/// `packages changed since the previous build (…): +a 1, -b 2, c 1 → 2` (at most 12 listed).
-fn package_changes(c: &cairn_engine::image_step::PackageChanges) -> String {
-    let mut items: Vec<String> = Vec::new();
-    items.extend(
-        c.added
-            .iter()
-            .map(|p| format!("+{} {}", p.package, p.version)),
-    );
-    items.extend(
-        c.removed
-            .iter()
-            .map(|p| format!("-{} {}", p.package, p.version)),
-    );
-    items.extend(
-        c.changed
-            .iter()
-            .map(|p| format!("{} {} → {}", p.package, p.old, p.new)),
-    );
-    let more = items.len().saturating_sub(12);
-    items.truncate(12);
-    let mut s = format!(
-        "packages changed since the previous build ({}): {}",
-        &c.previous_key[..12.min(c.previous_key.len())],
-        items.join(", ")
-    );
-    if more > 0 {
-        s.push_str(&format!(" … and {more} more"));
-    }
-    s
 }
 
 fn status_word(s: Status) -> &'static str {
@@ -317,7 +278,7 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
     let fp = machine.fingerprint(&graph);
     let all = cairn_engine::statuses(
         &graph,
-        &machine.env(&graph, &store, &fp, None),
+        &machine.env(&graph, &store, &fp),
         &fresh,
         cli.verbose >= 2,
     );
@@ -347,7 +308,7 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
         counts[2],
         counts[3]
     );
-    for line in crate::lock_cmd::plan_lines(path, &plan, &graph, &machine.cache) {
+    for line in crate::lock_cmd::plan_lines(path, &plan, &graph, machine.cache()) {
         println!("{line}");
     }
     if let Some(line) = crate::budget_line::plan_line(&graph, &all, &store) {
@@ -365,7 +326,7 @@ fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
-    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp, None), &[], true);
+    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], true);
     for (depth, id) in cairn_engine::explain(&graph, &all, &sel) {
         if cli.json {
             println!("{}", json!({"depth": depth, "status": &all[id]}));
@@ -432,16 +393,17 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     };
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
-    let machine = context::Machine::with_cancel(cache, cancel.clone());
+    let mut machine = context::Machine::with_cancel(cache, cancel.clone());
+    machine.host.mirror = a.mirror.clone();
     if cancel.is_cancelled() {
         return Ok(INTERRUPTED);
     }
     machine.sweep_stale_containers_on_connect();
     remove_stale_socket_dirs();
-    if let Err(e) = cairn_exec::process::prepare_work_root(machine.work.root()) {
+    if let Err(e) = cairn_exec::process::prepare_work_root(machine.host.work.root()) {
         eprintln!(
             "error: cannot create {}: {e}",
-            machine.work.root().display()
+            machine.host.work.root().display()
         );
         return Err(Exit(BAD_INPUT));
     }
@@ -449,7 +411,7 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
         crate::budget_line::per_step(&graph, &store, &opts)
     });
     let fp = machine.fingerprint(&graph);
-    let env = machine.env(&graph, &store, &fp, a.mirror.as_deref());
+    let env = machine.env(&graph, &store, &fp);
     let fleet = match a.on.on {
         Executor::Local => None,
         Executor::Slurm => Some(crate::fleet::slurm_fleet(
@@ -531,7 +493,7 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
-    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp, None), &[], false);
+    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], false);
     let st = &all[target.id];
     let record = match (&st.status, &st.key) {
         (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
@@ -737,10 +699,7 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool, other_machines: bool) -> Result
     for p in &plans {
         let (_plan, graph) = context::load_graph(p)?;
         let fp = machine.fingerprint(&graph);
-        keep.extend(referenced_keys(
-            &graph,
-            &machine.env(&graph, &store, &fp, None),
-        ));
+        keep.extend(referenced_keys(&graph, &machine.env(&graph, &store, &fp)));
         here.push(serde_json::to_value(&fp).expect("serialises"));
     }
     let foreign = if other_machines {

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_analysis::{Criteria, Verdict};
-use cairn_engine::trial_points::point_of;
 use cairn_graph::{StepGraph, StepKind};
+use cairn_kinds::trial_points::point_of;
 use cairn_store::{Record, Store};
 use serde::Serialize;
 use serde_json::Value;
@@ -213,7 +213,7 @@ pub fn compare(
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::Claim) {
         let verdict = |m: &BTreeMap<String, Vec<Record>>, store: &Store| -> Option<String> {
             let r = m.get(&step.definition_key)?.first()?;
-            let blob = r.outputs.get(cairn_engine::claim_step::CLAIM_JSON)?;
+            let blob = r.outputs.get(cairn_kinds::claim_step::CLAIM_JSON)?;
             let v: Value = serde_json::from_slice(&store.read_blob(blob).ok()?).ok()?;
             v.get("verdict")?.as_str().map(String::from)
         };

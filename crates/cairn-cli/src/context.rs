@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use cairn_engine::{Env, Registry};
 use cairn_exec::cancel::CancelToken;
-use cairn_exec::runtime::Runtimes;
 use cairn_graph::{Fingerprint, Selector, StepGraph};
 use cairn_store::Store;
 
@@ -127,15 +126,12 @@ pub fn matching_selectors(
     Ok(sels)
 }
 
-/// What the engine uses of this machine for one command: the step kinds, the local
-/// directories and the run's cancellation, made once and lent to the engine as an [`Env`].
+/// What the engine uses of this machine for one command: the step kinds and the machine
+/// they run on (its server runtimes, the container engine, the local directories, the run's
+/// cancellation), made once and lent to the engine as an [`Env`].
 pub struct Machine {
     pub kinds: Registry,
-    pub cache: PathBuf,
-    pub work: cairn_exec::process::WorkDirs,
-    /// The server runtimes, the lazily connected container engine and the cancel token
-    /// that Ctrl-C trips.
-    pub runtimes: Runtimes,
+    pub host: cairn_kinds::Host,
     /// The exact facts behind the fingerprint, once probed.
     details: std::sync::OnceLock<serde_json::Value>,
 }
@@ -183,12 +179,15 @@ impl Machine {
     /// A machine whose runs stop when `cancel` is tripped (by the stop-signal handler).
     pub fn with_cancel(cache: PathBuf, cancel: CancelToken) -> Machine {
         Machine {
-            kinds: Registry::standard(),
-            work: cairn_exec::process::WorkDirs::new(cache.join("work")),
-            cache,
-            runtimes: Runtimes::new(cancel),
+            kinds: cairn_kinds::standard_registry(),
+            host: cairn_kinds::Host::new(cache, cancel),
             details: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The machine-local cache directory.
+    pub fn cache(&self) -> &Path {
+        &self.host.cache_root
     }
 
     /// The engine's view for `graph`'s study in `store`.
@@ -197,7 +196,6 @@ impl Machine {
         graph: &'a StepGraph,
         store: &'a Store,
         fingerprint: &'a Fingerprint,
-        mirror: Option<&'a str>,
     ) -> Env<'a> {
         Env {
             study: &graph.study,
@@ -205,12 +203,9 @@ impl Machine {
             fingerprint,
             machine: self.details(),
             kinds: &self.kinds,
-            cache_root: &self.cache,
-            work: &self.work,
-            mirror,
             lock: graph.lock.as_ref(),
             run_id: cairn_exec::docker::this_run_id(),
-            runtimes: &self.runtimes,
+            host: &self.host,
         }
     }
 
@@ -218,22 +213,27 @@ impl Machine {
     /// and as the runtime the container engine's version when a measurement runs in a
     /// container. The exact facts are kept for [`Machine::details`].
     pub fn fingerprint(&self, graph: &StepGraph) -> Fingerprint {
-        let in_container = graph.steps.iter().any(|s| {
-            s.measure && cairn_engine::status::uses_container_engine(&self.kinds, &self.runtimes, s)
-        });
+        let in_container = graph
+            .steps
+            .iter()
+            .any(|s| s.measure && cairn_kinds::uses_container_engine(&self.host.runtimes, s));
         self.fingerprint_for(in_container)
     }
 
     /// The fingerprint of measurements in a container (`in_container`) or on the host.
     pub fn fingerprint_for(&self, in_container: bool) -> Fingerprint {
-        let mut disks: Vec<(&str, PathBuf)> =
-            vec![("store", results_dir()), ("cache", self.cache.clone())];
+        let mut disks: Vec<(&str, PathBuf)> = vec![
+            ("store", results_dir()),
+            ("cache", self.host.cache_root.clone()),
+        ];
         let mut engine_source = None;
         let runtime = if in_container {
             // remembered while the engine's socket is the one that answered: a run that
             // only reads results never waits for the engine, nor needs one running
-            let facts =
-                cairn_exec::docker::engine_facts(&self.cache, self.runtimes.engine_connection());
+            let facts = cairn_exec::docker::engine_facts(
+                &self.host.cache_root,
+                self.host.runtimes.engine_connection(),
+            );
             if let Some(root) = facts.root_dir {
                 disks.push(("container engine", root));
             }
@@ -276,7 +276,8 @@ impl Machine {
     /// networks that killed runs left (their process is gone), and say so. Live runs are not
     /// touched; a run that never needs the engine never connects to it.
     pub fn sweep_stale_containers_on_connect(&self) {
-        self.runtimes
+        self.host
+            .runtimes
             .engine_connection()
             .on_connect(sweep_stale_containers);
     }
@@ -285,7 +286,7 @@ impl Machine {
     /// its request to create a container or network was in flight leaves the engine to
     /// finish it, possibly after the first sweep).
     pub fn sweep_stale_containers_if_connected(&self) {
-        let engine = self.runtimes.engine_connection();
+        let engine = self.host.runtimes.engine_connection();
         if engine.is_connected() {
             if let Ok(d) = engine.get_ref() {
                 sweep_stale_containers(d);

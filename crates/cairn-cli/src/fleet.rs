@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use cairn_engine::budget::{estimate, human, recorded_durations};
 use cairn_engine::fleet::block_key;
-use cairn_engine::fleet_job::{self, JobFile, NodeFacts};
-use cairn_engine::slurm_fleet::{BlockCost, SlurmFleet};
 use cairn_engine::{Status, StepStatus};
 use cairn_exec::slurm::Slurm;
+use cairn_fleet::job::{self as fleet_job, JobFile, NodeFacts};
+use cairn_fleet::slurm::{BlockCost, SlurmFleet};
 use cairn_graph::StepGraph;
 use cairn_store::Store;
 
@@ -132,7 +132,7 @@ pub fn worker(dir: &Path, process_started: std::time::SystemTime) -> Result<i32,
         fingerprint: machine.fingerprint(&graph),
         job: std::env::var("SLURM_JOB_ID").ok(),
     };
-    let env = machine.env(&graph, &store, &job.fingerprint, None);
+    let env = machine.env(&graph, &store, &job.fingerprint);
     match fleet_job::work(&env, &graph, dir, &node, process_started) {
         Ok(()) => Ok(OK),
         Err(_) if cancel.is_cancelled() => Ok(INTERRUPTED),

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use cairn_analysis::{Criteria, Verdict};
-use cairn_engine::trial_points::point_of;
 use cairn_graph::StepKind;
+use cairn_kinds::trial_points::point_of;
 use cairn_store::Record;
 use serde_json::{json, Value};
 

@@ -48,8 +48,7 @@ pub fn lock(cli: &Cli, path: &Path, mirror: Option<String>) -> Result<i32, Exit>
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(cache);
     let fp = machine.fingerprint(&graph);
-    let statuses =
-        cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp, None), &[], false);
+    let statuses = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], false);
 
     let mut images = BTreeMap::new();
     for s in graph.steps.iter().filter(|s| s.kind == StepKind::Image) {
@@ -65,7 +64,7 @@ pub fn lock(cli: &Cli, path: &Path, mirror: Option<String>) -> Result<i32, Exit>
             );
             return Ok(FAILED);
         };
-        let out = cairn_engine::image_step::read_output(&store, &record.outputs).map_err(|e| {
+        let out = cairn_kinds::image_step::read_output(&store, &record.outputs).map_err(|e| {
             eprintln!("error: reading the manifest of {}: {e}", s.address);
             Exit(FAILED)
         })?;

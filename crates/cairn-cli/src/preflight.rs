@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
+use cairn_engine::CheckError as Error;
 use cairn_graph::{Step, StepGraph, StepKind};
 use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem, Value};
-use cairn_workload::Error;
 
 use crate::context::Exit;
 use crate::BAD_INPUT;
@@ -99,12 +99,16 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
     } else {
         ds_of_trial
     };
-    match e {
-        Error::Param { what, name, .. } if matches!(*what, "analysis" | "claim") => {
-            (analysis_loc(plan, step, what, name), format!("`{name}`"))
-        }
-        Error::Param { what, name, .. } => {
-            let loc = match *what {
+    let (what, name) = (e.what, e.name.as_str());
+    match what {
+        "analysis" | "claim" => (analysis_loc(plan, step, what, name), format!("`{name}`")),
+        "" => match (step.kind, workload, ds) {
+            (StepKind::Dataset, _, Some(d)) => (d.generator.loc, "this generator".into()),
+            (_, Some(w), _) => (w.test.loc, "for this workload".into()),
+            _ => (step.loc, "here".into()),
+        },
+        _ => {
+            let loc = match what {
                 "option" | "env" | "server" => server_entry(plan, step, what, name),
                 "dataset" => ds.map(|d| d.props.get(name).map_or(d.generator.loc, |p| p.loc)),
                 "driver" => {
@@ -125,11 +129,6 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
             };
             (loc.unwrap_or(step.loc), label)
         }
-        _ => match (step.kind, workload, ds) {
-            (StepKind::Dataset, _, Some(d)) => (d.generator.loc, "this generator".into()),
-            (_, Some(w), _) => (w.test.loc, "for this workload".into()),
-            _ => (step.loc, "here".into()),
-        },
     }
 }
 
@@ -181,7 +180,7 @@ pub fn diagnose(plan: &Plan, graph: &StepGraph) -> Result<(), PlanError> {
         }
     };
     // each kind checks its own steps (the drivers' parameters of datasets and trials)
-    let kinds = cairn_engine::Registry::standard();
+    let kinds = cairn_kinds::standard_registry();
     for step in &graph.steps {
         if let Some(Err(e)) = kinds.get(step).map(|k| k.check(graph, step)) {
             report(step, e);

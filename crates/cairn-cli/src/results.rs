@@ -140,7 +140,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
-    let rows = rows(&graph, &machine.env(&graph, &store, &fp, None));
+    let rows = rows(&graph, &machine.env(&graph, &store, &fp));
     if cli.json {
         for r in &rows {
             let variant = r.record.as_ref().and_then(|rec| rec.extra.get("variant"));

@@ -6,13 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_engine::analysis_step::{render_markdown, Table, TABLE_JSON};
-use cairn_engine::claim_step::{ClaimResult, CLAIM_JSON};
 use cairn_engine::execute::read_json;
-use cairn_engine::report_step::{self, PROVENANCE_HEADING};
 use cairn_engine::{RunOptions, Status};
 use cairn_graph::{Selector, Step, StepGraph, StepKind};
+use cairn_kinds::analysis_step::TABLE_JSON;
+use cairn_kinds::claim_step::CLAIM_JSON;
+use cairn_kinds::report_step::{self, PROVENANCE_HEADING};
 use cairn_plan::Plan;
+use cairn_report::claim::ClaimResult;
+use cairn_report::table::{render_markdown, Table};
 use cairn_store::{Record, Store};
 
 use crate::args::Cli;
@@ -110,12 +112,12 @@ fn export(
                 );
                 bytes = text.into_bytes();
             } else if name == report_step::REPORT_HTML {
-                let list = cairn_engine::report_html::PROVENANCE_LIST;
+                let list = cairn_report::html::PROVENANCE_LIST;
                 let text = String::from_utf8_lossy(&bytes).replacen(
                     list,
                     &format!(
                         "{list}<li>plan: <code>{}</code>, blake3 <code>{digest}</code></li>\n",
-                        cairn_engine::report_html::escape(&root)
+                        cairn_report::html::escape(&root)
                     ),
                     1,
                 );
@@ -158,7 +160,7 @@ pub fn outcome_text(graph: &StepGraph, store: &Store, keys: &ResultKeys) -> Stri
         let line = match current_record(store, keys, step)
             .map(|r| read_json::<ClaimResult>(store, &r.outputs, CLAIM_JSON))
         {
-            Some(Ok(c)) => report_step::claim_line(&step.name, &c),
+            Some(Ok(c)) => cairn_report::claim::claim_line(&step.name, &c),
             _ => format!(
                 "\"{}\": not checked (its trials did not all run)",
                 step.name
@@ -219,7 +221,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
     let _lock = context::lock_store(&store)?;
     let machine = context::Machine::new(cache);
     let fp = crate::measured_on::reading_fingerprint(&machine, &graph, &store, measured_on)?;
-    let env = machine.env(&graph, &store, &fp, None);
+    let env = machine.env(&graph, &store, &fp);
     let only = vec![Selector::parse("kind:report").map_err(context::fail(BAD_INPUT))?];
     // a report never measures: every trial it reads must be recorded for this definition
     let selected = cairn_engine::run::selection(&graph, &only);
@@ -244,10 +246,10 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         );
         return Err(Exit(FAILED));
     }
-    if let Err(e) = cairn_exec::process::prepare_work_root(machine.work.root()) {
+    if let Err(e) = cairn_exec::process::prepare_work_root(machine.host.work.root()) {
         eprintln!(
             "error: cannot create {}: {e}",
-            machine.work.root().display()
+            machine.host.work.root().display()
         );
         return Err(Exit(BAD_INPUT));
     }

@@ -1,6 +1,7 @@
 //! Adaptive passes at run time: when a conditional pass (one beyond its block's `min`) comes
-//! up in the seeded order, the passes of its point measured so far decide, through
-//! `cairn_analysis::adaptive::next_passes`, whether it runs or is *not needed*.
+//! up in the seeded order, the passes of its point measured so far decide, through the
+//! registry's [`PassRule`] (`cairn-kinds` gives the statistics of `cairn-analysis`), whether
+//! it runs or is *not needed*.
 //!
 //! The order runs pass by pass (a block: one pass of every variant at every point), so when
 //! pass p of a point is due, every earlier pass of every point has run, been served from the
@@ -10,7 +11,6 @@
 
 use std::sync::Arc;
 
-use cairn_analysis::adaptive::{next_passes, Action, PassRule};
 use cairn_defs::figures::Figures;
 use cairn_graph::{Step, StepGraph, StepId};
 use cairn_store::Store;
@@ -48,16 +48,24 @@ impl Decision {
     }
 }
 
+/// The rule that decides whether a conditional pass runs: given the pass and the `metric`
+/// of each earlier pass of its point (`None` for one not measured), its decision.
+pub trait PassRule: Send + Sync {
+    fn decide(&self, step: &Step, earlier: &[f64]) -> Decision;
+}
+
 /// Decides whether the conditional pass `step` runs, from the records of its point's
-/// earlier passes in `done`. `None` when `step` is not conditional.
+/// earlier passes in `done`, by the registry's rule. `None` when `step` is not conditional
+/// (or there is no rule: every pass runs).
 pub fn decide(
     store: &Store,
+    rule: Option<&dyn PassRule>,
     graph: &StepGraph,
     step: &Step,
     done: &[Option<Arc<Done>>],
 ) -> Option<Decision> {
     let metric = &step.adaptive.as_ref()?.metric;
-    decide_with(graph, step, |id| {
+    decide_with(rule, graph, step, |id| {
         done[id]
             .as_deref()
             .and_then(|d| metric_of(store, d, metric))
@@ -68,6 +76,7 @@ pub fn decide(
 /// `metric`, `None` for a pass not measured): the run asks its finished steps, `cairn plan`
 /// the records its statuses found.
 pub fn decide_with(
+    rule: Option<&dyn PassRule>,
     graph: &StepGraph,
     step: &Step,
     metric_of_pass: impl Fn(StepId) -> Option<f64>,
@@ -75,45 +84,10 @@ pub fn decide_with(
     if !step.is_conditional() {
         return None;
     }
-    let rule = step.adaptive.as_ref()?;
     let sample: Vec<f64> = earlier_passes(graph, step)
         .filter_map(|s| metric_of_pass(s.id))
         .collect();
-    let pass_rule = PassRule {
-        min: rule.min as usize,
-        max: rule.max as usize,
-        until_ci: rule.until_ci,
-    };
-    let (needed, passes, ci_half_width, why) =
-        match next_passes(&pass_rule, [(rule.point.as_str(), sample.as_slice())]) {
-            Ok(d) => {
-                let d = &d[0];
-                (
-                    d.action == Action::AnotherPass,
-                    d.passes,
-                    d.ci_half_width,
-                    d.why.to_string(),
-                )
-            }
-            // a bad rule or a non-finite figure: measure rather than guess
-            Err(e) => (
-                true,
-                sample.len(),
-                None,
-                format!("no decision possible ({e})"),
-            ),
-        };
-    Some(Decision {
-        step: step.address.clone(),
-        point: rule.point.clone(),
-        pass: step.pass,
-        metric: rule.metric.clone(),
-        passes,
-        ci_half_width,
-        until_ci: rule.until_ci,
-        needed,
-        why,
-    })
+    Some(rule?.decide(step, &sample))
 }
 
 /// The passes of `step`'s point before it.

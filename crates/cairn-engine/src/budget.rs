@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use cairn_graph::Value;
 use cairn_graph::{Step, StepGraph, StepKind};
-use cairn_plan::Value;
 use cairn_store::Store;
 use serde::Serialize;
 

@@ -1,18 +1,24 @@
 //! What a run is given from outside, passed rather than global: the store, the study, this
-//! machine's fingerprint and local directories, the step kinds, the server runtimes (with the
-//! container engine) and the run's cancellation. Two runs (or two executors) in one process
-//! each have their own.
+//! machine's fingerprint, the step kinds and the machine itself ([`Host`]). Two runs (or two
+//! executors) in one process each have their own.
 
-use std::path::Path;
+use std::any::Any;
 
-use cairn_exec::cancel::CancelToken;
-use cairn_exec::docker::Docker;
-use cairn_exec::process::WorkDirs;
-use cairn_exec::runtime::Runtimes;
 use cairn_graph::Fingerprint;
 use cairn_store::Store;
 
-use crate::kind::{Registry, Requirement};
+use crate::kind::Registry;
+
+/// What the engine needs of the machine a run is on — whether the run is to stop — and, for
+/// the step kinds, their own view of it (server runtimes, the container engine, the
+/// machine-local directories), which the engine carries without reading.
+pub trait Host: Send + Sync {
+    /// Whether the run is to stop (Ctrl-C, SIGTERM): steps poll it.
+    fn is_cancelled(&self) -> bool;
+
+    /// The step kinds' view of this machine, for them to downcast.
+    fn as_any(&self) -> &dyn Any;
+}
 
 /// A run's (or a status report's) view of the world.
 pub struct Env<'a> {
@@ -25,47 +31,16 @@ pub struct Env<'a> {
     pub machine: &'a serde_json::Value,
     /// The kinds of step this run can perform.
     pub kinds: &'a Registry,
-    /// The machine-local cache directory (dataset snapshots, debootstrap downloads).
-    pub cache_root: &'a Path,
-    /// Where command steps get their working directories (reused from step to step).
-    pub work: &'a WorkDirs,
-    /// The Debian mirror for base images, if given (`--mirror`); else the environment or apt.
-    pub mirror: Option<&'a str>,
     /// The plan's lock: the package versions its images must have (`cairn lock`).
     pub lock: Option<&'a cairn_defs::Lock>,
-    /// This process's run id: containers and networks it starts carry it as a label.
+    /// This process's run id: what it starts on the machine carries it as a label.
     pub run_id: &'a str,
-    /// The server runtimes by name, with the lazily connected container engine they share
-    /// and the run's cancellation (set when the run is to stop, e.g. Ctrl-C; steps poll it).
-    pub runtimes: &'a Runtimes,
+    /// The machine.
+    pub host: &'a dyn Host,
 }
 
 impl Env<'_> {
-    /// Whether this machine offers `need` now; the error says why not and what to do.
-    pub fn available(&self, need: &Requirement) -> Result<(), String> {
-        match need {
-            Requirement::ContainerEngine => self
-                .container_engine()
-                .map(|_| ())
-                .map_err(|e| format!("image steps need a running Docker Engine: {e}")),
-            Requirement::ServerRuntime(name) => self.runtimes.get(name)?.available(),
-        }
-    }
-
-    /// The container engine, connected on first use; the error says how to start one. The
-    /// throwaway containers it creates (image layers, probes) carry this run's label.
-    pub fn container_engine(&self) -> Result<Docker, String> {
-        self.runtimes
-            .container_engine()
-            .map(|d| d.for_run(self.run_id))
-    }
-
-    /// The run's cancellation.
-    pub fn cancel(&self) -> &CancelToken {
-        self.runtimes.cancel()
-    }
-
     pub fn is_cancelled(&self) -> bool {
-        self.cancel().is_cancelled()
+        self.host.is_cancelled()
     }
 }

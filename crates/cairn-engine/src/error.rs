@@ -106,30 +106,6 @@ impl fmt::Display for StepError {
 
 impl std::error::Error for StepError {}
 
-impl From<cairn_exec::process::ExecError> for StepError {
-    fn from(e: cairn_exec::process::ExecError) -> Self {
-        use cairn_exec::process::ExecError;
-        let class = match &e {
-            ExecError::Cancelled => FailureClass::Cancelled,
-            _ => FailureClass::Permanent,
-        };
-        StepError::from_error(class, &e)
-    }
-}
-
-impl From<cairn_exec::docker::DockerError> for StepError {
-    /// Transient when the container engine could not be reached or hiccuped
-    /// ([`cairn_exec::docker::DockerError::is_transient`]); permanent otherwise.
-    fn from(e: cairn_exec::docker::DockerError) -> Self {
-        let class = if e.is_transient() {
-            FailureClass::Transient
-        } else {
-            FailureClass::Permanent
-        };
-        StepError::from_error(class, &e)
-    }
-}
-
 /// A permanent failure, with why (the short form step modules use with `map_err`).
 pub fn failed(what: impl fmt::Display) -> StepError {
     StepError::permanent(what)
@@ -186,13 +162,5 @@ mod tests {
             &Said(std::io::Error::other("gone")),
         );
         assert_eq!(s.chain, ["open x: gone"]);
-    }
-
-    #[test]
-    fn exec_cancellation_is_a_cancellation() {
-        let s: StepError = cairn_exec::process::ExecError::Cancelled.into();
-        assert!(s.is_cancelled());
-        let s: StepError = cairn_exec::process::ExecError::MissingOutput("o".into()).into();
-        assert_eq!(s.class, FailureClass::Permanent);
     }
 }

@@ -1,9 +1,9 @@
-//! Step kinds behind one trait: what a kind of step needs, whether a record of it can still
-//! serve on this machine, and how to perform it. The scheduler and the status report hold a
-//! [`Registry`] and never name a kind.
+//! Step kinds behind one trait: whether a kind's steps can run here, whether a record of one
+//! can still serve, and how to perform one. The scheduler and the status report hold a
+//! [`Registry`] and never name a kind; the kinds themselves live in `cairn-kinds`.
 //!
-//! Adding a kind of step: a module with a type that implements [`Kind`], and one line in
-//! [`Registry::standard`] (plus, if the plan language gains a node for it, its parser in
+//! Adding a kind of step: a type that implements [`Kind`], registered in `cairn-kinds`'
+//! standard registry (plus, if the plan language gains a node for it, its parser in
 //! `cairn-plan` and its resolution into steps in `cairn-graph`).
 
 use std::collections::HashMap;
@@ -24,28 +24,6 @@ pub enum Lane {
     Exclusive,
 }
 
-/// Something of this machine a step cannot run without.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
-    /// The container engine (images are built in it).
-    ContainerEngine,
-    /// The server runtime of this name (`docker`, `process`), for steps that start a server.
-    ServerRuntime(String),
-}
-
-impl Requirement {
-    /// Whether it is met through the container engine (measurements that need it record
-    /// the engine's version in their fingerprint).
-    pub fn in_container_engine(&self, runtimes: &cairn_exec::runtime::Runtimes) -> bool {
-        match self {
-            Requirement::ContainerEngine => true,
-            Requirement::ServerRuntime(name) => {
-                runtimes.get(name).is_ok_and(|r| r.uses_container_engine())
-            }
-        }
-    }
-}
-
 /// Why a record found under a step's key cannot serve on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unusable {
@@ -55,17 +33,57 @@ pub struct Unusable {
     pub why: String,
 }
 
+/// What a kind's check found wrong with a step's definition, before anything runs: which
+/// part of the definition (`what`: `option`, `env`, `server`, `dataset`, `driver`,
+/// `workload`, `analysis`, `claim`, … and the `name` under it; both empty when no one part
+/// is to blame) and why. The CLI places it at that part of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CheckError {
+    pub what: &'static str,
+    pub name: String,
+    pub message: String,
+}
+
+impl CheckError {
+    pub fn new(what: &'static str, name: impl Into<String>, message: impl Into<String>) -> Self {
+        CheckError {
+            what,
+            name: name.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A note on a step for `cairn plan`, of its kind's own making: the engine carries it and
+/// never reads it (an image's package changes, a source build coming). In JSON it is a
+/// reason like the engine's own: `{"reason": "<note>", …details}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Note {
+    /// A stable word for the note, e.g. `packages_changed`, `source_build`.
+    #[serde(rename = "reason")]
+    pub note: &'static str,
+    /// For a person: one line.
+    #[serde(skip)]
+    pub text: String,
+    /// Its details, as the kind put them.
+    #[serde(flatten)]
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
 /// One kind of step.
 pub trait Kind: Send + Sync {
     /// Check the step's definition before anything runs (`cairn check`, `plan`, `run`): what
     /// would fail it for its parameters fails here, naming the parameter where it can.
-    fn check(&self, _graph: &StepGraph, _step: &Step) -> Result<(), cairn_workload::Error> {
+    fn check(&self, _graph: &StepGraph, _step: &Step) -> Result<(), CheckError> {
         Ok(())
     }
 
-    /// What the step needs of this machine; a step whose requirement is not met is blocked.
-    fn requires(&self, _step: &Step) -> Vec<Requirement> {
-        Vec::new()
+    /// Why a step of this kind cannot run on this machine now (no container engine, no
+    /// such server runtime), or `None` when it can. A step that would run is then blocked;
+    /// one served from the store needs nothing.
+    fn unavailable(&self, _env: &Env<'_>, _step: &Step) -> Option<String> {
+        None
     }
 
     /// Which lane the step runs in: measurements alone, everything else beside each other.
@@ -94,13 +112,13 @@ pub trait Kind: Send + Sync {
     }
 
     /// Notes on a cached record for `cairn plan` (e.g. an image's package changes).
-    fn notes(&self, _record: &Record) -> Vec<crate::status::Reason> {
+    fn notes(&self, _record: &Record) -> Vec<Note> {
         Vec::new()
     }
 
     /// Notes for `cairn plan` on a step that will run (e.g. a source build is coming, and
     /// how long the last similar one took).
-    fn coming(&self, _env: &Env<'_>, _step: &Step) -> Vec<crate::status::Reason> {
+    fn coming(&self, _env: &Env<'_>, _step: &Step) -> Vec<Note> {
         Vec::new()
     }
 
@@ -115,10 +133,12 @@ pub trait Kind: Send + Sync {
     ) -> Result<Built, StepError>;
 }
 
-/// The kinds a run can perform, by the graph's step kind.
+/// The kinds a run can perform, by the graph's step kind, and the rule that decides whether
+/// a conditional pass runs.
 #[derive(Default)]
 pub struct Registry {
     kinds: HashMap<StepKind, Box<dyn Kind>>,
+    passes: Option<Box<dyn crate::adaptive::PassRule>>,
 }
 
 impl Registry {
@@ -127,26 +147,32 @@ impl Registry {
         Registry::default()
     }
 
-    /// Every kind cairn can perform today.
-    pub fn standard() -> Registry {
-        Registry::empty()
-            .with(StepKind::Command, crate::command_step::CommandKind)
-            .with(StepKind::Image, crate::image_step::ImageKind)
-            .with(StepKind::Dataset, crate::dataset_step::DatasetKind)
-            .with(StepKind::Trial, crate::trial_step::TrialKind)
-            .with(StepKind::Analysis, crate::analysis_step::AnalysisKind)
-            .with(StepKind::Claim, crate::claim_step::ClaimKind)
-            .with(StepKind::Report, crate::report_step::ReportKind)
-    }
-
     /// This registry with `kind` performing the graph's `step_kind` steps (replacing any).
     pub fn with(mut self, step_kind: StepKind, kind: impl Kind + 'static) -> Registry {
         self.kinds.insert(step_kind, Box::new(kind));
         self
     }
 
+    /// This registry deciding conditional passes with `rule` (without one, every pass runs).
+    pub fn with_pass_rule(mut self, rule: impl crate::adaptive::PassRule + 'static) -> Registry {
+        self.passes = Some(Box::new(rule));
+        self
+    }
+
     /// The kind that performs `step`, if any can.
     pub fn get(&self, step: &Step) -> Option<&dyn Kind> {
         self.kinds.get(&step.kind).map(Box::as_ref)
+    }
+
+    /// The rule deciding conditional passes, if any.
+    pub fn pass_rule(&self) -> Option<&dyn crate::adaptive::PassRule> {
+        self.passes.as_deref()
+    }
+
+    /// The step kinds it performs, by name, sorted.
+    pub fn kind_names(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = self.kinds.keys().map(|k| k.as_str()).collect();
+        v.sort_unstable();
+        v
     }
 }

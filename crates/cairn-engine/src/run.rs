@@ -222,8 +222,6 @@ pub fn run_on(
     reporter: &mut dyn Reporter,
 ) -> RunSummary {
     let t0 = Instant::now();
-    // working directories go here; made once per run (the CLI also cleans stale ones)
-    let _ = std::fs::create_dir_all(env.work.root());
     let mut books = Books::new(graph, env, opts, fleet);
     reporter.event(&Event::RunStarted {
         total: books.summary.selected,
@@ -659,7 +657,13 @@ impl<'g> Books<'g> {
         reporter: &mut dyn Reporter,
     ) -> Option<serde_json::Map<String, serde_json::Value>> {
         let step = &self.graph.steps[id];
-        let decision = adaptive::decide(self.env.store, self.graph, step, &self.done);
+        let decision = adaptive::decide(
+            self.env.store,
+            self.env.kinds.pass_rule(),
+            self.graph,
+            step,
+            &self.done,
+        );
         if let Some(d) = &decision {
             reporter.event(&Event::PassDecided { step, decision: d });
             self.summary.decisions.push(d.clone());

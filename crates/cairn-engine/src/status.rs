@@ -94,16 +94,10 @@ pub enum Reason {
     Decided {
         decision: crate::adaptive::Decision,
     },
-    /// A note on a cached image step: its last build installed other packages than the build before.
-    PackagesChanged {
-        changes: crate::image_step::PackageChanges,
-    },
-    /// A note on an image step that will run: it builds `source` from source; the last
-    /// recorded build of the same source (this step's own if there is one) took `last_s`.
-    SourceBuild {
-        source: String,
-        last: Option<crate::image_step::LastBuild>,
-    },
+    /// A note of the step's kind (an image's package changes, a source build coming): the
+    /// engine carries it, the kind and the CLI read it.
+    #[serde(untagged)]
+    Note(crate::kind::Note),
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -197,7 +191,8 @@ pub fn statuses(
                         st.status = Status::Cached;
                         digests[id] = Some(r.output_digest.clone());
                         if let Some(kind) = kind {
-                            st.reasons.extend(kind.notes(&r));
+                            st.reasons
+                                .extend(kind.notes(&r).into_iter().map(Reason::Note));
                         }
                     }
                     Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
@@ -238,7 +233,7 @@ pub fn statuses(
                 .unwrap_or_default();
             let decision = settled
                 .then(|| {
-                    crate::adaptive::decide_with(graph, step, |id| {
+                    crate::adaptive::decide_with(env.kinds.pass_rule(), graph, step, |id| {
                         let o = out[id].as_ref()?;
                         if o.status != Status::Cached {
                             return None;
@@ -271,7 +266,8 @@ pub fn statuses(
         }
         if matches!(st.status, Status::Run | Status::Pending) {
             if let Some(kind) = kind {
-                st.reasons.extend(kind.coming(env, step));
+                st.reasons
+                    .extend(kind.coming(env, step).into_iter().map(Reason::Note));
             }
         }
         out[id] = Some(st);
@@ -344,11 +340,7 @@ fn block_unavailable(graph: &StepGraph, env: &Env<'_>, out: &mut [StepStatus]) {
         if !matches!(out[id].status, Status::Run | Status::Pending) {
             continue;
         }
-        let unavailable = env.kinds.get(step).and_then(|k| {
-            k.requires(step)
-                .iter()
-                .find_map(|need| env.available(need).err())
-        });
+        let unavailable = env.kinds.get(step).and_then(|k| k.unavailable(env, step));
         if let Some(error) = unavailable {
             out[id].status = Status::Blocked;
             out[id].reasons.insert(0, Reason::Unavailable { error });
@@ -370,20 +362,6 @@ fn block_unavailable(graph: &StepGraph, env: &Env<'_>, out: &mut [StepStatus]) {
             });
         }
     }
-}
-
-/// Whether a step uses the container engine on this machine (an image build, or a server in
-/// a container): its measurements then carry the engine's version in the fingerprint.
-pub fn uses_container_engine(
-    kinds: &crate::kind::Registry,
-    runtimes: &cairn_exec::runtime::Runtimes,
-    step: &cairn_graph::Step,
-) -> bool {
-    kinds.get(step).is_some_and(|k| {
-        k.requires(step)
-            .iter()
-            .any(|need| need.in_container_engine(runtimes))
-    })
 }
 
 /// Compare the key this step has now with the key its last recorded run had.

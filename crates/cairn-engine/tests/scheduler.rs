@@ -10,8 +10,6 @@ use cairn_engine::execute::{Built, Done};
 use cairn_engine::{
     Env, Event, Kind, Registry, Reporter, RetryPolicy, RunOptions, RunSummary, StepError, Unusable,
 };
-use cairn_exec::cancel::CancelToken;
-use cairn_exec::runtime::Runtimes;
 use cairn_graph::{Fingerprint, Step, StepGraph, StepKind};
 use cairn_store::{Record, Store};
 
@@ -126,7 +124,11 @@ impl Kind for Fake {
             }
             Act::Panic => panic!("the fake panics"),
             Act::Cancel => {
-                env.cancel().cancel_all(Duration::from_millis(10));
+                env.host
+                    .as_any()
+                    .downcast_ref::<FakeHost>()
+                    .expect("the fake host")
+                    .cancel();
                 Err(StepError::cancelled())
             }
             Act::Meet => {
@@ -214,11 +216,35 @@ fn fingerprint() -> Fingerprint {
 }
 
 struct Sandbox {
-    dir: tempfile::TempDir,
+    /// The store's directory, removed when the sandbox goes.
+    _dir: tempfile::TempDir,
     store: Store,
     fp: Fingerprint,
-    /// No container engine is ever connected: the fake kind needs none.
-    runtimes: Runtimes,
+    /// No container engine, no runtime: the fake kind needs none.
+    host: FakeHost,
+}
+
+/// A machine that only knows whether the run was cancelled.
+#[derive(Default)]
+struct FakeHost {
+    cancelled: std::sync::atomic::AtomicBool,
+}
+
+impl FakeHost {
+    fn cancel(&self) {
+        self.cancelled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl cairn_engine::Host for FakeHost {
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 impl Sandbox {
@@ -226,29 +252,24 @@ impl Sandbox {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("results")).unwrap();
         Sandbox {
-            dir,
+            _dir: dir,
             store,
             fp: fingerprint(),
-            runtimes: Runtimes::new(CancelToken::new()),
+            host: FakeHost::default(),
         }
     }
 
     fn run(&self, g: &StepGraph, fake: Fake, opts: &RunOptions) -> (RunSummary, Recorder) {
         let kinds = Registry::empty().with(StepKind::Command, fake);
-        let cache = self.dir.path().join("cache");
-        let work = cache.join("work");
         let env = Env {
             study: &g.study,
             store: &self.store,
             fingerprint: &self.fp,
             machine: &serde_json::Value::Null,
             kinds: &kinds,
-            cache_root: &cache,
-            work: &cairn_exec::process::WorkDirs::new(work),
-            mirror: None,
             lock: None,
             run_id: "fake-run",
-            runtimes: &self.runtimes,
+            host: &self.host,
         };
         let mut rec = Recorder::default();
         let summary = cairn_engine::run(g, &env, opts, &mut rec);

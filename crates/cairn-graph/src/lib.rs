@@ -11,6 +11,7 @@ pub mod resolve;
 pub mod select;
 pub mod step;
 
+pub use cairn_plan::Value;
 pub use fingerprint::Fingerprint;
 pub use key::{definition_key, step_key, KeyInput, StepKey, DEFINITION_KEY_SCHEMA, KEY_SCHEMA};
 pub use resolve::{resolve, resolve_with_driver_versions, ResolveError, StepGraph};

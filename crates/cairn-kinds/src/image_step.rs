@@ -45,9 +45,9 @@ use cairn_store::{BlobRef, Record, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::context::Env;
-use crate::error::{failed, StepError};
-use crate::execute::{Built, Done};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::Env;
 
 /// The name of the one output of an image step.
 pub const MANIFEST: &str = "manifest.json";
@@ -97,6 +97,39 @@ pub struct PackageChanges {
 }
 
 impl PackageChanges {
+    /// `packages changed since the previous build (…): +a 1, -b 2, c 1 → 2` (at most 12
+    /// listed).
+    pub fn line(&self) -> String {
+        let c = self;
+        let mut items: Vec<String> = Vec::new();
+        items.extend(
+            c.added
+                .iter()
+                .map(|p| format!("+{} {}", p.package, p.version)),
+        );
+        items.extend(
+            c.removed
+                .iter()
+                .map(|p| format!("-{} {}", p.package, p.version)),
+        );
+        items.extend(
+            c.changed
+                .iter()
+                .map(|p| format!("{} {} → {}", p.package, p.old, p.new)),
+        );
+        let more = items.len().saturating_sub(12);
+        items.truncate(12);
+        let mut s = format!(
+            "packages changed since the previous build ({}): {}",
+            &c.previous_key[..12.min(c.previous_key.len())],
+            items.join(", ")
+        );
+        if more > 0 {
+            s.push_str(&format!(" … and {more} more"));
+        }
+        s
+    }
+
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
     }
@@ -197,9 +230,13 @@ fn check_archive_serves_lock(
     locked: &LockedImage,
     mirror: &str,
 ) -> Result<(), StepError> {
-    let offered =
-        cairn_exec::docker::archive_versions(mirror, &locked.suite, &locked.arch, env.cache_root)
-            .map_err(|e| failed(format!("checking the lock against the archive: {e}")))?;
+    let offered = cairn_exec::docker::archive_versions(
+        mirror,
+        &locked.suite,
+        &locked.arch,
+        crate::host(env).cache_root.as_path(),
+    )
+    .map_err(|e| failed(format!("checking the lock against the archive: {e}")))?;
     let wrong = locked.not_offered(&offered);
     if wrong.is_empty() {
         return Ok(());
@@ -221,8 +258,7 @@ pub fn perform(
     inputs: &[&Done],
 ) -> Result<Built, StepError> {
     let t0 = Instant::now();
-    let d = ctx
-        .container_engine()
+    let d = crate::container_engine(ctx)
         .map_err(|e| failed(format!("image steps need a running Docker Engine: {e}")))?;
     let def = step.image_def().map_err(failed)?;
     let mut extra = Map::new();
@@ -240,12 +276,13 @@ pub fn perform(
                     "debootstrap variant `{variant}` is not supported: the Docker executor builds `minbase` roots"
                 )));
             }
-            let mirror = resolve_mirror(ctx.mirror).map_err(failed)?;
+            let mirror = resolve_mirror(crate::host(ctx).mirror.as_deref()).map_err(failed)?;
             if let Some(locked) = ctx.lock.and_then(|l| l.images.get(&step.address)) {
                 check_archive_serves_lock(ctx, locked, &mirror.url)?;
             }
-            let cache_dir = ctx
+            let cache_dir = crate::host(ctx)
                 .cache_root
+                .as_path()
                 .join("debootstrap")
                 .join(format!("{suite}-{arch}"));
             let spec = BaseSpec {
@@ -260,7 +297,7 @@ pub fn perform(
             // one debootstrap at a time per cache directory (it is not safe to share)
             let lock = cache_lock(&cache_dir);
             let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let img = d.build_base(&spec)?;
+            let img = d.build_base(&spec).map_err(crate::docker_error)?;
             extra.insert(
                 "mirror".into(),
                 json!({"url": mirror.url, "origin": origin(&mirror.origin)}),
@@ -311,7 +348,8 @@ pub fn perform(
                     build = out.facts;
                     Ok(out.layer)
                 }
-            }?;
+            }
+            .map_err(crate::docker_error)?;
             extra.insert("built".into(), json!(img.built));
             extra.insert("parent".into(), json!(parent.reference));
             (img.reference, env, build)
@@ -334,7 +372,7 @@ pub fn perform(
                 "{e}\nthe image {reference} cannot run a command, {removed}; nothing was recorded"
             )));
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(crate::docker_error(e)),
     };
     timings.insert("manifest_ms".into(), json!(ms(t_man)));
     // machine-local: in the record's extra and this machine's note, never in the output
@@ -371,7 +409,7 @@ pub fn perform(
     extra.insert("timings".into(), Value::Object(timings));
     let outputs = BTreeMap::from([(MANIFEST.to_string(), blob)]);
     note_local_build(
-        ctx.cache_root,
+        crate::host(ctx).cache_root.as_path(),
         key,
         &LocalBuild {
             image_id,
@@ -396,9 +434,9 @@ fn source_build(
     def: &SourceBuild,
 ) -> Result<cairn_exec::docker::source_build::SourceBuildOutcome, StepError> {
     let recipe = recipe_of(step, def)?;
-    let ccache = ctx.cache_root.join("ccache");
-    let cancel = ctx.cancel();
-    let mut on_phase = |phase: &str| crate::progress::phase(phase);
+    let ccache = crate::host(ctx).cache_root.as_path().join("ccache");
+    let cancel = crate::host(ctx).cancel();
+    let mut on_phase = |phase: &str| cairn_engine::progress::phase(phase);
     let out = d.source_build_layer(
         &parent.reference,
         &step.name,
@@ -411,9 +449,9 @@ fn source_build(
         },
     );
     if ctx.is_cancelled() {
-        return Err(crate::error::StepError::cancelled());
+        return Err(cairn_engine::error::StepError::cancelled());
     }
-    Ok(out?)
+    out.map_err(crate::docker_error)
 }
 
 /// The last recorded build of a source: which step and how long its build took.
@@ -525,7 +563,7 @@ pub fn read_output(
     store: &Store,
     outputs: &BTreeMap<String, BlobRef>,
 ) -> Result<ImageOutput, String> {
-    crate::execute::read_json(store, outputs, MANIFEST)
+    cairn_engine::execute::read_json(store, outputs, MANIFEST)
 }
 
 fn parent_output(store: &Store, step: &Step, inputs: &[&Done]) -> Result<ImageOutput, StepError> {
@@ -655,18 +693,30 @@ pub fn recorded_changes(rec: &Record) -> Option<PackageChanges> {
     serde_json::from_value(v.clone()).ok()
 }
 
+/// One detail of a note: `{name: value}`.
+fn detail(name: &str, value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert(
+        name.to_string(),
+        serde_json::to_value(value).expect("serialises"),
+    );
+    m
+}
+
 /// The kind of image steps: built in the container engine; a record serves only while its
 /// image is still there.
 pub struct ImageKind;
 
-impl crate::kind::Kind for ImageKind {
-    fn requires(&self, _step: &Step) -> Vec<crate::kind::Requirement> {
-        vec![crate::kind::Requirement::ContainerEngine]
+impl cairn_engine::Kind for ImageKind {
+    fn unavailable(&self, env: &Env<'_>, step: &Step) -> Option<String> {
+        crate::requirements(step)
+            .iter()
+            .find_map(|need| need.unmet(crate::host(env)))
     }
 
-    fn accepts(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
+    fn accepts(&self, env: &Env<'_>, record: &Record) -> Result<(), cairn_engine::Unusable> {
         match lock_refuses_record(env, record) {
-            Some(why) => Err(crate::kind::Unusable {
+            Some(why) => Err(cairn_engine::Unusable {
                 what: "lock_mismatch",
                 why,
             }),
@@ -674,24 +724,27 @@ impl crate::kind::Kind for ImageKind {
         }
     }
 
-    fn present(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
-        let present = env
-            .container_engine()
-            .and_then(|d| image_present(&d, env.cache_root, record));
-        present.map_err(|why| crate::kind::Unusable {
+    fn present(&self, env: &Env<'_>, record: &Record) -> Result<(), cairn_engine::Unusable> {
+        let present = crate::container_engine(env)
+            .and_then(|d| image_present(&d, crate::host(env).cache_root.as_path(), record));
+        present.map_err(|why| cairn_engine::Unusable {
             what: "image_missing",
             why,
         })
     }
 
-    fn notes(&self, record: &Record) -> Vec<crate::status::Reason> {
+    fn notes(&self, record: &Record) -> Vec<cairn_engine::Note> {
         recorded_changes(record)
-            .map(|changes| crate::status::Reason::PackagesChanged { changes })
+            .map(|changes| cairn_engine::Note {
+                note: "packages_changed",
+                text: changes.line(),
+                details: detail("changes", &changes),
+            })
             .into_iter()
             .collect()
     }
 
-    fn coming(&self, env: &Env<'_>, step: &Step) -> Vec<crate::status::Reason> {
+    fn coming(&self, env: &Env<'_>, step: &Step) -> Vec<cairn_engine::Note> {
         let Ok(ImageDef::Layer {
             layer: LayerDef::Build { build },
         }) = step.image_def()
@@ -700,7 +753,21 @@ impl crate::kind::Kind for ImageKind {
         };
         let source = source_label(&build.source);
         let last = last_build(env, step, &source);
-        vec![crate::status::Reason::SourceBuild { source, last }]
+        let text = match &last {
+            Some(l) => format!(
+                "source build of {source}: the last one ({}) took {}",
+                l.address,
+                cairn_engine::budget::human(std::time::Duration::from_secs_f64(l.seconds))
+            ),
+            None => format!("source build of {source}: none recorded yet, its time is unknown"),
+        };
+        let mut details = detail("source", &source);
+        details.extend(detail("last", &last));
+        vec![cairn_engine::Note {
+            note: "source_build",
+            text,
+            details,
+        }]
     }
 
     fn perform(

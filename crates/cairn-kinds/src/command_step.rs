@@ -5,10 +5,10 @@
 use cairn_exec::process::{run_command, CommandJob};
 use cairn_graph::Step;
 
-use crate::context::Env;
-use crate::error::{failed, StepError};
-use crate::execute::{Built, Done};
-use crate::kind::Kind;
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::Env;
+use cairn_engine::Kind;
 
 /// The kind of `step` nodes.
 pub struct CommandKind;
@@ -67,10 +67,10 @@ impl Kind for CommandKind {
             blobs,
             outputs: &spec.outputs,
             timeout: spec.timeout,
-            work: env.work,
-            cancel: env.cancel(),
+            work: &crate::host(env).work,
+            cancel: crate::host(env).cancel(),
         };
-        let out = run_command(&job, env.store)?;
+        let out = run_command(&job, env.store).map_err(crate::exec_error)?;
         Ok(Built {
             outputs: out.outputs,
             logs: out.logs,

@@ -16,11 +16,11 @@ use cairn_workload::{Dataset, DatasetDef};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::context::Env;
-use crate::error::{failed, StepError};
-use crate::execute::{Built, Done};
 use crate::image_step::{self, ImageOutput};
 use crate::server_run::{check_server, LiveServer, ServerDef, StartRequest};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::Env;
 
 /// The name of a dataset step's output.
 pub const OUTPUT: &str = "dataset.json";
@@ -69,8 +69,7 @@ pub fn image_of(
             // the id is machine-local, not in the manifest: this engine's image, for the
             // trial's provenance
             if out.manifest.image_id.is_empty() {
-                if let Some(id) = ctx
-                    .container_engine()
+                if let Some(id) = crate::container_engine(ctx)
                     .ok()
                     .and_then(|e| e.image_id(&out.reference).ok().flatten())
                 {
@@ -127,7 +126,7 @@ pub fn perform(
         .map_err(failed)?
         .load_options();
     let live = LiveServer::start(
-        ctx.runtimes,
+        &crate::host(ctx).runtimes,
         &StartRequest {
             def: &sdef,
             image: image.as_ref(),
@@ -152,7 +151,7 @@ pub fn perform(
     }
 
     let rel = snapshot_rel(key);
-    let dest = ctx.cache_root.join(&rel);
+    let dest = crate::host(ctx).cache_root.as_path().join(&rel);
     let dir = dest.parent().expect("has a directory");
     std::fs::create_dir_all(dir).map_err(|e| failed(format!("create {}: {e}", dir.display())))?;
     // two dataset steps of one key may run side by side (servers that differ only in where
@@ -263,36 +262,40 @@ fn whole_tar(path: &Path) -> Result<(), String> {
 }
 
 /// The runtime a dataset's or trial's server runs in (`executor`, default `docker`).
-pub fn server_runtime(step: &Step) -> crate::kind::Requirement {
+pub fn server_runtime(step: &Step) -> crate::Requirement {
     let name = match step.server_def() {
         Ok(Some(def)) => def.executor_or_default().to_string(),
         // an unreadable definition fails the step with the reason when it runs
         _ => cairn_defs::server::DEFAULT_EXECUTOR.to_string(),
     };
-    crate::kind::Requirement::ServerRuntime(name)
+    crate::Requirement::ServerRuntime(name)
 }
 
 /// The kind of dataset steps: a server loads the data once; a record serves only while its
 /// snapshot is in this machine's cache.
 pub struct DatasetKind;
 
-impl crate::kind::Kind for DatasetKind {
+impl cairn_engine::Kind for DatasetKind {
     fn check(
         &self,
         _graph: &cairn_graph::StepGraph,
         step: &Step,
-    ) -> Result<(), cairn_workload::Error> {
-        check(step).map(|_| ())
+    ) -> Result<(), cairn_engine::CheckError> {
+        check(step).map(|_| ()).map_err(crate::check_error)
     }
 
-    fn requires(&self, step: &Step) -> Vec<crate::kind::Requirement> {
-        vec![server_runtime(step)]
+    fn unavailable(&self, env: &Env<'_>, step: &Step) -> Option<String> {
+        crate::requirements(step)
+            .iter()
+            .find_map(|need| need.unmet(crate::host(env)))
     }
 
-    fn present(&self, env: &Env<'_>, record: &Record) -> Result<(), crate::kind::Unusable> {
-        snapshot_present(record, env.cache_root).map_err(|why| crate::kind::Unusable {
-            what: "snapshot_missing",
-            why,
+    fn present(&self, env: &Env<'_>, record: &Record) -> Result<(), cairn_engine::Unusable> {
+        snapshot_present(record, crate::host(env).cache_root.as_path()).map_err(|why| {
+            cairn_engine::Unusable {
+                what: "snapshot_missing",
+                why,
+            }
         })
     }
 

@@ -15,8 +15,8 @@ use cairn_store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{failed, StepError};
-use crate::execute::Done;
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::Done;
 
 /// One measured trial as analyses see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,9 +16,9 @@ use cairn_graph::Step;
 use cairn_store::Store;
 use serde::Deserialize;
 
-use crate::execute::{read_json, Done};
 use crate::trial_points::{display_value, TrialPoint};
 use crate::trial_step::METRICS;
+use cairn_engine::execute::{read_json, Done};
 
 /// The part of a trial's `metrics.json` the series needs (every interval driver writes it).
 #[derive(Debug, Deserialize)]

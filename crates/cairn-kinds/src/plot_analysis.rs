@@ -1,5 +1,5 @@
 //! The `plot` and `scaling` analyses: charts of one figure against one dimension (threads,
-//! …), one series per server, drawn by [`crate::chart`] as `plot.svg` and `plot.png`.
+//! …), one series per server, drawn by [`cairn_report::chart`] as `plot.svg` and `plot.png`.
 //!
 //! Both pivot their trials server × x with the table analysis's code ([`build_table`]) and
 //! write that table too (`table.json`, `table.md`), so a report shows the numbers behind every
@@ -18,13 +18,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use cairn_analysis::{compare, BootstrapSettings, Criteria, Interval};
-use cairn_defs::figures::{self, Direction};
-use serde::{Deserialize, Serialize};
+use cairn_defs::figures::Direction;
 use serde_json::{json, Value};
 
-use crate::analysis_step::{build_table, cell_seed, render_markdown, table_spec, Table, TableSpec};
-use crate::chart::{self, Chart, Point, Series, Style};
+use crate::analysis_step::{build_table, cell_seed, table_spec, TableSpec};
 use crate::trial_points::TrialPoint;
+use cairn_report::chart::{self, Chart, Point, Series, Style};
+use cairn_report::scaling::{scaling_markdown, Scaling, ScalingPoint};
+use cairn_report::table::{render_markdown, Table};
 
 /// Outputs of a plot (and of a scaling analysis).
 pub const PLOT_SVG: &str = "plot.svg";
@@ -245,30 +246,6 @@ pub fn chart_of(table: &Table, style: Style, title: &str) -> Chart {
     }
 }
 
-/// One server's scaling at one x: the speedup over its lowest x and the efficiency against
-/// linear scaling from there, each with the CI of the ratio of medians behind it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScalingPoint {
-    pub server: String,
-    pub x: String,
-    pub median: f64,
-    /// median(x) / median(lowest x).
-    pub speedup: f64,
-    /// `None` when the passes are too few for a bootstrap.
-    pub speedup_ci: Option<Interval>,
-    /// speedup / (x / lowest x): 1.0 is linear scaling.
-    pub efficiency: f64,
-    pub efficiency_ci: Option<Interval>,
-}
-
-/// What `scaling.json` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Scaling {
-    pub metric: String,
-    pub x: String,
-    pub points: Vec<ScalingPoint>,
-}
-
 /// The scaling of every server from its lowest x (seeded bootstrap, as a table's cells).
 pub fn scaling_of(table: &Table, definition: &Value) -> Scaling {
     let mut points = Vec::new();
@@ -326,43 +303,6 @@ pub fn scaling_of(table: &Table, definition: &Value) -> Scaling {
         x: table.columns.name.clone(),
         points,
     }
-}
-
-/// The scaling section of a scaling analysis's `table.md`.
-pub fn scaling_markdown(s: &Scaling) -> String {
-    let ci = |i: &Option<Interval>| {
-        i.as_ref()
-            .map_or("[no CI: too few passes]".to_string(), |i| {
-                format!("[{:.2}, {:.2}]", i.low, i.high)
-            })
-    };
-    let percent_ci = |i: &Option<Interval>| {
-        i.as_ref()
-            .map_or("[no CI: too few passes]".to_string(), |i| {
-                format!("[{:.0}%, {:.0}%]", i.low * 100.0, i.high * 100.0)
-            })
-    };
-    let mut md = format!(
-        "\n#### Scaling of `{}` with `{}`: speedup over the lowest `{}` and efficiency against linear scaling from there [95% bootstrap CI]\n\n| server | {} | median | speedup | efficiency |\n|---|---:|---:|---:|---:|\n",
-        s.metric, s.x, s.x, s.x
-    );
-    let number = |v: f64| {
-        figures::lookup(&s.metric).map_or(format!("{v:.3}"), |f| figures::format_number(f, v))
-    };
-    for p in &s.points {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | ×{:.2} {} | {:.0}% {} |",
-            p.server,
-            p.x,
-            number(p.median),
-            p.speedup,
-            ci(&p.speedup_ci),
-            p.efficiency * 100.0,
-            percent_ci(&p.efficiency_ci)
-        );
-    }
-    md
 }
 
 /// The files an analysis writes: `(output name, bytes)`.

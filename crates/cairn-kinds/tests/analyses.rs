@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use cairn_analysis::{ClaimVerdict, Verdict};
 use cairn_defs::figures::{self, Figures};
-use cairn_engine::analysis_step::{build_table, render_markdown, table_spec, Table};
-use cairn_engine::claim_step::{self, claim_spec, parse_expectation};
-use cairn_engine::report_step::{data_csv, render};
-use cairn_engine::trial_points::TrialPoint;
+use cairn_kinds::analysis_step::{build_table, table_spec};
+use cairn_kinds::claim_step::{self, claim_spec, parse_expectation};
+use cairn_kinds::report_step::{data_csv, render};
+use cairn_kinds::trial_points::TrialPoint;
+use cairn_report::table::{render_markdown, Table};
 use serde_json::{json, Value};
 
 /// One trial of `server` at `threads`, pass `pass`, with `tps` and a p95 latency.
@@ -281,7 +282,7 @@ fn claim_def(expect: &str, size: Option<(&str, f64)>, metric: &str) -> Value {
     d
 }
 
-fn claim_verdict(points: &[TrialPoint], def: &Value) -> claim_step::ClaimResult {
+fn claim_verdict(points: &[TrialPoint], def: &Value) -> cairn_report::claim::ClaimResult {
     let spec = claim_spec(def, &servers(), &params()).unwrap();
     claim_step::check(&spec, def, points).unwrap()
 }
@@ -499,7 +500,7 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
         p.address = p.address.replace("trial/ro/", "trial/rw/");
     }
     points.extend(other);
-    let (servers, params) = cairn_engine::trial_points::dimensions(&points);
+    let (servers, params) = cairn_kinds::trial_points::dimensions(&points);
     assert_eq!(params["trials"], ["ro", "rw"]);
     let e = table_spec(&table_def(), &servers, &params)
         .unwrap_err()

@@ -24,54 +24,21 @@
 use std::collections::BTreeMap;
 
 use cairn_analysis::{
-    check_claim, compare, BootstrapSettings, ClaimCheck, ClaimDirection, ClaimVerdict, Criteria,
-    Interval, PassesNeeded,
+    check_claim, compare, BootstrapSettings, ClaimDirection, ClaimVerdict, Criteria,
 };
 use cairn_defs::figures::{Direction, Figure};
 use cairn_graph::{Step, StepGraph};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis_step::{cell_seed, figure_named};
-use crate::context::Env;
-use crate::error::{failed, StepError};
-use crate::execute::{Built, Done};
 use crate::trial_points::{self, display_value, TrialPoint};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::Env;
+use cairn_report::claim::{summary_line, ClaimResult, Expectation, Operator};
 
 /// The output of a claim step.
 pub const CLAIM_JSON: &str = "claim.json";
-
-/// The comparison operator of an expectation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Operator {
-    #[serde(rename = ">")]
-    Greater,
-    #[serde(rename = "<")]
-    Less,
-    #[serde(rename = ">=")]
-    AtLeast,
-    #[serde(rename = "<=")]
-    AtMost,
-}
-
-impl Operator {
-    fn symbol(self) -> &'static str {
-        match self {
-            Operator::Greater => ">",
-            Operator::Less => "<",
-            Operator::AtLeast => ">=",
-            Operator::AtMost => "<=",
-        }
-    }
-}
-
-/// `"jemalloc >= system"` read: the two sides and the operator.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Expectation {
-    pub left: String,
-    pub operator: Operator,
-    pub right: String,
-}
 
 fn param(name: &str, message: String) -> cairn_workload::Error {
     cairn_workload::Error::Param {
@@ -243,33 +210,6 @@ pub fn claim_spec(
     })
 }
 
-/// What `claim.json` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClaimResult {
-    pub metric: String,
-    pub expect: Expectation,
-    /// `by` or `within`, as a fraction.
-    pub size: f64,
-    /// The point the claim is checked at (`where`).
-    pub point: BTreeMap<String, String>,
-    pub verdict: ClaimVerdict,
-    /// Why, for a person.
-    pub reason: String,
-    /// median(left) / median(right) and its 95% bootstrap CI.
-    pub ratio: f64,
-    pub ratio_ci: Interval,
-    /// The passes per side, and how many the observed noise would need for the claim's size.
-    pub passes: usize,
-    pub passes_needed: PassesNeeded,
-    /// The check as cairn-analysis made it (in the figure's better direction); for `>=` and
-    /// `<=` it is the opposite claim's, whose verdict this one turns around.
-    pub check: ClaimCheck,
-    pub opposite_checked: bool,
-    /// The trial records behind each side.
-    pub left_trials: Vec<String>,
-    pub right_trials: Vec<String>,
-}
-
 /// The claim for cairn-analysis and whether its verdict is to be turned around (`>=`, `<=`).
 fn analysis_claim(op: Operator, size: f64, direction: Direction) -> (cairn_analysis::Claim, bool) {
     // the strict form whose verdict decides: `>=` within x is "not (< by x)"
@@ -383,25 +323,18 @@ pub fn check(
     })
 }
 
-/// One line for a person: `holds: ratio 1.103 [1.071, 1.140] (3 passes); the whole CI …`.
-pub fn summary_line(r: &ClaimResult) -> String {
-    format!(
-        "{}: ratio {:.3} [{:.3}, {:.3}] with {} passes per side; {}",
-        r.verdict, r.ratio, r.ratio_ci.low, r.ratio_ci.high, r.passes, r.reason
-    )
-}
-
 /// The kind of `claim` steps.
 pub struct ClaimKind;
 
-impl crate::kind::Kind for ClaimKind {
-    fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_workload::Error> {
+impl cairn_engine::Kind for ClaimKind {
+    fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         claim_spec(
             &step.definition,
             &trial_points::servers_of_inputs(graph, step),
             &trial_points::params_of_inputs(graph, step),
         )
         .map(|_| ())
+        .map_err(crate::check_error)
     }
 
     fn perform(

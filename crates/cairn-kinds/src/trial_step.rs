@@ -17,13 +17,13 @@ use cairn_workload::server::{connection_tls, global_status, global_variables, st
 use cairn_workload::{Dataset, RunContext, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
-use crate::context::Env;
 use crate::dataset_step::{self, image_of, input, DatasetOutput};
-use crate::error::{failed, StepError};
-use crate::execute::{read_json, Built, Done};
 use crate::server_run::{LiveServer, ServerDef, StartRequest};
 use crate::trial_efficiency::WindowMeter;
 use crate::trial_watchdog::{check_window, Watchdog, STATUS_TIMEOUT};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{read_json, Built, Done};
+use cairn_engine::Env;
 
 /// Outputs of a trial.
 pub const FIGURES: &str = "figures.json";
@@ -97,7 +97,9 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     let (sdef, workload) = check(step, dataset.as_ref().map(|d| &d.definition)).map_err(failed)?;
     let wdef = workload_def(step).map_err(failed)?;
     let timeout = cairn_workload::workload::timeout_of(&wdef).map_err(failed)?;
-    let snapshot = dataset.as_ref().map(|d| ctx.cache_root.join(&d.snapshot));
+    let snapshot = dataset
+        .as_ref()
+        .map(|d| crate::host(ctx).cache_root.as_path().join(&d.snapshot));
     if let Some(s) = &snapshot {
         if !s.exists() {
             return Err(failed(format!(
@@ -108,16 +110,17 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     }
 
     // nothing else measures on this machine from the server's start to its stop
-    let slot = cairn_exec::measure_lock::MeasureLock::acquire(ctx.cancel()).map_err(|e| {
-        if ctx.is_cancelled() {
-            StepError::cancelled()
-        } else {
-            failed(e)
-        }
-    })?;
+    let slot =
+        cairn_exec::measure_lock::MeasureLock::acquire(crate::host(ctx).cancel()).map_err(|e| {
+            if ctx.is_cancelled() {
+                StepError::cancelled()
+            } else {
+                failed(e)
+            }
+        })?;
     let t_start = Instant::now();
     let mut live = LiveServer::start(
-        ctx.runtimes,
+        &crate::host(ctx).runtimes,
         &StartRequest {
             def: &sdef,
             image: image.as_ref(),
@@ -357,24 +360,28 @@ fn measuring_ms(warmup: Duration, figures: &cairn_defs::figures::Figures, run_ms
 /// The kind of trial steps: measurements, alone in the exclusive lane.
 pub struct TrialKind;
 
-impl crate::kind::Kind for TrialKind {
+impl cairn_engine::Kind for TrialKind {
     fn check(
         &self,
         graph: &cairn_graph::StepGraph,
         step: &Step,
-    ) -> Result<(), cairn_workload::Error> {
+    ) -> Result<(), cairn_engine::CheckError> {
         let dataset = step
             .inputs
             .iter()
             .find(|i| i.mount == "dataset")
             .map(|i| dataset_step::dataset_def(&graph.steps[i.from]))
             .transpose()
-            .map_err(cairn_workload::Error::Invalid)?;
-        check(step, dataset.as_ref()).map(|_| ())
+            .map_err(|e| crate::check_error(cairn_workload::Error::Invalid(e)))?;
+        check(step, dataset.as_ref())
+            .map(|_| ())
+            .map_err(crate::check_error)
     }
 
-    fn requires(&self, step: &Step) -> Vec<crate::kind::Requirement> {
-        vec![dataset_step::server_runtime(step)]
+    fn unavailable(&self, env: &Env<'_>, step: &Step) -> Option<String> {
+        crate::requirements(step)
+            .iter()
+            .find_map(|need| need.unmet(crate::host(env)))
     }
 
     /// A trial recorded before the watchdog's overrun rule whose window overran is a stalled
@@ -383,11 +390,11 @@ impl crate::kind::Kind for TrialKind {
         &self,
         _env: &Env<'_>,
         record: &cairn_store::Record,
-    ) -> Result<(), crate::kind::Unusable> {
+    ) -> Result<(), cairn_engine::Unusable> {
         let figures = record.extra.get("figures").unwrap_or(&Value::Null);
         match crate::trial_watchdog::recorded_overrun(&record.definition, figures) {
             None => Ok(()),
-            Some(why) => Err(crate::kind::Unusable {
+            Some(why) => Err(cairn_engine::Unusable {
                 what: "stalled_measurement",
                 why,
             }),

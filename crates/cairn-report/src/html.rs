@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 
 use cairn_analysis::Verdict;
 
-use crate::analysis_step::{signed_percent, Cell, Table};
-use crate::claim_step::ClaimResult;
-use crate::report_step::{claim_line, PROVENANCE_HEADING};
+use crate::claim::{claim_line, ClaimResult};
+use crate::table::{signed_percent, Cell, Table};
+use crate::PROVENANCE_HEADING;
 
 /// The marker under which `cairn report` adds the plan's digest (as it does in report.md).
 pub const PROVENANCE_LIST: &str = "<h2 id=\"provenance\">Provenance</h2>\n<ul>\n";

@@ -40,12 +40,12 @@ use cairn_store::{BlobRef, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::context::Env;
-use crate::dataset_step::{self, DatasetOutput};
-use crate::error::{FailureClass, StepError};
-use crate::execute::{read_json, record, Built, Done, Timing};
-use crate::fleet::{BlockResult, BlockStep};
-use crate::image_step;
+use cairn_engine::error::{FailureClass, StepError};
+use cairn_engine::execute::{read_json, record, Built, Done, Timing};
+use cairn_engine::fleet::{BlockResult, BlockStep};
+use cairn_engine::Env;
+use cairn_kinds::dataset_step::{self, DatasetOutput};
+use cairn_kinds::image_step;
 
 pub const JOB: &str = "job.json";
 pub const STARTED: &str = "started.json";
@@ -244,7 +244,7 @@ fn ship_inputs(
         let out: DatasetOutput = read_json(env.store, &d.outputs, dataset_step::OUTPUT)
             .map_err(|e| format!("reading the dataset's output: {e}"))?;
         link_or_copy(
-            &env.cache_root.join(&out.snapshot),
+            &cairn_kinds::host(env).cache_root.join(&out.snapshot),
             &shipped.join(&out.snapshot),
         )?;
     }
@@ -254,7 +254,7 @@ fn ship_inputs(
     let image = image_step::read_output(env.store, &d.outputs)
         .map_err(|e| format!("reading the image manifest: {e}"))?;
     let reference = image.reference;
-    let engine = env.container_engine()?;
+    let engine = cairn_kinds::container_engine(env)?;
     let image_id = engine
         .image_id(&reference)
         .map_err(|e| e.to_string())?
@@ -338,8 +338,7 @@ type Arrival = Result<Option<Value>, String>;
 /// and check the id the load gave it.
 pub fn ensure_image(env: &Env<'_>, image: &ShippedImage, shipped: &Path) -> Arrival {
     let reference = &image.reference;
-    let engine = env
-        .container_engine()
+    let engine = cairn_kinds::container_engine(env)
         .map_err(|e| format!("image {reference}: this node has no container engine: {e}"))?;
     let before = engine
         .image_id(reference)

@@ -1,7 +1,7 @@
 //! Report steps (`report` nodes): the study's tables, claims with their verdicts, the noisy
 //! points and the provenance of every figure, as `report.md`, plus the data behind it as
 //! `data.csv` (one row per trial: every parameter and figure) and `data.json`; the same as one
-//! self-contained page, `report.html` ([`crate::report_html`], charts inline), each chart of
+//! self-contained page, `report.html` ([`cairn_report::html`], charts inline), each chart of
 //! its `plot`/`scaling` analyses as `plot-<name>.svg` and `.png`, and the trials' per-second
 //! samples as `series.csv` ([`crate::series_csv`]).
 //!
@@ -18,14 +18,18 @@ use cairn_graph::Step;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::analysis_step::{render_markdown, Table, TABLE_JSON};
-use crate::claim_step::{ClaimResult, CLAIM_JSON};
-use crate::context::Env;
-use crate::error::{failed, StepError};
-use crate::execute::{read_json, Built, Done};
-use crate::plot_analysis::{scaling_markdown, Scaling, PLOT_PNG, PLOT_SVG, SCALING_JSON};
+use crate::analysis_step::TABLE_JSON;
+use crate::claim_step::CLAIM_JSON;
+use crate::plot_analysis::{PLOT_PNG, PLOT_SVG, SCALING_JSON};
+use crate::series_csv;
 use crate::trial_points::{self, display_value, TrialPoint};
-use crate::{report_html, series_csv};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{read_json, Built, Done};
+use cairn_engine::Env;
+use cairn_report::claim::{claim_line, ClaimResult};
+use cairn_report::html as report_html;
+use cairn_report::scaling::{scaling_markdown, Scaling};
+use cairn_report::table::{render_markdown, Table};
 
 /// Outputs of a report.
 pub const REPORT_MD: &str = "report.md";
@@ -34,8 +38,7 @@ pub const DATA_JSON: &str = "data.json";
 pub const REPORT_HTML: &str = "report.html";
 pub const SERIES_CSV: &str = "series.csv";
 
-/// The heading of the provenance section (`cairn report` adds the plan's digest under it).
-pub const PROVENANCE_HEADING: &str = "## Provenance";
+pub use cairn_report::PROVENANCE_HEADING;
 
 /// What `data.json` holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -131,42 +134,6 @@ pub fn data_csv(trials: &[TrialPoint]) -> String {
         w.write_record(&line).expect("writes to memory");
     }
     String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 fields")
-}
-
-/// `claim`: one line per claim for a person, e.g. in the terminal after `cairn run`.
-pub fn claim_line(text: &str, c: &ClaimResult) -> String {
-    let size = if c.size > 0.0 {
-        let word = match c.expect.operator {
-            crate::claim_step::Operator::Greater | crate::claim_step::Operator::Less => "by",
-            _ => "within",
-        };
-        format!(" {word} {}%", c.size * 100.0)
-    } else {
-        String::new()
-    };
-    let point: Vec<String> = c.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let at = if point.is_empty() {
-        String::new()
-    } else {
-        format!(" at {}", point.join(", "))
-    };
-    format!(
-        "\"{text}\" (`{} {} {}`{size}, {}{at}): **{}** — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}; {}",
-        c.expect.left,
-        serde_json::to_value(c.expect.operator)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
-        c.expect.right,
-        c.metric,
-        c.verdict,
-        c.ratio,
-        c.ratio_ci.low,
-        c.ratio_ci.high,
-        c.passes,
-        c.reason,
-        c.passes_needed
-    )
 }
 
 /// Settings that differ between the servers: `(setting, [(server, value)])`.
@@ -405,7 +372,7 @@ fn fingerprint_line(f: &Value) -> String {
 /// The kind of `report` steps.
 pub struct ReportKind;
 
-impl crate::kind::Kind for ReportKind {
+impl cairn_engine::Kind for ReportKind {
     fn perform(
         &self,
         env: &Env<'_>,

@@ -22,10 +22,10 @@ use cairn_exec::slurm::{JobSpec, Slurm};
 use cairn_graph::StepGraph;
 use serde_json::{json, Map, Value};
 
-use crate::context::Env;
-use crate::error::StepError;
-use crate::fleet::{BlockResult, BlockStep, Fleet};
-use crate::fleet_job::{self, Gathered, Started};
+use crate::job::{self, Gathered, Started};
+use cairn_engine::error::StepError;
+use cairn_engine::fleet::{BlockResult, BlockStep, Fleet};
+use cairn_engine::Env;
 
 /// How often the job directory is looked at for the block's end while its job is out.
 const POLL: Duration = Duration::from_millis(20);
@@ -158,7 +158,7 @@ impl SlurmFleet {
                 let _ = std::fs::remove_dir_all(dir);
                 return Err(StepError::cancelled());
             }
-            if dir.join(fleet_job::DONE).exists() {
+            if dir.join(job::DONE).exists() {
                 return Ok(Ok(Instant::now()));
             }
             looks += 1;
@@ -173,7 +173,7 @@ impl SlurmFleet {
                     }
                     if j.ended() {
                         // the worker may have finished between the two looks
-                        if dir.join(fleet_job::DONE).exists() {
+                        if dir.join(job::DONE).exists() {
                             return Ok(Ok(Instant::now()));
                         }
                         return Ok(Err((
@@ -183,7 +183,7 @@ impl SlurmFleet {
                     }
                 }
                 Ok(None) => {
-                    if dir.join(fleet_job::DONE).exists() {
+                    if dir.join(job::DONE).exists() {
                         return Ok(Ok(Instant::now()));
                     }
                     return Ok(Err((node, format!("job {id} is gone from Slurm"))));
@@ -232,8 +232,8 @@ impl Fleet for SlurmFleet {
             let t_write = Instant::now();
             let written = {
                 let _one_at_a_time = self.shipping.lock().expect("shipping");
-                let shipped = self.spool.join(fleet_job::SHIPPED);
-                fleet_job::write_job(env, graph, &self.plan, &shipped, &dir, block)
+                let shipped = self.spool.join(job::SHIPPED);
+                job::write_job(env, graph, &self.plan, &shipped, &dir, block)
             };
             let script = match written.and_then(|()| self.write_script(&dir)) {
                 Ok(s) => s,
@@ -289,10 +289,10 @@ impl Fleet for SlurmFleet {
                     continue;
                 }
             };
-            let started: Option<Started> = fleet_job::read(&dir.join(fleet_job::STARTED)).ok();
+            let started: Option<Started> = job::read(&dir.join(job::STARTED)).ok();
             let submit_to_start_ms = started
                 .as_ref()
-                .map_or(f64::NAN, |s| s.unix_ms - fleet_job::unix_ms(submitted_at));
+                .map_or(f64::NAN, |s| s.unix_ms - job::unix_ms(submitted_at));
             let mut more = Map::new();
             if !lost.is_empty() {
                 // the scheduler's own attempts (if any) come first
@@ -310,20 +310,20 @@ impl Fleet for SlurmFleet {
                 json!({"executor": "slurm", "job": id, "submit_to_start_ms": submit_to_start_ms}),
             );
             let t_gather = Instant::now();
-            let gathered = fleet_job::gather(env, graph, &dir, block, &more);
+            let gathered = job::gather(env, graph, &dir, block, &more);
             let gather_ms = t_gather.elapsed().as_secs_f64() * 1e3;
             match gathered {
                 Ok(Gathered::Complete(results)) => {
                     let node_ms: f64 = results.iter().map(|r| r.elapsed.as_secs_f64() * 1e3).sum();
                     // when the block ended on its node: its done file's time
-                    let ended = std::fs::metadata(dir.join(fleet_job::DONE))
+                    let ended = std::fs::metadata(dir.join(job::DONE))
                         .and_then(|m| m.modified())
-                        .map(fleet_job::unix_ms)
+                        .map(job::unix_ms)
                         .ok();
-                    let seen_ms = fleet_job::unix_ms(SystemTime::now())
+                    let seen_ms = job::unix_ms(SystemTime::now())
                         - seen_done.elapsed().as_secs_f64() * 1e3
                         - gather_ms;
-                    let sbatch_returned = fleet_job::unix_ms(submitted_at) + sbatch_ms;
+                    let sbatch_returned = job::unix_ms(submitted_at) + sbatch_ms;
                     let process = started.as_ref().and_then(|s| s.process_unix_ms);
                     self.costs.lock().expect("costs").push(BlockCost {
                         trials: block.len(),

@@ -15,29 +15,22 @@
 //! `plot` and `scaling` analyses are charts of the same pivot: [`crate::plot_analysis`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
-use cairn_analysis::{
-    compare, compare_paired, summarize, BootstrapSettings, Comparison, Criteria, Summary,
-};
-use cairn_defs::figures::{self, Direction, Figure, Figures};
+use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Criteria};
+use cairn_defs::figures::{self, Figure, Figures};
 use cairn_graph::{Step, StepGraph};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::Env;
-use crate::error::{failed, StepError};
-use crate::execute::{Built, Done};
 use crate::plot_analysis;
 use crate::trial_points::{self, TrialPoint};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::Env;
+use cairn_report::table::{render_markdown, Cell, Dimension, Table, NOISY_CV};
 
 /// Outputs of a table analysis.
 pub const TABLE_JSON: &str = "table.json";
 pub const TABLE_MD: &str = "table.md";
-
-/// A cell is flagged noisy when its passes' coefficient of variation is above this (5%):
-/// a spread that large hides the differences allocator or build studies look for.
-pub const NOISY_CV: f64 = 0.05;
 
 /// The properties a `table` accepts.
 const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline", "paired"];
@@ -348,58 +341,6 @@ fn names(v: &[&String]) -> String {
         .join(", ")
 }
 
-/// One dimension of the table and its values, in the order the trials first show them
-/// (the plan's order: servers as declared, threads as listed).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Dimension {
-    pub name: String,
-    pub values: Vec<String>,
-}
-
-/// One cell: the passes of one (row, column).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    pub row: String,
-    pub column: String,
-    /// The server measured in this cell.
-    pub server: String,
-    /// The records behind it (keys) and their addresses, in pass order.
-    pub trials: Vec<String>,
-    pub addresses: Vec<String>,
-    /// The figure's value of each of those trials.
-    pub values: Vec<f64>,
-    pub summary: Summary,
-    /// CV above [`NOISY_CV`] (or unknown from one pass): shown, flagged, never hidden.
-    pub noisy: bool,
-    /// Against the baseline server at the same point; `None` for the baseline's own cells
-    /// and tables without a baseline.
-    pub comparison: Option<Comparison>,
-}
-
-/// A computed table: what `table.json` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Table {
-    pub metric: String,
-    pub unit: String,
-    pub direction: Direction,
-    pub rows: Dimension,
-    pub columns: Dimension,
-    pub baseline: Option<String>,
-    /// The CV above which a cell is flagged noisy.
-    pub noisy_cv: f64,
-    /// Row-major, rows and columns in the order of [`Table::rows`] and [`Table::columns`];
-    /// a point without trials has no cell.
-    pub cells: Vec<Cell>,
-}
-
-impl Table {
-    pub fn cell(&self, row: &str, column: &str) -> Option<&Cell> {
-        self.cells
-            .iter()
-            .find(|c| c.row == row && c.column == column)
-    }
-}
-
 /// The bootstrap seed of one cell: from the analysis's definition and the cell's place, so
 /// the same table renders the same bits, and a cell's CI does not move when another
 /// cell's trials change.
@@ -643,163 +584,6 @@ fn summarize_cell(
     })
 }
 
-/// A percentage with one decimal, signed: `+10.3%`.
-pub fn signed_percent(ratio: f64) -> String {
-    format!("{:+.1}%", (ratio - 1.0) * 100.0)
-}
-
-/// `table.md` (titled `title`, if not empty): the absolute medians (noisy cells marked), then — with a baseline — each
-/// variant's ratio to it with the CI and the verdict, then the trials behind every cell.
-pub fn render_markdown(title: &str, table: &Table) -> String {
-    let fig = figures::lookup(&table.metric);
-    let number = |v: f64| fig.map_or(format!("{v:.3}"), |f| figures::format_number(f, v));
-    let unit = if table.unit.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", table.unit)
-    };
-    let mut md = String::new();
-    let corner = format!("{} \\ {}", table.rows.name, table.columns.name);
-    let header = |md: &mut String| {
-        let _ = write!(md, "| {corner} |");
-        for c in &table.columns.values {
-            let _ = write!(md, " {c} |");
-        }
-        md.push('\n');
-        md.push_str("|---|");
-        for _ in &table.columns.values {
-            md.push_str("---:|");
-        }
-        md.push('\n');
-    };
-    let named = if title.is_empty() {
-        String::new()
-    } else {
-        format!("{title}: ")
-    };
-    let _ = writeln!(
-        md,
-        "### {named}`{}`{unit}, median of the passes\n",
-        table.metric
-    );
-    header(&mut md);
-    let mut any_noisy = false;
-    for r in &table.rows.values {
-        let _ = write!(md, "| {r} |");
-        for c in &table.columns.values {
-            match table.cell(r, c) {
-                Some(cell) => {
-                    any_noisy |= cell.noisy;
-                    let mark = if cell.noisy { " ⚠" } else { "" };
-                    let _ = write!(
-                        md,
-                        " {} (n={}){mark} |",
-                        number(cell.summary.median),
-                        cell.summary.n
-                    );
-                }
-                None => md.push_str(" - |"),
-            }
-        }
-        md.push('\n');
-    }
-    if any_noisy {
-        let _ = writeln!(
-            md,
-            "\n⚠ noisy: the passes' coefficient of variation is above {}% (or unknown from one pass).",
-            table.noisy_cv * 100.0
-        );
-    }
-    if let Some(baseline) = &table.baseline {
-        let paired = table
-            .cells
-            .iter()
-            .find_map(|c| c.comparison.as_ref()?.paired.as_ref());
-        let _ = match paired {
-            Some(p) => writeln!(
-                md,
-                "\n#### Relative to `{baseline}`, paired within blocks ({}): median of the within-block ratios [95% bootstrap CI], verdict (signed-rank test)\n",
-                p.blocks
-            ),
-            None => writeln!(
-                md,
-                "\n#### Relative to `{baseline}`: ratio of medians [95% bootstrap CI], verdict\n"
-            ),
-        };
-        header(&mut md);
-        for r in &table.rows.values {
-            let _ = write!(md, "| {r} |");
-            for c in &table.columns.values {
-                match table.cell(r, c) {
-                    Some(cell) if &cell.server == baseline => md.push_str(" baseline |"),
-                    Some(Cell {
-                        comparison: Some(cmp),
-                        ..
-                    }) => {
-                        let _ = write!(
-                            md,
-                            " ×{:.3} ({}) [{:.3}, {:.3}] **{}** |",
-                            cmp.ratio.ratio,
-                            signed_percent(cmp.ratio.ratio),
-                            cmp.ratio.ci.low,
-                            cmp.ratio.ci.high,
-                            cmp.verdict
-                        );
-                    }
-                    _ => md.push_str(" - |"),
-                }
-            }
-            md.push('\n');
-        }
-        md.push('\n');
-        for cell in &table.cells {
-            if let Some(cmp) = &cell.comparison {
-                let pairs = cmp
-                    .paired
-                    .as_ref()
-                    .map(|p| format!(" ({} pairs)", p.pairs))
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    md,
-                    "- {} at {}{pairs}: {} — {}; {}.",
-                    cell.server,
-                    point_label(table, cell),
-                    cmp.verdict,
-                    cmp.reason,
-                    cmp.passes_needed
-                );
-            }
-        }
-    }
-    md.push_str("\nTrials behind each cell:\n\n");
-    for cell in &table.cells {
-        let keys: Vec<String> = cell
-            .trials
-            .iter()
-            .map(|k| format!("`{}`", &k[..12.min(k.len())]))
-            .collect();
-        let _ = writeln!(
-            md,
-            "- {} = {}, {} = {}: {}",
-            table.rows.name,
-            cell.row,
-            table.columns.name,
-            cell.column,
-            keys.join(" ")
-        );
-    }
-    md
-}
-
-/// `threads = 4` (the non-server coordinate of a cell).
-fn point_label(table: &Table, cell: &Cell) -> String {
-    if table.rows.name == "server" {
-        format!("{} = {}", table.columns.name, cell.column)
-    } else {
-        format!("{} = {}", table.rows.name, cell.row)
-    }
-}
-
 /// The chart analysis (`plot`, `scaling`) a definition asks for, if it is one.
 fn chart_flavour(definition: &Value) -> Option<plot_analysis::Flavour> {
     definition
@@ -841,8 +625,8 @@ fn perform_chart(
 /// The kind of `analysis` steps.
 pub struct AnalysisKind;
 
-impl crate::kind::Kind for AnalysisKind {
-    fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_workload::Error> {
+impl cairn_engine::Kind for AnalysisKind {
+    fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         let servers = trial_points::servers_of_inputs(graph, step);
         let params = trial_points::params_of_inputs(graph, step);
         match chart_flavour(&step.definition) {
@@ -851,6 +635,7 @@ impl crate::kind::Kind for AnalysisKind {
             }
             None => table_spec(&step.definition, &servers, &params).map(|_| ()),
         }
+        .map_err(crate::check_error)
     }
 
     fn perform(

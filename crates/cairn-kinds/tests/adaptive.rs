@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use cairn_engine::execute::{Built, Done};
 use cairn_engine::{Env, Event, Kind, Registry, Reporter, RetryPolicy, RunOptions, StepError};
 use cairn_exec::cancel::CancelToken;
-use cairn_exec::runtime::Runtimes;
 use cairn_graph::{Fingerprint, Step, StepGraph, StepKind};
 use cairn_store::Store;
 use serde_json::json;
@@ -98,10 +97,11 @@ fn graph(text: &str) -> StepGraph {
 }
 
 struct Sandbox {
-    dir: tempfile::TempDir,
+    /// The store's and the host's directory, removed when the sandbox goes.
+    _dir: tempfile::TempDir,
     store: Store,
     fp: Fingerprint,
-    runtimes: Runtimes,
+    host: cairn_kinds::Host,
 }
 
 impl Sandbox {
@@ -109,7 +109,6 @@ impl Sandbox {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("results")).unwrap();
         Sandbox {
-            dir,
             store,
             fp: Fingerprint {
                 cpu_model: "Fake CPU".into(),
@@ -119,7 +118,8 @@ impl Sandbox {
                 kernel: "test".into(),
                 runtime: "host".into(),
             },
-            runtimes: Runtimes::new(CancelToken::new()),
+            host: cairn_kinds::Host::new(dir.path().join("cache"), CancelToken::new()),
+            _dir: dir,
         }
     }
 
@@ -134,24 +134,17 @@ impl Sandbox {
                     ran: ran.clone(),
                 },
             )
-            .with(
-                StepKind::Analysis,
-                cairn_engine::analysis_step::AnalysisKind,
-            );
-        let cache = self.dir.path().join("cache");
-        let work = cache.join("work");
+            .with(StepKind::Analysis, cairn_kinds::analysis_step::AnalysisKind)
+            .with_pass_rule(cairn_kinds::adaptive::CiRule);
         let env = Env {
             study: &g.study,
             store: &self.store,
             fingerprint: &self.fp,
             machine: &serde_json::Value::Null,
             kinds: &kinds,
-            cache_root: &cache,
-            work: &cairn_exec::process::WorkDirs::new(work),
-            mirror: None,
             lock: None,
             run_id: "fake-run",
-            runtimes: &self.runtimes,
+            host: &self.host,
         };
         let opts = RunOptions {
             jobs: 1,

@@ -1,0 +1,111 @@
+//! A checked claim — `expect "jemalloc > system" by="5%"` at one point, its verdict, the
+//! ratio of medians with its CI and the passes the noise would need — as `claim.json` holds
+//! it, and its lines for a person.
+
+use std::collections::BTreeMap;
+
+use cairn_analysis::{ClaimCheck, ClaimVerdict, Interval, PassesNeeded};
+use serde::{Deserialize, Serialize};
+
+/// The comparison operator of an expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Operator {
+    #[serde(rename = ">")]
+    Greater,
+    #[serde(rename = "<")]
+    Less,
+    #[serde(rename = ">=")]
+    AtLeast,
+    #[serde(rename = "<=")]
+    AtMost,
+}
+
+impl Operator {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Operator::Greater => ">",
+            Operator::Less => "<",
+            Operator::AtLeast => ">=",
+            Operator::AtMost => "<=",
+        }
+    }
+}
+
+/// `"jemalloc >= system"` read: the two sides and the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expectation {
+    pub left: String,
+    pub operator: Operator,
+    pub right: String,
+}
+
+/// What `claim.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimResult {
+    pub metric: String,
+    pub expect: Expectation,
+    /// `by` or `within`, as a fraction.
+    pub size: f64,
+    /// The point the claim is checked at (`where`).
+    pub point: BTreeMap<String, String>,
+    pub verdict: ClaimVerdict,
+    /// Why, for a person.
+    pub reason: String,
+    /// median(left) / median(right) and its 95% bootstrap CI.
+    pub ratio: f64,
+    pub ratio_ci: Interval,
+    /// The passes per side, and how many the observed noise would need for the claim's size.
+    pub passes: usize,
+    pub passes_needed: PassesNeeded,
+    /// The check as cairn-analysis made it (in the figure's better direction); for `>=` and
+    /// `<=` it is the opposite claim's, whose verdict this one turns around.
+    pub check: ClaimCheck,
+    pub opposite_checked: bool,
+    /// The trial records behind each side.
+    pub left_trials: Vec<String>,
+    pub right_trials: Vec<String>,
+}
+
+/// One line for a person: `holds: ratio 1.103 [1.071, 1.140] (3 passes); the whole CI …`.
+pub fn summary_line(r: &ClaimResult) -> String {
+    format!(
+        "{}: ratio {:.3} [{:.3}, {:.3}] with {} passes per side; {}",
+        r.verdict, r.ratio, r.ratio_ci.low, r.ratio_ci.high, r.passes, r.reason
+    )
+}
+
+/// `claim`: one line per claim for a person, e.g. in the terminal after `cairn run`.
+pub fn claim_line(text: &str, c: &ClaimResult) -> String {
+    let size = if c.size > 0.0 {
+        let word = match c.expect.operator {
+            Operator::Greater | Operator::Less => "by",
+            _ => "within",
+        };
+        format!(" {word} {}%", c.size * 100.0)
+    } else {
+        String::new()
+    };
+    let point: Vec<String> = c.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let at = if point.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", point.join(", "))
+    };
+    format!(
+        "\"{text}\" (`{} {} {}`{size}, {}{at}): **{}** — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}; {}",
+        c.expect.left,
+        serde_json::to_value(c.expect.operator)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        c.expect.right,
+        c.metric,
+        c.verdict,
+        c.ratio,
+        c.ratio_ci.low,
+        c.ratio_ci.high,
+        c.passes,
+        c.reason,
+        c.passes_needed
+    )
+}
