@@ -174,6 +174,8 @@ fn expected_groups(test: &str) -> &'static [&'static str] {
             "count_on_key",
             "count_group_on_key_parts",
             "count_group",
+            "count_group_order_group",
+            "count_group_order_null",
             "count_group_with_order",
             "count_distinct_key_prefix",
             "count_distinct",
@@ -295,6 +297,18 @@ fn every_test_at_small_scale_matches_the_server_counters() {
     let alter = test("alter-table");
     assert_eq!(alter.server_counters["alter_table"], 8 + 4);
     assert_eq!(alter.server_counters["create_index"], 8);
+    // the GROUP BY groups: medium_loop (10) statements each, one row per grp value (10)
+    let select = test("select");
+    for g in [
+        "count_group_on_key_parts",
+        "count_group",
+        "count_group_order_group",
+        "count_group_order_null",
+        "count_group_with_order",
+    ] {
+        let g = select.group(g).unwrap();
+        assert_eq!((g.statements, g.count, g.rows), (10, 10, 10 * 10), "{g:?}");
+    }
     let trx = test("transactions");
     assert_eq!(trx.server_counters["rollback"], 3 * (200 / 50));
     assert_eq!(trx.server_counters["commit"], 3);
@@ -311,6 +325,8 @@ fn every_test_at_small_scale_matches_the_server_counters() {
         "create_create_many_tables_s",
         "alter_table_s",
         "wisconsin_wisc_benchmark_s",
+        "select_count_group_order_group_s",
+        "select_count_group_order_null_s",
         "total_s",
     ] {
         assert!(o.figures[k] > 0.0, "{k}: {:?}", o.figures.get_named(k));

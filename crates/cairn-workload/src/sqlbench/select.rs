@@ -4,9 +4,17 @@
 //! `idn*3 % groups`, inserted one per statement (the second half with a column list).
 //! Groups, in order: `insert`, `select_cache`, `select_cache2`, `select_big`,
 //! `select_range`, `min_max_on_key`, `count_on_key`, `count_group_on_key_parts`,
-//! `count_group`, `count_group_with_order`, `count_distinct_key_prefix`, `count_distinct`,
+//! `count_group`, `count_group_order_group`, `count_group_order_null`,
+//! `count_group_with_order`, `count_distinct_key_prefix`, `count_distinct`,
 //! `count_distinct_2`, `count_distinct_group_on_key`, `count_distinct_group_on_key_parts`,
 //! `count_distinct_group`, `count_distinct_big`.
+//!
+//! The GROUP BY groups ([`GROUP_BY`]) each send one statement `medium_loop` times (700 at
+//! `small-test`). `count_group_on_key_parts` groups the keyed `grp`; the other four group
+//! the unkeyed `grp_no_key` and differ only in their ORDER BY: none (`count_group`), the
+//! grouped column (`count_group_order_group`), `ORDER BY NULL` (`count_group_order_null`),
+//! the count (`count_group_with_order`). These follow MariaDB's test-select (10.11);
+//! MySQL's has `count_group_on_key_parts` only.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +26,36 @@ use crate::Error;
 const REGIONS: u64 = 6;
 /// OR terms per `select_range` query (sql-bench's `$columns` for MySQL's limits).
 const COLUMNS: u64 = 500;
+
+/// The GROUP BY groups and their one statement each, in test-select's order; each runs
+/// `medium_loop` times.
+pub const GROUP_BY: [(&str, &str); 5] = [
+    (
+        "count_group_on_key_parts",
+        "select grp,count(*) from bench1 group by grp",
+    ),
+    (
+        "count_group",
+        "select grp_no_key,count(*) from bench1 group by grp_no_key",
+    ),
+    // the same grouping, ordered by the grouped column: the order MariaDB's GROUP BY returns
+    // its groups in anyway
+    (
+        "count_group_order_group",
+        "select grp_no_key,count(*) from bench1 group by grp_no_key order by grp_no_key",
+    ),
+    // and with that order asked away; sql-bench runs this group only where the server's
+    // limits have `order_by_null`, which its `db_MySQL` limits (MySQL and MariaDB, the servers
+    // this port speaks to) set
+    (
+        "count_group_order_null",
+        "select grp_no_key,count(*) from bench1 group by grp_no_key order by null",
+    ),
+    (
+        "count_group_with_order",
+        "select grp_no_key,count(*) as cnt from bench1 group by grp_no_key order by cnt",
+    ),
+];
 
 /// test-select's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,20 +243,7 @@ pub(crate) fn run(s: &mut Session) -> Result<(), Error> {
 
     // ---- GROUP BY: every grp value is present (3 and the group count are coprime)
     let present = g.min(l);
-    for (group, q) in [
-        (
-            "count_group_on_key_parts",
-            "select grp,count(*) from bench1 group by grp",
-        ),
-        (
-            "count_group",
-            "select grp_no_key,count(*) from bench1 group by grp_no_key",
-        ),
-        (
-            "count_group_with_order",
-            "select grp_no_key,count(*) as cnt from bench1 group by grp_no_key order by cnt",
-        ),
-    ] {
+    for (group, q) in GROUP_BY {
         s.timed(group, |s| {
             for _ in 0..m {
                 let n = s.rows(q)?;
@@ -305,6 +330,38 @@ mod tests {
             }
         );
         assert_eq!(SelectCounts::at(Scale::Divisor(1000)).rows, 100);
+    }
+
+    #[test]
+    fn group_by_groups_in_sql_bench_order_with_vocabulary_figures() {
+        let names: Vec<&str> = GROUP_BY.iter().map(|(g, _)| *g).collect();
+        assert_eq!(
+            names,
+            [
+                "count_group_on_key_parts",
+                "count_group",
+                "count_group_order_group",
+                "count_group_order_null",
+                "count_group_with_order",
+            ]
+        );
+        // all but the first group the unkeyed column, and differ only after it
+        for (_, q) in &GROUP_BY[1..] {
+            assert!(
+                q.starts_with("select grp_no_key,count(*)") && q.contains(" group by grp_no_key"),
+                "{q}"
+            );
+        }
+        assert!(GROUP_BY[3].1.ends_with(" order by null"));
+        // each group is a figure `select_<group>_s` of the vocabulary
+        for (g, _) in GROUP_BY {
+            let name = format!("select_{}_s", super::super::snake(g));
+            assert_eq!(
+                cairn_defs::figures::lookup(&name),
+                Some(&cairn_defs::figures::OPERATION_SECONDS.figure),
+                "{name}"
+            );
+        }
     }
 
     #[test]
