@@ -39,6 +39,7 @@ pub fn load_graph_cached(
         Some(dir) => cairn_plan::load_cached(path, dir).map_err(report)?,
         None => (cairn_plan::load(path).map_err(report)?, false),
     };
+    crate::preflight::names(&plan).map_err(report)?;
     match cairn_graph::resolve(&plan) {
         Ok(mut graph) => {
             graph.lock = read_lock(path)?;

@@ -151,6 +151,20 @@ fn analysis_loc(plan: &Plan, step: &Step, what: &str, name: &str) -> Loc {
     }
 }
 
+/// The names the plan takes from cairn-exec's registries — its servers' database systems and
+/// runtimes — against those registries, at their spans (the parser cannot know them).
+pub fn names(plan: &Plan) -> Result<(), PlanError> {
+    let systems = cairn_exec::system::names();
+    let runtimes = cairn_exec::runtime::Runtimes::registered().names();
+    cairn_plan::check_vocabulary(
+        plan,
+        &cairn_plan::Vocabulary {
+            systems: &systems,
+            runtimes: &runtimes,
+        },
+    )
+}
+
 /// Check every step of `graph` through its kind; all problems are reported at once, on
 /// stderr, and make the exit code 2 (bad input).
 pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {

@@ -1,5 +1,5 @@
 //! Catalogue of plans that parse and resolve but that `cairn check` must refuse: what a run
-//! would refuse before it measures (server options my.cnf cannot hold, dataset and driver
+//! would refuse before it measures (names no registry holds, server options my.cnf cannot hold, dataset and driver
 //! parameters, bounds on threads). Each file under tests/plans/bad-check/ goes through what
 //! `cairn check` does (load, resolve, the kinds' checks) and its rendered diagnostic is pinned
 //! by an insta snapshot.
@@ -32,7 +32,10 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
             .unwrap_or_else(|e| panic!("{file} must parse: {}", cairn_plan::render(&e)));
         let graph =
             cairn_graph::resolve(&plan).unwrap_or_else(|e| panic!("{file} must resolve: {e}"));
-        let err = match cairn_cli::preflight::diagnose(&plan, &graph) {
+        // what `cairn check` refuses first: names no registry holds, then the kinds' checks
+        let checked = cairn_cli::preflight::names(&plan)
+            .and_then(|()| cairn_cli::preflight::diagnose(&plan, &graph));
+        let err = match checked {
             Ok(()) => panic!("{file} should be refused by `cairn check`"),
             Err(e) => e,
         };

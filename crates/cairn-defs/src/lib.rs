@@ -19,4 +19,6 @@ pub use image::{Debian, ImageDef, LayerDef};
 pub use lock::{Lock, LockedImage, VersionMismatch};
 pub use server::{LinkDef, ServerDef};
 pub use value::{value_text, Props};
-pub use workload::{driver_code_version, trial_code, TrialStepDef, WorkloadDef};
+pub use workload::{
+    driver_code_version, driver_names, trial_code, Driver, TrialStepDef, WorkloadDef, DRIVERS,
+};

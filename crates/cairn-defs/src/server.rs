@@ -73,11 +73,6 @@ impl ServerDef {
         self.executor.as_deref().unwrap_or(DEFAULT_EXECUTOR)
     }
 
-    /// Whether it runs in a container (the default) rather than as a host process.
-    pub fn uses_docker(&self) -> bool {
-        self.executor_or_default() != "process"
-    }
-
     /// The allocator asked for: the one named, else [`DEFAULT_ALLOCATOR`].
     pub fn allocator_or_default(&self) -> &str {
         self.allocator.as_deref().unwrap_or(DEFAULT_ALLOCATOR)
@@ -106,7 +101,6 @@ mod tests {
             serde_json::to_string(&d).unwrap(),
             r#"{"options":{},"env":{},"allocator":null,"connect":null,"cpus":null,"memory":null,"executor":null}"#
         );
-        assert!(d.uses_docker());
         assert_eq!(d.system_or_default(), "mariadb");
         let pg = ServerDef {
             system: Some("postgresql".into()),
@@ -133,7 +127,6 @@ mod tests {
             "memory": 4294967296u64, "executor": "process",
         }))
         .unwrap();
-        assert!(!d.uses_docker());
         assert!(d.env.is_empty());
         assert_eq!(d.options["max_connections"], json!(512));
         assert_eq!(d.memory, Some(4 << 30));

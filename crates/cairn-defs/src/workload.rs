@@ -30,7 +30,19 @@ pub struct TrialStepDef {
     pub workload: WorkloadDef,
 }
 
-/// Code version of each driver, in one table. Bump a driver's number when what it measures
+/// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
+/// `sysbench tables=…`) with the version of its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Driver {
+    /// The node name of its workloads and datasets.
+    pub name: &'static str,
+    /// See [`DRIVERS`].
+    pub code_version: u32,
+}
+
+/// Every driver cairn runs, with its code version: the one list of them (the plan parser's
+/// driver nodes come from here; cairn-workload implements each, and a test there holds its
+/// drivers to this list). Bump a driver's number when what it measures
 /// or records changes (a different query mix, a new figure, a fixed timer): the keys of that
 /// driver's trials change, so exactly those trials run again, and no other.
 ///
@@ -44,15 +56,33 @@ pub struct TrialStepDef {
 /// sqlbench 2: test-select sends MariaDB's `count_group_order_group` and
 /// `count_group_order_null` groups (two more GROUP BY queries, `medium_loop` times each):
 /// the `select` test's and the run's seconds cover more work, and two figures are new.
-const DRIVER_CODE_VERSIONS: &[(&str, u32)] = &[("sysbench", 2), ("smack", 1), ("sqlbench", 2)];
+pub const DRIVERS: &[Driver] = &[
+    Driver {
+        name: "sysbench",
+        code_version: 2,
+    },
+    Driver {
+        name: "smack",
+        code_version: 1,
+    },
+    Driver {
+        name: "sqlbench",
+        code_version: 2,
+    },
+];
 
-/// The code version of `driver` from [`DRIVER_CODE_VERSIONS`]. Bump it when what the driver
-/// measures or records changes. A driver the table does not list has never been bumped: 1.
+/// The drivers' names, in [`DRIVERS`] order.
+pub fn driver_names() -> Vec<&'static str> {
+    DRIVERS.iter().map(|d| d.name).collect()
+}
+
+/// The code version of `driver` from [`DRIVERS`]. Bump it when what the driver measures or
+/// records changes. A driver the table does not list has never been bumped: 1.
 pub fn driver_code_version(driver: &str) -> u32 {
-    DRIVER_CODE_VERSIONS
+    DRIVERS
         .iter()
-        .find(|(d, _)| *d == driver)
-        .map_or(1, |&(_, v)| v)
+        .find(|d| d.name == driver)
+        .map_or(1, |d| d.code_version)
 }
 
 /// The `code` of a trial's key: the trial kind's version (`trial/1`), followed by
@@ -77,11 +107,11 @@ mod tests {
     }
 
     #[test]
-    fn every_driver_is_listed_and_unknown_ones_are_at_one() {
-        for d in ["sysbench", "smack", "sqlbench"] {
-            assert!(DRIVER_CODE_VERSIONS.iter().any(|(n, _)| *n == d), "{d}");
+    fn every_driver_has_a_version_and_unknown_ones_are_at_one() {
+        for d in driver_names() {
             assert!(driver_code_version(d) >= 1);
         }
+        assert_eq!(driver_code_version("sysbench"), 2);
         assert_eq!(driver_code_version("no-such-driver"), 1);
     }
 

@@ -72,7 +72,7 @@ impl HostServerSpec {
     pub fn new(base_dir: impl Into<PathBuf>) -> HostServerSpec {
         HostServerSpec {
             base_dir: base_dir.into(),
-            system: system::by_name(system::DEFAULT).expect("the default system is known"),
+            system: system::default_system(),
             options: Vec::new(),
             env: Vec::new(),
             tcp_port: None,

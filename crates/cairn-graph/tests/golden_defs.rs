@@ -330,7 +330,7 @@ fn typed_accessors_read_back_what_the_resolver_wrote() {
     assert_eq!(ds.dataset.props["rows"], json!(1000));
     assert_eq!(ds.server.memory, Some(4 << 30));
     assert_eq!(ds.server.options["performance_schema"], json!(false));
-    assert!(ds.server.uses_docker());
+    assert_eq!(ds.server.executor_or_default(), "docker");
 
     let t = step("trial/t/s[threads=8]#2").trial_def().unwrap();
     assert_eq!(

@@ -16,7 +16,7 @@ use std::time::Duration;
 use cairn_exec::docker::allocator::maps_fragment;
 use cairn_exec::docker::{Connect, VariantChecks};
 use cairn_exec::runtime::{
-    Address, ClientPath, Link, NativeClient, RunningServer, Runtimes, ServerStart,
+    Address, ClientPath, Link, NativeClient, RunningServer, Runtimes, ServerAsk, ServerStart,
 };
 use cairn_exec::system::{self, DbSystem};
 use cairn_workload::{Protocol, Target};
@@ -93,72 +93,25 @@ pub fn check_server(def: &ServerDef) -> Result<(), cairn_workload::Error> {
             ),
         ));
     }
-    if !def.uses_docker() && !system.runs_on_host() {
-        return Err(server_param(
-            "executor",
-            format!(
-                "the process executor does not start {} servers: use the Docker executor",
-                system.name()
-            ),
-        ));
-    }
-    let path = client_path(def).map_err(|e| server_param("client", e))?;
+    let client = client_path(def).map_err(|e| server_param("client", e))?;
     let link = link_of(def).map_err(|(field, e)| server_param(field, e))?;
-    if let Some(path) = path {
-        if !def.uses_docker() && path != ClientPath::Host {
-            return Err(server_param(
-                "client",
-                format!(
-                    "a server of the `process` executor runs on this host: its clients can only be on the host, not `{}`",
-                    path.as_str()
-                ),
-            ));
-        }
-    }
-    if link.is_some() {
-        let why = if !def.uses_docker() {
-            Some(
-                "a server of the `process` executor has no network interface of its own to shape"
-                    .to_string(),
-            )
-        } else if connect == Connect::Socket {
-            Some("its clients connect over the socket, which crosses no network".to_string())
-        } else if path == Some(ClientPath::Loopback) {
-            Some("loopback clients do not cross the server's network interface".to_string())
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Err(server_param(
-                "link",
-                format!("a `link` cannot apply: {why}"),
-            ));
-        }
-    }
-    if !def.uses_docker() {
-        let field = if def.cpus.is_some() {
-            "cpus"
-        } else if def.memory.is_some() {
-            "memory"
-        } else {
-            "connect"
-        };
-        cairn_exec::runtime::host::refuses(def.cpus.is_some(), def.memory.is_some(), connect)
-            .map_err(|e| server_param(field, e))?;
-        // the system's programs on this host, and that they are its own (a host MariaDB's
-        // `mysqld` is no MySQL): refused here, named, rather than by the server's first start
-        cairn_exec::host_server::check_installed(system)
-            .map_err(|e| server_param("executor", e.to_string()))?;
-    }
+    // what the runtime cannot do for it: its own rules, named at the field they concern
+    let runtime = Runtimes::registered()
+        .get(def.executor_or_default())
+        .map_err(|e| server_param("executor", e))?;
+    let ask = ServerAsk {
+        system,
+        connect,
+        client,
+        link: link.as_ref(),
+        cpus: def.cpus.as_deref(),
+        memory: def.memory,
+    };
+    runtime
+        .refuses(&ask)
+        .map_err(|r| server_param(r.field, r.message))?;
     if let Some(cpus) = &def.cpus {
         check_cpuset(cpus).map_err(|e| server_param("cpus", e))?;
-    }
-    // the container engine refuses less (Docker: "Minimum memory limit allowed is 6MB")
-    if let Some(bytes) = def.memory.filter(|b| *b < MIN_MEMORY) {
-        return Err(server_param(
-            "memory",
-            format!("`memory` is {bytes} bytes; a server container needs at least 6M"),
-        ));
     }
     for (key, value) in config_options(def, system) {
         system
@@ -185,9 +138,6 @@ pub fn check_server(def: &ServerDef) -> Result<(), cairn_workload::Error> {
     }
     Ok(())
 }
-
-/// The smallest memory limit a container may have (Docker's minimum).
-const MIN_MEMORY: u64 = 6 * 1024 * 1024;
 
 /// A cgroup cpuset as the container engine takes it: CPU numbers and ranges, comma-separated
 /// (`"0"`, `"0-3"`, `"0,2,4-5"`).
@@ -509,21 +459,6 @@ fn add_preload(env: &mut BTreeMap<String, String>, lib: Option<&str>) {
 mod tests {
     use super::*;
     use cairn_exec::cancel::CancelToken;
-
-    /// The plan parser's `system` choices are the systems the registry runs: a name the
-    /// parser lets through always resolves, and every system can be named.
-    #[test]
-    fn plan_systems_are_the_registry_s() {
-        assert_eq!(cairn_plan::SYSTEMS, &system::KNOWN[..]);
-        assert_eq!(cairn_plan::SYSTEMS[0], system::DEFAULT);
-        for name in cairn_plan::SYSTEMS {
-            let def = ServerDef {
-                system: Some(name.to_string()),
-                ..ServerDef::default()
-            };
-            assert_eq!(system_of(&def).unwrap().name(), *name);
-        }
-    }
 
     #[test]
     fn options_and_preload() {

@@ -52,15 +52,17 @@ pub fn check(
     // the pass index seeds the workload's generators: passes differ, re-runs repeat
     let workload = Workload::from_def(&wdef, ds.as_ref(), u64::from(step.pass))?;
     workload.supports(crate::server_run::protocol_of(&sdef)?)?;
-    if matches!(workload, Workload::ExternalSysbench(_)) && !sdef.uses_docker() {
-        return Err(cairn_workload::Error::Param {
-            what: "driver",
-            name: "tool".into(),
-            message: format!(
-                "the process executor: {}",
-                cairn_exec::runtime::host::NO_TOOLS
-            ),
-        });
+    if matches!(workload, Workload::ExternalSysbench(_)) {
+        let runtime = cairn_exec::runtime::Runtimes::registered()
+            .get(sdef.executor_or_default())
+            .map_err(cairn_workload::Error::Invalid)?;
+        runtime
+            .runs_tools()
+            .map_err(|why| cairn_workload::Error::Param {
+                what: "driver",
+                name: "tool".into(),
+                message: format!("the {} executor: {why}", runtime.name()),
+            })?;
     }
     Ok((sdef, workload))
 }

@@ -9,9 +9,11 @@ pub mod model;
 mod parse;
 mod validate;
 pub mod values;
+mod vocabulary;
 
 pub use cache::load_cached;
 pub use diagnostics::{problem_at, render, PlanError, Problem};
 pub use fmt::format_text;
 pub use imports::{load, parse_str};
 pub use model::*;
+pub use vocabulary::{check_vocabulary, Vocabulary};

@@ -209,10 +209,11 @@ pub struct Server {
     pub cpus: Option<Sp<String>>,
     /// bytes, from a size like "4G"
     pub memory: Option<Sp<u64>>,
-    /// "docker" | "process"
+    /// The server runtime that starts it, e.g. "docker" | "process": a name of cairn-exec's
+    /// runtime registry, checked by [`crate::check_vocabulary`].
     pub executor: Option<Sp<String>>,
-    /// The database system the image's server is: one of [`crate::SYSTEMS`], "mariadb" (the
-    /// default), "mysql" or "postgresql"; another name is refused by the parser at its span.
+    /// The database system the image's server is, e.g. "mariadb" (the default), "mysql":
+    /// a name of cairn-exec's system registry, checked by [`crate::check_vocabulary`].
     #[serde(default)]
     pub system: Option<Sp<String>>,
     /// Where a trial's clients run relative to the server: "loopback" | "bridge" | "host".
@@ -222,11 +223,6 @@ pub struct Server {
     #[serde(default)]
     pub link: Option<Sp<Link>>,
 }
-
-/// The database systems a server may name (`system "…"`); the first is the default. The
-/// same names as cairn-exec's system registry (`cairn_exec::system::KNOWN`), which a test in
-/// cairn-engine holds them to: the plan language cannot depend on the crate that runs servers.
-pub const SYSTEMS: &[&str] = &["mariadb", "mysql", "postgresql"];
 
 /// `link rate=… delay=…` of a server: what the server's replies cross (tc netem).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -15,10 +15,11 @@ pub(crate) const TOP_LEVEL: &[&str] = &[
     "study", "import", "image", "server", "dataset", "workload", "trials", "analysis", "claim",
     "report", "step",
 ];
-pub(crate) const DRIVERS: &[&str] = &["sysbench", "smack", "sqlbench"];
+/// The workload drivers' node names, from their one list in cairn-defs.
+static DRIVERS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(cairn_defs::driver_names);
 const ALLOCATORS: &[&str] = &["system", "tcmalloc", "jemalloc"];
 const CONNECTS: &[&str] = &["socket", "tcp", "tls"];
-const EXECUTORS: &[&str] = &["docker", "process"];
 const CLIENT_PATHS: &[&str] = &["loopback", "bridge", "host"];
 const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
 const REPORT_FORMATS: &[&str] = &["markdown", "html"];
@@ -1141,9 +1142,9 @@ impl FileParser<'_> {
                 "env" => s.env.extend(self.env_vars(c)),
                 "allocator" => s.allocator = self.choice(c, ALLOCATORS),
                 "connect" => s.connect = self.choice(c, CONNECTS),
-                "executor" => s.executor = self.choice(c, EXECUTORS),
-                // refused here, at its span; cairn-exec's registry holds the same names
-                "system" => s.system = self.choice(c, SYSTEMS),
+                // registry names, checked against the registries by `check_vocabulary`
+                "executor" => s.executor = self.one_string(c),
+                "system" => s.system = self.one_string(c),
                 "client" => s.client = self.choice(c, CLIENT_PATHS),
                 "link" => {
                     self.no_args(c, "write `link rate=\"100mbit\" delay=\"2ms\"`");
@@ -1202,7 +1203,7 @@ impl FileParser<'_> {
         for c in children(node) {
             let n = node_name(c);
             if !DRIVERS.contains(&n) {
-                self.unknown_child("dataset", c, DRIVERS);
+                self.unknown_child("dataset", c, &DRIVERS);
                 continue;
             }
             if let Some((first, _)) = &generator {
@@ -1233,7 +1234,7 @@ impl FileParser<'_> {
             "generator",
             &format!(
                 "add a generator node: {}, e.g. `sysbench tables=4 rows=10000`",
-                one_of(DRIVERS)
+                one_of(&DRIVERS)
             ),
         );
         if let Some((generator, props)) = generator {
@@ -1429,7 +1430,7 @@ impl FileParser<'_> {
                 .help_opt(did_you_mean(n, allowed.iter().copied()))
                 .help(format!(
                     "a workload has a driver ({}) and parameters: {}",
-                    one_of(DRIVERS),
+                    one_of(&DRIVERS),
                     one_of(&PARAMS.iter().map(|(p, _)| *p).collect::<Vec<_>>())
                 ));
                 self.push(p);
@@ -1444,7 +1445,7 @@ impl FileParser<'_> {
             "driver",
             &format!(
                 "add a driver node: {}, e.g. `sysbench \"oltp_read_only\"`",
-                one_of(DRIVERS)
+                one_of(&DRIVERS)
             ),
         );
         if let Some((driver, test, driver_props)) = driver {

@@ -727,6 +727,35 @@ mod tests {
         v.as_object().unwrap().clone()
     }
 
+    /// The drivers implemented here are the ones the plan language names (cairn-defs'
+    /// `DRIVERS`, the one list): each has workloads (sql-bench makes its own tables, so not
+    /// every driver has datasets), and no other is known.
+    #[test]
+    fn every_listed_driver_is_implemented_and_no_other() {
+        let unsupported = |e: Error| e.to_string().contains("not supported yet");
+        for driver in cairn_defs::driver_names() {
+            let w = Workload::from_def(
+                &WorkloadDef {
+                    driver: driver.into(),
+                    test: "no-such-test".into(),
+                    ..WorkloadDef::default()
+                },
+                None,
+                0,
+            );
+            assert!(!w.is_err_and(unsupported), "{driver}'s workloads");
+        }
+        let w = Workload::from_def(
+            &WorkloadDef {
+                driver: "hammerdb".into(),
+                ..WorkloadDef::default()
+            },
+            None,
+            0,
+        );
+        assert!(w.is_err_and(unsupported));
+    }
+
     #[test]
     fn sysbench_dataset_and_read_only() {
         let ds = Dataset::from_def(&DatasetDef {

@@ -143,7 +143,7 @@ impl ServerSpec {
             run_id: run_id.into(),
             step_id: step_id.into(),
             image: image.into(),
-            system: system::by_name(system::DEFAULT).expect("the default system is known"),
+            system: system::default_system(),
             options,
             socket_dir,
             data_dir: None,
@@ -203,7 +203,7 @@ pub struct Server {
 }
 
 fn default_system() -> String {
-    system::DEFAULT.to_string()
+    cairn_defs::server::DEFAULT_SYSTEM.to_string()
 }
 
 impl Server {

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{
-    Address, AllocatorCache, ClientPath, Connect, Endpoint, Link, NativeClient, RunningServer,
-    ServerRuntime, ServerStart, ToolRun,
+    Address, AllocatorCache, ClientPath, Connect, Endpoint, Link, NativeClient, Refusal,
+    RunningServer, ServerAsk, ServerRuntime, ServerStart, ToolRun,
 };
 use crate::cancel::CancelToken;
 use crate::docker::server::CONTAINER_SOCKET_DIR;
@@ -65,6 +65,9 @@ impl Drop for DockerRuntime {
     }
 }
 
+/// The smallest memory limit a container may have (Docker's minimum).
+const MIN_MEMORY: u64 = 6 * 1024 * 1024;
+
 impl ServerRuntime for DockerRuntime {
     fn name(&self) -> &'static str {
         "docker"
@@ -76,6 +79,32 @@ impl ServerRuntime for DockerRuntime {
 
     fn uses_container_engine(&self) -> bool {
         true
+    }
+
+    fn refuses(&self, ask: &ServerAsk<'_>) -> Result<(), Refusal> {
+        if ask.link.is_some() {
+            let why = if ask.connect == Connect::Socket {
+                Some("its clients connect over the socket, which crosses no network")
+            } else if ask.client == Some(ClientPath::Loopback) {
+                Some("loopback clients do not cross the server's network interface")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Refusal::new(
+                    "link",
+                    format!("a `link` cannot apply: {why}"),
+                ));
+            }
+        }
+        // the container engine refuses less ("Minimum memory limit allowed is 6MB")
+        if let Some(bytes) = ask.memory.filter(|b| *b < MIN_MEMORY) {
+            return Err(Refusal::new(
+                "memory",
+                format!("`memory` is {bytes} bytes; a server container needs at least 6M"),
+            ));
+        }
+        Ok(())
     }
 
     fn allocator_library(

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{
-    Address, AllocatorCache, Connect, Endpoint, RunningServer, ServerRuntime, ServerStart, ToolRun,
+    Address, AllocatorCache, ClientPath, Connect, Endpoint, Refusal, RunningServer, ServerAsk,
+    ServerRuntime, ServerStart, ToolRun,
 };
 use crate::docker::allocator::host_allocator_library;
 use crate::docker::VariantChecks;
@@ -27,30 +28,22 @@ impl HostRuntime {
 }
 
 /// The limits and connections a host server cannot honour, as the error the plan's author sees.
-fn refuse_unsupported(s: &ServerStart<'_>) -> Result<(), String> {
-    refuses(s.cpus.is_some(), s.memory.is_some(), s.connect)
+fn refuse_unsupported(runtime: &HostRuntime, s: &ServerStart<'_>) -> Result<(), String> {
+    let ask = ServerAsk {
+        system: s.system,
+        connect: s.connect,
+        client: None,
+        link: None,
+        cpus: s.cpus.as_deref(),
+        memory: s.memory,
+    };
+    runtime.refuses(&ask).map_err(|r| r.message)
 }
 
-/// Why the process executor runs no external tools beside its server (also what the
-/// engine's check of a trial says, so `cairn check` refuses it before a run would).
-pub const NO_TOOLS: &str =
+/// Why the process executor runs no external tools beside its server (also what its
+/// [`ServerRuntime::runs_tools`] says, so `cairn check` refuses it before a run would).
+const NO_TOOLS: &str =
     "this runtime cannot run external tools: `tool \"external\"` needs the Docker executor";
-
-/// What the process executor cannot do for a server with these settings (`cpus` or `memory`
-/// limits, TLS), as the error the plan's author sees; also asked by the engine's check of a
-/// server definition, so `cairn check` refuses it before a run would.
-pub fn refuses(cpus: bool, memory: bool, connect: Connect) -> Result<(), String> {
-    if cpus || memory {
-        return Err(
-            "`cpus` and `memory` limits need the Docker executor (cgroups); remove them or drop `executor \"process\"`"
-                .into(),
-        );
-    }
-    if connect == Connect::Tls {
-        return Err("`connect \"tls\"` needs the Docker executor; the process executor's server listens on its socket".into());
-    }
-    Ok(())
-}
 
 impl ServerRuntime for HostRuntime {
     fn name(&self) -> &'static str {
@@ -58,8 +51,56 @@ impl ServerRuntime for HostRuntime {
     }
 
     fn available(&self) -> Result<(), String> {
-        let system = system::by_name(system::DEFAULT)?;
+        let system = system::default_system();
         host_server::check_installed(system).map_err(|e| e.to_string())
+    }
+
+    fn refuses(&self, ask: &ServerAsk<'_>) -> Result<(), Refusal> {
+        let system = ask.system.name();
+        if !ask.system.runs_on_host() {
+            return Err(Refusal::new(
+                "executor",
+                format!(
+                    "the process executor does not start {system} servers: use the Docker executor"
+                ),
+            ));
+        }
+        if let Some(path) = ask.client.filter(|p| *p != ClientPath::Host) {
+            return Err(Refusal::new(
+                "client",
+                format!(
+                    "a server of the `process` executor runs on this host: its clients can only be on the host, not `{}`",
+                    path.as_str()
+                ),
+            ));
+        }
+        if ask.link.is_some() {
+            return Err(Refusal::new(
+                "link",
+                "a `link` cannot apply: a server of the `process` executor has no network interface of its own to shape",
+            ));
+        }
+        let limits = "`cpus` and `memory` limits need the Docker executor (cgroups); remove them or drop `executor \"process\"`";
+        if ask.cpus.is_some() {
+            return Err(Refusal::new("cpus", limits));
+        }
+        if ask.memory.is_some() {
+            return Err(Refusal::new("memory", limits));
+        }
+        if ask.connect == Connect::Tls {
+            return Err(Refusal::new(
+                "connect",
+                "`connect \"tls\"` needs the Docker executor; the process executor's server listens on its socket",
+            ));
+        }
+        // the system's programs on this host, and that they are its own (a host MariaDB's
+        // `mysqld` is no MySQL): refused here, named, rather than by the server's first start
+        host_server::check_installed(ask.system)
+            .map_err(|e| Refusal::new("executor", e.to_string()))
+    }
+
+    fn runs_tools(&self) -> Result<(), String> {
+        Err(NO_TOOLS.into())
     }
 
     fn allocator_library(
@@ -74,7 +115,7 @@ impl ServerRuntime for HostRuntime {
     }
 
     fn start(&self, s: &ServerStart<'_>) -> Result<Box<dyn RunningServer>, String> {
-        refuse_unsupported(s)?;
+        refuse_unsupported(self, s)?;
         let mut spec = HostServerSpec::new(s.socket_dir.join("server"));
         spec.system = s.system;
         spec.options = s.options.clone();

@@ -20,9 +20,6 @@ use crate::usage::ResourceProbe;
 pub use crate::docker::Connect;
 pub use crate::netpath::{ClientPath, Link};
 
-/// The runtime a server definition means when it names none.
-pub const DEFAULT: &str = "docker";
-
 /// Where a server runs.
 pub trait ServerRuntime: Send + Sync {
     /// The name definitions use (`executor "…"`), e.g. `docker`, `process`.
@@ -33,6 +30,17 @@ pub trait ServerRuntime: Send + Sync {
     /// engine's version as their runtime in the machine fingerprint).
     fn uses_container_engine(&self) -> bool {
         false
+    }
+    /// What this runtime cannot do for a server asked for so, before anything starts:
+    /// `cairn check` asks, and every dataset and trial before its start. The refusal names
+    /// the definition's field at fault. The default refuses nothing.
+    fn refuses(&self, _ask: &ServerAsk<'_>) -> Result<(), Refusal> {
+        Ok(())
+    }
+    /// Whether external tools (`tool "external"` sysbench) can run beside its servers; the
+    /// error says why not. The default: they can.
+    fn runs_tools(&self) -> Result<(), String> {
+        Ok(())
     }
     /// The library to `LD_PRELOAD` for `allocator` where the server runs (in `image`, if the
     /// runtime runs images); `None` for `system`. Looked up once per (image, allocator) per
@@ -45,6 +53,41 @@ pub trait ServerRuntime: Send + Sync {
     /// Start a server and wait until it answers (bounded by `spec.ready_timeout`; the error
     /// carries the server's log tail). Limits the runtime cannot honour are refused.
     fn start(&self, spec: &ServerStart<'_>) -> Result<Box<dyn RunningServer>, String>;
+}
+
+/// What a server definition asks of the runtime that starts it, for
+/// [`ServerRuntime::refuses`].
+#[derive(Debug, Clone, Copy)]
+pub struct ServerAsk<'a> {
+    /// The database system the server is.
+    pub system: &'static dyn DbSystem,
+    /// How clients connect.
+    pub connect: Connect,
+    /// Where its clients run; `None` = each driver's own place.
+    pub client: Option<ClientPath>,
+    /// The emulated link on its network interface, if any.
+    pub link: Option<&'a Link>,
+    /// The cpuset it is limited to, if any.
+    pub cpus: Option<&'a str>,
+    /// The memory limit in bytes, if any.
+    pub memory: Option<u64>,
+}
+
+/// Why a runtime cannot start a server as asked: the definition's field at fault (`cpus`,
+/// `memory`, `connect`, `client`, `link`, `executor`) and the reason, for a diagnostic at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Refusal {
+            field,
+            message: message.into(),
+        }
+    }
 }
 
 /// What to start.
@@ -233,6 +276,13 @@ impl Runtimes {
         r.add(Box::new(docker::DockerRuntime::new(engine)));
         r.add(Box::new(host::HostRuntime::new()));
         r
+    }
+
+    /// The runtimes cairn registers, for what needs their names and rules without starting
+    /// a server (`cairn check`): made once, never connected to an engine.
+    pub fn registered() -> &'static Runtimes {
+        static REGISTERED: std::sync::OnceLock<Runtimes> = std::sync::OnceLock::new();
+        REGISTERED.get_or_init(|| Runtimes::new(CancelToken::new()))
     }
 
     /// Add (or replace, by name) a runtime.

@@ -4,7 +4,9 @@
 //! host processes) ask a [`DbSystem`] and never name a system themselves.
 //!
 //! Adding a system: a module beside [`mariadb`] implementing [`DbSystem`], and one line in
-//! [`by_name`] (and [`KNOWN`]).
+//! [`SYSTEMS`]. The plan's `system` values, `cairn check`'s message and the help texts read
+//! the names from there; the default (a server that names none) is
+//! [`cairn_defs::server::DEFAULT_SYSTEM`], because it is part of what a key means.
 
 pub mod greeting;
 pub mod mariadb;
@@ -16,23 +18,31 @@ use std::process::Command;
 
 pub use greeting::Greeting;
 
-/// The system a server definition means when it names none.
-pub const DEFAULT: &str = "mariadb";
+/// Every database system cairn can run: the one list of them.
+pub static SYSTEMS: &[&dyn DbSystem] = &[&mariadb::MariaDb, &mysql::MySql, &postgresql::PostgreSql];
 
-/// The systems [`by_name`] knows.
-pub const KNOWN: [&str; 3] = ["mariadb", "mysql", "postgresql"];
+/// The systems' names, in [`SYSTEMS`] order.
+pub fn names() -> Vec<&'static str> {
+    SYSTEMS.iter().map(|s| s.name()).collect()
+}
 
 /// The database system called `name`; the error lists the known ones.
 pub fn by_name(name: &str) -> Result<&'static dyn DbSystem, String> {
-    match name {
-        "mariadb" => Ok(&mariadb::MariaDb),
-        "mysql" => Ok(&mysql::MySql),
-        "postgresql" => Ok(&postgresql::PostgreSql),
-        _ => Err(format!(
-            "unknown database system `{name}`: known systems are {}",
-            KNOWN.join(", ")
-        )),
-    }
+    SYSTEMS
+        .iter()
+        .copied()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| {
+            format!(
+                "unknown database system `{name}`: known systems are {}",
+                names().join(", ")
+            )
+        })
+}
+
+/// The system a server definition means when it names none.
+pub fn default_system() -> &'static dyn DbSystem {
+    by_name(cairn_defs::server::DEFAULT_SYSTEM).expect("the default system is registered")
 }
 
 /// Where a server's files are and how it listens, as the server sees them (inside its
@@ -235,10 +245,10 @@ mod tests {
     #[test]
     fn registry_names_the_known_systems() {
         assert_eq!(by_name("mariadb").unwrap().name(), "mariadb");
-        assert_eq!(by_name(DEFAULT).unwrap().name(), DEFAULT);
+        assert_eq!(default_system().name(), cairn_defs::server::DEFAULT_SYSTEM);
         assert_eq!(by_name("mysql").unwrap().process_name(), "mysqld");
         assert_eq!(by_name("postgresql").unwrap().name(), "postgresql");
-        for name in KNOWN {
+        for name in names() {
             assert_eq!(by_name(name).unwrap().name(), name);
         }
         let e = by_name("oracle").unwrap_err();
