@@ -154,19 +154,15 @@ fn check(path: &Path) -> Result<i32, Exit> {
         plan.study.name,
         graph.steps.len()
     );
-    for kind in [
-        StepKind::Image,
-        StepKind::Dataset,
-        StepKind::Trial,
-        StepKind::Analysis,
-        StepKind::Claim,
-        StepKind::Report,
-        StepKind::Command,
-    ] {
-        let n = graph.count(kind);
-        if n > 0 {
-            println!("  {:<9} {n}", kind.as_str());
+    // every kind the graph holds, in the order its steps come (images first)
+    let mut kinds: Vec<StepKind> = Vec::new();
+    for step in &graph.steps {
+        if !kinds.contains(&step.kind) {
+            kinds.push(step.kind);
         }
+    }
+    for kind in kinds {
+        println!("  {:<9} {}", kind.as_str(), graph.count(kind));
     }
     Ok(OK)
 }

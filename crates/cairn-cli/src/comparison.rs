@@ -97,7 +97,7 @@ fn metrics(graph: &StepGraph) -> Vec<String> {
     for s in graph
         .steps
         .iter()
-        .filter(|s| matches!(s.kind, StepKind::Analysis | StepKind::Claim))
+        .filter(|s| matches!(s.kind, StepKind::ANALYSIS | StepKind::CLAIM))
     {
         walk(&s.definition, &mut out);
     }
@@ -148,7 +148,7 @@ pub fn compare(
     let mut fps_a = BTreeSet::new();
     let mut fps_b = BTreeSet::new();
     let metrics = metrics(graph);
-    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Trial) {
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::TRIAL) {
         let point = point_of(&step.address).to_string();
         let first = |m: &BTreeMap<String, Vec<Record>>| {
             m.get(&step.definition_key).and_then(|v| v.first()).cloned()
@@ -210,7 +210,7 @@ pub fn compare(
         });
     }
     let mut claims = Vec::new();
-    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Claim) {
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::CLAIM) {
         let verdict = |m: &BTreeMap<String, Vec<Record>>, store: &Store| -> Option<String> {
             let r = m.get(&step.definition_key)?.first()?;
             let blob = r.outputs.get(cairn_kinds::claim_step::CLAIM_JSON)?;

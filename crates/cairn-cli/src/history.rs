@@ -73,7 +73,7 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
     let points: std::collections::BTreeSet<String> = graph
         .steps
         .iter()
-        .filter(|s| s.kind == StepKind::Trial)
+        .filter(|s| s.kind == StepKind::TRIAL)
         .map(|s| point_of(&s.address).to_string())
         .collect();
     for point in points {

@@ -51,7 +51,7 @@ pub fn lock(cli: &Cli, path: &Path, mirror: Option<String>) -> Result<i32, Exit>
     let statuses = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], false);
 
     let mut images = BTreeMap::new();
-    for s in graph.steps.iter().filter(|s| s.kind == StepKind::Image) {
+    for s in graph.steps.iter().filter(|s| s.kind == StepKind::IMAGE) {
         let st = &statuses[s.id];
         let record = match (&st.status, &st.key) {
             (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
@@ -202,7 +202,7 @@ pub fn plan_lines(
             ));
         }
     }
-    for s in graph.steps.iter().filter(|s| s.kind == StepKind::Image) {
+    for s in graph.steps.iter().filter(|s| s.kind == StepKind::IMAGE) {
         if !lock.images.contains_key(&s.address) {
             lines.push(format!(
                 "lock: {} is not in {lock_name} (`cairn lock` to add it)",

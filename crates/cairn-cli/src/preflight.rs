@@ -29,7 +29,7 @@ fn server_entry(plan: &Plan, step: &Step, what: &str, name: &str) -> Option<Loc>
         .trials
         .iter()
         .filter(|t| match step.kind {
-            StepKind::Dataset => t.dataset.as_ref().is_some_and(|d| d.value == step.name),
+            StepKind::DATASET => t.dataset.as_ref().is_some_and(|d| d.value == step.name),
             _ => t.name.value == step.name,
         })
         .flat_map(|t| t.servers.iter().map(|s| s.value.as_str()))
@@ -94,7 +94,7 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
     let ds_of_trial = trials
         .and_then(|t| t.dataset.as_ref())
         .and_then(|d| dataset(&d.value));
-    let ds = if step.kind == StepKind::Dataset {
+    let ds = if step.kind == StepKind::DATASET {
         dataset(&step.name)
     } else {
         ds_of_trial
@@ -103,7 +103,7 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
     match what {
         "analysis" | "claim" => (analysis_loc(plan, step, what, name), format!("`{name}`")),
         "" => match (step.kind, workload, ds) {
-            (StepKind::Dataset, _, Some(d)) => (d.generator.loc, "this generator".into()),
+            (StepKind::DATASET, _, Some(d)) => (d.generator.loc, "this generator".into()),
             (_, Some(w), _) => (w.test.loc, "for this workload".into()),
             _ => (step.loc, "here".into()),
         },

@@ -76,7 +76,7 @@ fn rows<'a>(graph: &'a StepGraph, env: &cairn_engine::Env<'_>) -> Vec<Row<'a>> {
         .order
         .iter()
         .map(|&id| &graph.steps[id])
-        .filter(|s| s.kind == StepKind::Trial)
+        .filter(|s| s.kind == StepKind::TRIAL)
         .map(|s| {
             let st = &all[s.id];
             let current = match (&st.status, &st.key) {

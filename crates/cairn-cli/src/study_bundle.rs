@@ -174,7 +174,7 @@ pub fn reproduce(
     let graph = crate::bundle::check::load_bundled_plan(&v.plan).map_err(context::fail(FAILED))?;
     let exe = std::env::current_exe().map_err(context::fail(FAILED))?;
     let mut commands = vec!["run"];
-    if graph.count(StepKind::Report) > 0 {
+    if graph.count(StepKind::REPORT) > 0 {
         commands.push("report");
     }
     for command in commands {

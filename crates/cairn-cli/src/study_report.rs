@@ -63,7 +63,7 @@ pub fn plan_digest(plan: &Plan) -> String {
 /// study has several reports.
 fn report_dir(results: &Path, graph: &StepGraph, step: &Step) -> PathBuf {
     let dir = results.join(&graph.study);
-    if graph.count(StepKind::Report) > 1 {
+    if graph.count(StepKind::REPORT) > 1 {
         dir.join(&step.name)
     } else {
         dir
@@ -93,7 +93,7 @@ fn export(
         .first()
         .map_or(String::new(), |s| s.path.display().to_string());
     let mut written = Vec::new();
-    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Report) {
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::REPORT) {
         let Some(record) = current_record(store, keys, step) else {
             continue;
         };
@@ -138,10 +138,10 @@ fn main_table(graph: &StepGraph) -> Option<&Step> {
     let from_report = graph
         .steps
         .iter()
-        .filter(|s| s.kind == StepKind::Report)
+        .filter(|s| s.kind == StepKind::REPORT)
         .flat_map(|r| r.inputs.iter().map(|i| &graph.steps[i.from]))
-        .find(|s| s.kind == StepKind::Analysis);
-    from_report.or_else(|| graph.steps.iter().find(|s| s.kind == StepKind::Analysis))
+        .find(|s| s.kind == StepKind::ANALYSIS);
+    from_report.or_else(|| graph.steps.iter().find(|s| s.kind == StepKind::ANALYSIS))
 }
 
 /// The main table and every claim's verdict, as text for the terminal (empty when the study
@@ -156,7 +156,7 @@ pub fn outcome_text(graph: &StepGraph, store: &Store, keys: &ResultKeys) -> Stri
         }
     }
     let mut claims = String::new();
-    for step in graph.steps.iter().filter(|s| s.kind == StepKind::Claim) {
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::CLAIM) {
         let line = match current_record(store, keys, step)
             .map(|r| read_json::<ClaimResult>(store, &r.outputs, CLAIM_JSON))
         {
@@ -210,7 +210,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
     let cache = context::cache_dir(cli.cache.as_deref());
     let (plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     crate::preflight::check(&plan, &graph)?;
-    if graph.count(StepKind::Report) == 0 {
+    if graph.count(StepKind::REPORT) == 0 {
         eprintln!(
             "error: {} declares no report; add one, e.g. `report \"summary\" {{ analyses \"tps\" }}`",
             path.display()

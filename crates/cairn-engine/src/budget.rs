@@ -91,7 +91,7 @@ pub fn estimate(
 /// A trial's declared time: warmup + duration (seconds in its matrix point) + server start;
 /// `None` for other steps, or a trial whose length a count decides (no `duration`).
 pub fn declared(step: &Step) -> Option<Duration> {
-    if step.kind != StepKind::Trial {
+    if step.kind != StepKind::TRIAL {
         return None;
     }
     let seconds = |name: &str| match step.params.get(name) {

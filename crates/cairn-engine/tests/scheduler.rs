@@ -260,7 +260,7 @@ impl Sandbox {
     }
 
     fn run(&self, g: &StepGraph, fake: Fake, opts: &RunOptions) -> (RunSummary, Recorder) {
-        let kinds = Registry::empty().with(StepKind::Command, fake);
+        let kinds = Registry::empty().with(StepKind::COMMAND, fake);
         let env = Env {
             study: &g.study,
             store: &self.store,

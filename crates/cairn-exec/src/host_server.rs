@@ -3,7 +3,6 @@
 //! the container one — initialise, start, wait until it answers (log tail on failure), verify
 //! the variant, stop — and the same [`VariantChecks`].
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -11,9 +10,9 @@ use std::time::{Duration, Instant};
 use std::os::unix::process::CommandExt;
 
 use crate::cancel::CancelToken;
-use crate::docker::checks::{allocator_in_maps, elf_needed, elf_word_size, VariantChecks};
 use crate::server_log::log_excerpt;
 use crate::system::{self, DbSystem, ServerLayout};
+use crate::variant_checks::VariantChecks;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostServerError {
@@ -257,44 +256,7 @@ impl HostServer {
     /// running binary and whether each of `allocators` is mapped into it.
     pub fn variant_checks(&self, allocators: &[&str]) -> Result<VariantChecks> {
         let row = self.sql(self.system.variant_query())?;
-        let mut f = row.split('\t').map(str::to_string);
-        let (version, compile_machine, malloc_library) = (
-            f.next().unwrap_or_default(),
-            f.next().unwrap_or_default(),
-            f.next().unwrap_or_default(),
-        );
-        let proc_dir = PathBuf::from(format!("/proc/{}", self.pid));
-        let word_size = elf_word_size(&proc_dir.join("exe"))
-            .map_err(|e| HostServerError::Check(e.to_string()))?;
-        let mut maps = String::new();
-        std::fs::File::open(proc_dir.join("maps"))
-            .and_then(|mut m| m.read_to_string(&mut maps))
-            .map_err(io("reading the server's memory map"))?;
-        let needed =
-            elf_needed(&proc_dir.join("exe")).map_err(|e| HostServerError::Check(e.to_string()))?;
-        let allocators: Vec<_> = allocators
-            .iter()
-            .map(|a| allocator_in_maps(&maps, a).linked_by(&needed))
-            .collect();
-        let malloc_library = match malloc_library.as_str() {
-            "" => crate::docker::checks::mapped_allocator(&allocators),
-            _ => malloc_library,
-        };
-        Ok(VariantChecks {
-            version,
-            compile_machine,
-            malloc_library,
-            word_size,
-            process_name: std::fs::read_to_string(proc_dir.join("comm"))
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
-            binary: std::fs::read_link(proc_dir.join("exe"))
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            host_pid: self.pid,
-            allocators,
-        })
+        VariantChecks::read(&row, self.pid, allocators).map_err(HostServerError::Check)
     }
 
     /// Stop: SIGTERM (a clean shutdown), SIGKILL after `grace`.

@@ -17,3 +17,4 @@ pub mod server_log;
 pub mod slurm;
 pub mod system;
 pub mod usage;
+pub mod variant_checks;

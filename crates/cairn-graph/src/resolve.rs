@@ -35,6 +35,8 @@ pub enum ResolveError {
     },
     #[error("dependency cycle through step `{0}`")]
     Cycle(String),
+    #[error("the plan expands to {0} steps, more than the limit of {max}", max = cairn_plan::limits::MAX_STEPS)]
+    TooManySteps(usize),
 }
 
 /// The resolved study: steps in a DAG. Node index `i` of `graph` is `steps[i]`;
@@ -247,6 +249,11 @@ pub fn resolve_with_driver_versions(
     resolve_trials(plan, &mut b, driver_version);
     resolve_analyses(plan, &mut b);
     resolve_commands(plan, &mut b)?;
+    // the plan's validation bounds each declaration before expansion; this bounds what any
+    // kind expanded to, so a kind that validation does not count still cannot exceed it
+    if b.steps.len() as u128 > cairn_plan::limits::MAX_STEPS {
+        return Err(ResolveError::TooManySteps(b.steps.len()));
+    }
 
     let mut graph = DiGraph::with_capacity(b.steps.len(), b.steps.len());
     for s in &b.steps {
@@ -370,7 +377,7 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
             packages,
         };
         let mut s = base_step(
-            StepKind::Image,
+            StepKind::IMAGE,
             &img.name,
             format!("image/{}", img.name.value),
             img.name.loc,
@@ -379,7 +386,7 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
         let mut last = b.push_shared(s);
         for (n, l) in img.layers.iter().enumerate() {
             let mut s = base_step(
-                StepKind::Image,
+                StepKind::IMAGE,
                 &img.name,
                 format!("image/{}/{}", img.name.value, n + 1),
                 l.loc,
@@ -511,7 +518,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                 let k = (d.value.clone(), sname.value.clone());
                 let id = *dataset_steps.entry(k).or_insert_with(|| {
                     let mut s = base_step(
-                        StepKind::Dataset,
+                        StepKind::DATASET,
                         &ds.name,
                         format!("dataset/{}@{}", ds.name.value, sname.value),
                         ds.name.loc,
@@ -548,7 +555,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                 });
                 for pass in 1..=passes.max {
                     let address = expand::address(&base, point, &axes, pass, passes.max);
-                    let mut s = base_step(StepKind::Trial, &t.name, address, t.name.loc);
+                    let mut s = base_step(StepKind::TRIAL, &t.name, address, t.name.loc);
                     s.measure = true;
                     s.pass = pass;
                     s.adaptive = adaptive.clone();
@@ -558,7 +565,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                         workload: workload_def(w, point),
                     });
                     s.code = trial_code(
-                        StepKind::Trial.code_version(),
+                        StepKind::TRIAL.code_version(),
                         &w.driver.value,
                         driver_version(&w.driver.value),
                     );
@@ -574,7 +581,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
 fn trial_inputs(b: &Builder, names: &[String]) -> Vec<Input> {
     let mut out = Vec::new();
     for n in names {
-        for &id in b.ids(StepKind::Trial, n) {
+        for &id in b.ids(StepKind::TRIAL, n) {
             out.push(Input {
                 from: id,
                 mount: b.steps[id].address.clone(),
@@ -593,7 +600,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             a.trials.iter().map(|t| t.value.clone()).collect()
         };
         let mut s = base_step(
-            StepKind::Analysis,
+            StepKind::ANALYSIS,
             &a.name,
             format!("analysis/{}", a.name.value),
             a.name.loc,
@@ -604,7 +611,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
     }
     for c in &plan.claims {
         let mut s = base_step(
-            StepKind::Claim,
+            StepKind::CLAIM,
             &c.name,
             format!("claim/{}", c.name.value),
             c.name.loc,
@@ -624,7 +631,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
     }
     for r in &plan.reports {
         let mut s = base_step(
-            StepKind::Report,
+            StepKind::REPORT,
             &r.name,
             format!("report/{}", r.name.value),
             r.name.loc,
@@ -636,7 +643,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             "title": title,
         });
         for a in &r.analyses {
-            for &id in b.ids(StepKind::Analysis, a) {
+            for &id in b.ids(StepKind::ANALYSIS, a) {
                 s.inputs.push(Input {
                     from: id,
                     mount: a.value.clone(),
@@ -646,7 +653,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         let claims: Vec<StepId> = b
             .steps
             .iter()
-            .filter(|s| s.kind == StepKind::Claim)
+            .filter(|s| s.kind == StepKind::CLAIM)
             .map(|s| s.id)
             .collect();
         for id in claims {
@@ -701,7 +708,7 @@ fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
                     timeout_ms: timeout.map(|t| t.as_millis() as u64),
                     measure: cs.measure,
                 };
-                let mut s = base_step(StepKind::Command, &cs.name, address, cs.name.loc);
+                let mut s = base_step(StepKind::COMMAND, &cs.name, address, cs.name.loc);
                 s.measure = cs.measure;
                 s.pass = pass;
                 s.definition = serde_json::to_value(&def).expect("serialises");
@@ -723,9 +730,9 @@ fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
         let mut inputs = Vec::new();
         for need in &cs.needs {
             let targets: Vec<StepId> = {
-                let cmd = b.ids(StepKind::Command, &need.step);
+                let cmd = b.ids(StepKind::COMMAND, &need.step);
                 if cmd.is_empty() {
-                    b.ids(StepKind::Analysis, &need.step).to_vec()
+                    b.ids(StepKind::ANALYSIS, &need.step).to_vec()
                 } else {
                     cmd.to_vec()
                 }

@@ -12,59 +12,51 @@ use serde::Serialize;
 /// Index of a step in [`crate::StepGraph::steps`].
 pub type StepId = usize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// A user's own command (`step` node), run on the host.
-    Command,
-    Image,
-    Dataset,
-    Trial,
-    Analysis,
-    Claim,
-    Report,
+/// What kind of work a step is, by name. The kinds cairn ships are the constants below; a
+/// crate may make another with [`StepKind::new`] and register a `Kind` under it (the engine
+/// finds a step's kind in its registry by this value, and nothing else in the engine, the
+/// graph's counts or the CLI names a kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StepKind {
+    name: &'static str,
+    code: &'static str,
 }
 
 impl StepKind {
+    /// A user's own command (`step` node), run on the host.
+    pub const COMMAND: StepKind = StepKind::new("command", "command/1");
+    pub const IMAGE: StepKind = StepKind::new("image", "image/1");
+    // 2: the loading server runs with load-only settings (`DbSystem::load_options`)
+    pub const DATASET: StepKind = StepKind::new("dataset", "dataset/2");
+    pub const TRIAL: StepKind = StepKind::new("trial", "trial/1");
+    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/1");
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/1");
+    // 2: report.html, series.csv and the plot files joined the outputs
+    pub const REPORT: StepKind = StepKind::new("report", "report/2");
+
+    /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
+    /// what the kind does changes meaningfully, and every key of that kind changes.
+    pub const fn new(name: &'static str, code_version: &'static str) -> Self {
+        StepKind {
+            name,
+            code: code_version,
+        }
+    }
+
+    /// The kind's name, as addresses and selectors (`kind:trial`) spell it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            StepKind::Command => "command",
-            StepKind::Image => "image",
-            StepKind::Dataset => "dataset",
-            StepKind::Trial => "trial",
-            StepKind::Analysis => "analysis",
-            StepKind::Claim => "claim",
-            StepKind::Report => "report",
-        }
+        self.name
     }
 
-    /// Version of the code that performs this kind of step. Bump it when what the
-    /// executor does for the kind changes meaningfully: every key of that kind changes.
+    /// Version of the code that performs this kind of step (part of every key).
     pub fn code_version(self) -> &'static str {
-        match self {
-            StepKind::Command => "command/1",
-            StepKind::Image => "image/1",
-            // 2: the loading server runs with load-only settings (`DbSystem::load_options`)
-            StepKind::Dataset => "dataset/2",
-            StepKind::Trial => "trial/1",
-            StepKind::Analysis => "analysis/1",
-            StepKind::Claim => "claim/1",
-            // 2: report.html, series.csv and the plot files joined the outputs
-            StepKind::Report => "report/2",
-        }
+        self.code
     }
+}
 
-    pub fn parse(s: &str) -> Option<StepKind> {
-        Some(match s {
-            "command" | "step" => StepKind::Command,
-            "image" => StepKind::Image,
-            "dataset" => StepKind::Dataset,
-            "trial" => StepKind::Trial,
-            "analysis" => StepKind::Analysis,
-            "claim" => StepKind::Claim,
-            "report" => StepKind::Report,
-            _ => return None,
-        })
+impl Serialize for StepKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
     }
 }
 
@@ -162,19 +154,19 @@ impl Step {
 
     /// The definition of an image step (base or layer).
     pub fn image_def(&self) -> Result<ImageDef, String> {
-        self.expect_kind(StepKind::Image)?;
+        self.expect_kind(StepKind::IMAGE)?;
         self.def()
     }
 
     /// The definition of a dataset step (what to load, into which server).
     pub fn dataset_def(&self) -> Result<DatasetStepDef, String> {
-        self.expect_kind(StepKind::Dataset)?;
+        self.expect_kind(StepKind::DATASET)?;
         self.def()
     }
 
     /// The definition of a trial step (which server, which workload point).
     pub fn trial_def(&self) -> Result<TrialStepDef, String> {
-        self.expect_kind(StepKind::Trial)?;
+        self.expect_kind(StepKind::TRIAL)?;
         self.def()
     }
 
@@ -182,8 +174,8 @@ impl Step {
     /// no server.
     pub fn server_def(&self) -> Result<Option<ServerDef>, String> {
         Ok(match self.kind {
-            StepKind::Dataset => Some(self.dataset_def()?.server),
-            StepKind::Trial => Some(self.trial_def()?.server),
+            StepKind::DATASET => Some(self.dataset_def()?.server),
+            StepKind::TRIAL => Some(self.trial_def()?.server),
             _ => None,
         })
     }

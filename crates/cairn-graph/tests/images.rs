@@ -54,7 +54,7 @@ fn keys(g: &StepGraph) -> BTreeMap<String, String> {
 fn images(g: &StepGraph) -> Vec<&str> {
     g.steps
         .iter()
-        .filter(|s| s.kind == StepKind::Image)
+        .filter(|s| s.kind == StepKind::IMAGE)
         .map(|s| s.address.as_str())
         .collect()
 }
@@ -123,7 +123,7 @@ fn an_image_is_a_chain_of_base_and_layers() {
     assert_eq!(f.rel, "conf/x.cnf");
     assert!(f.abs.ends_with("conf/x.cnf"));
     // the dataset and the trial take the chain's last step as their image
-    for kind in [StepKind::Dataset, StepKind::Trial] {
+    for kind in [StepKind::DATASET, StepKind::TRIAL] {
         let s = g.steps.iter().find(|s| s.kind == kind).unwrap();
         let img: Vec<_> = s.inputs.iter().filter(|i| i.mount == "image").collect();
         assert_eq!(img.len(), 1, "{}", s.address);
@@ -184,7 +184,7 @@ image "twin" { extends "parent" }
         .unwrap();
     assert_eq!(child2.inputs[0].from, parent1.id);
     // the trial's server uses "small", whose chain is only the shared base
-    let trial = g.steps.iter().find(|s| s.kind == StepKind::Trial).unwrap();
+    let trial = g.steps.iter().find(|s| s.kind == StepKind::TRIAL).unwrap();
     let img = trial.inputs.iter().find(|i| i.mount == "image").unwrap();
     assert_eq!(g.steps[img.from].address, "image/parent");
 }
@@ -239,7 +239,7 @@ fn the_mirror_is_in_no_key() {
     std::env::set_var("CAIRN_DEBIAN_MIRROR", "http://other.example/debian");
     let (_d2, g2) = small("x", RECIPE);
     assert_eq!(k1, keys(&g2));
-    for s in g1.steps.iter().filter(|s| s.kind == StepKind::Image) {
+    for s in g1.steps.iter().filter(|s| s.kind == StepKind::IMAGE) {
         let text = s.definition.to_string();
         assert!(!text.contains("mirror"), "{}: {text}", s.address);
     }

@@ -95,13 +95,13 @@ pub fn container_engine(env: &Env<'_>) -> Result<Docker, String> {
 /// Every kind cairn can perform today, and the rule for conditional passes.
 pub fn standard_registry() -> Registry {
     Registry::empty()
-        .with(StepKind::Command, command_step::CommandKind)
-        .with(StepKind::Image, image_step::ImageKind)
-        .with(StepKind::Dataset, dataset_step::DatasetKind)
-        .with(StepKind::Trial, trial_step::TrialKind)
-        .with(StepKind::Analysis, analysis_step::AnalysisKind)
-        .with(StepKind::Claim, claim_step::ClaimKind)
-        .with(StepKind::Report, report_step::ReportKind)
+        .with(StepKind::COMMAND, command_step::CommandKind)
+        .with(StepKind::IMAGE, image_step::ImageKind)
+        .with(StepKind::DATASET, dataset_step::DatasetKind)
+        .with(StepKind::TRIAL, trial_step::TrialKind)
+        .with(StepKind::ANALYSIS, analysis_step::AnalysisKind)
+        .with(StepKind::CLAIM, claim_step::ClaimKind)
+        .with(StepKind::REPORT, report_step::ReportKind)
         .with_pass_rule(adaptive::CiRule)
 }
 
@@ -143,8 +143,8 @@ impl Requirement {
 /// What `step` needs of this machine, by its kind.
 pub fn requirements(step: &Step) -> Vec<Requirement> {
     match step.kind {
-        StepKind::Image => vec![Requirement::ContainerEngine],
-        StepKind::Dataset | StepKind::Trial => vec![dataset_step::server_runtime(step)],
+        StepKind::IMAGE => vec![Requirement::ContainerEngine],
+        StepKind::DATASET | StepKind::TRIAL => vec![dataset_step::server_runtime(step)],
         _ => Vec::new(),
     }
 }

@@ -14,11 +14,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use cairn_exec::docker::allocator::maps_fragment;
-use cairn_exec::docker::{Connect, VariantChecks};
+use cairn_exec::docker::Connect;
 use cairn_exec::runtime::{
     Address, ClientPath, Link, NativeClient, RunningServer, Runtimes, ServerAsk, ServerStart,
 };
 use cairn_exec::system::{self, DbSystem};
+use cairn_exec::variant_checks::VariantChecks;
 use cairn_workload::{Protocol, Target};
 use serde::{Deserialize, Serialize};
 
@@ -202,6 +203,8 @@ pub struct LiveServer {
     protocol: Protocol,
     /// The image's source build, if it has one (checked against the running program).
     build: Option<cairn_exec::docker::source_build::BuildFacts>,
+    /// The system the plan names, which the running server must be.
+    system: &'static dyn DbSystem,
 }
 
 const STOP_GRACE: Duration = Duration::from_secs(60);
@@ -260,6 +263,7 @@ impl LiveServer {
             preload,
             protocol: Protocol::of_system(system.client_protocol())?,
             build: req.image.and_then(|i| i.build.clone()),
+            system,
         })
     }
 
@@ -320,6 +324,7 @@ impl LiveServer {
         let checks = server
             .variant_checks(&ALLOCATOR_FRAGMENTS)
             .map_err(|e| format!("checking the server variant: {e}"))?;
+        self.system.identify(&checks.version)?;
         check_allocator(&checks, &self.allocator, self.preload.as_deref())?;
         let build = self
             .build
@@ -574,7 +579,7 @@ mod tests {
 
     #[test]
     fn allocator_checks() {
-        use cairn_exec::docker::AllocatorCheck;
+        use cairn_exec::variant_checks::AllocatorCheck;
         let mut checks = VariantChecks {
             version: "10.11.11-MariaDB".into(),
             compile_machine: "x86_64".into(),

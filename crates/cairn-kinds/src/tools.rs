@@ -81,8 +81,9 @@ impl ToolRunner for RuntimeTools<'_> {
 mod tests {
     use std::path::Path;
 
-    use cairn_exec::docker::{ClientCpu, VariantChecks};
+    use cairn_exec::docker::ClientCpu;
     use cairn_exec::runtime::{Endpoint, ToolRun};
+    use cairn_exec::variant_checks::VariantChecks;
 
     use super::*;
 

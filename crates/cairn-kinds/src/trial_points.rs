@@ -113,7 +113,7 @@ pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoi
                     &done.key[..12.min(done.key.len())]
                 ))
             })?;
-        if record.kind != StepKind::Trial.as_str() {
+        if record.kind != StepKind::TRIAL.as_str() {
             continue;
         }
         let (trials, server, pass) = parse_address(&record.address);
@@ -168,7 +168,7 @@ pub fn servers_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Vec<Str
     let mut out: Vec<String> = Vec::new();
     for i in &step.inputs {
         let from = &graph.steps[i.from];
-        if from.kind != StepKind::Trial {
+        if from.kind != StepKind::TRIAL {
             continue;
         }
         let (_, server, _) = parse_address(&from.address);
@@ -188,7 +188,7 @@ pub fn params_of_inputs(
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for i in &step.inputs {
         let from = &graph.steps[i.from];
-        if from.kind != StepKind::Trial {
+        if from.kind != StepKind::TRIAL {
             continue;
         }
         for (k, v) in &from.params {

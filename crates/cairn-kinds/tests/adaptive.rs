@@ -128,13 +128,13 @@ impl Sandbox {
         let ran = Arc::new(Mutex::new(Vec::new()));
         let kinds = Registry::empty()
             .with(
-                StepKind::Trial,
+                StepKind::TRIAL,
                 FakeTrial {
                     noisy: vec!["noisy".into()],
                     ran: ran.clone(),
                 },
             )
-            .with(StepKind::Analysis, cairn_kinds::analysis_step::AnalysisKind)
+            .with(StepKind::ANALYSIS, cairn_kinds::analysis_step::AnalysisKind)
             .with_pass_rule(cairn_kinds::adaptive::CiRule);
         let env = Env {
             study: &g.study,

@@ -169,7 +169,7 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
             host_steps = g
                 .steps
                 .iter()
-                .filter(|s| s.kind == StepKind::Command)
+                .filter(|s| s.kind == StepKind::COMMAND)
                 .map(|s| s.address.clone())
                 .collect();
             if g.study != manifest.study {

@@ -173,7 +173,7 @@ pub fn pack(
         host_steps: graph
             .steps
             .iter()
-            .filter(|s| s.kind == StepKind::Command)
+            .filter(|s| s.kind == StepKind::COMMAND)
             .map(|s| s.address.clone())
             .collect(),
         total_bytes,

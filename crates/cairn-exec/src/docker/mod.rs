@@ -19,7 +19,6 @@
 pub mod allocator;
 pub mod archive;
 pub mod base;
-pub mod checks;
 pub mod cleanup;
 pub mod client;
 pub mod connection;
@@ -49,7 +48,6 @@ use futures_util::StreamExt;
 pub use allocator::allocator_library;
 pub use archive::{archive_versions, ArchiveVersions};
 pub use base::{BaseImage, BaseSpec};
-pub use checks::{AllocatorCheck, VariantChecks};
 pub use cleanup::{clean_all, clean_runs, clean_stale, is_stale_run, this_run_id};
 pub use client::{ClientCpu, ClientError, ClientOutput, ClientSpec, NetnsHolder};
 pub use connection::DockerConnection;

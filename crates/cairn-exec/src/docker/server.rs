@@ -38,6 +38,7 @@ use super::{
 };
 use crate::server_log::log_excerpt;
 use crate::system::{self, DbSystem, Greeting, ServerLayout};
+use crate::variant_checks::VariantChecks;
 
 /// Where the socket directory is mounted inside the container.
 pub const CONTAINER_SOCKET_DIR: &str = "/run/cairn";
@@ -318,6 +319,18 @@ async fn stop_container(api: &bollard::Docker, server: &Server, grace: Duration)
         .and_then(|i| i.state)
         .and_then(|s| s.exit_code)
         .unwrap_or(-1))
+}
+
+impl Docker {
+    /// What the running `server` is ([`VariantChecks::read`] of its host process); the
+    /// variant query's answer is the one its readiness check asked for, else asked now.
+    pub fn variant_checks(&self, server: &Server, allocators: &[&str]) -> Result<VariantChecks> {
+        let row = match &server.variant_row {
+            Some(row) => row.clone(),
+            None => self.sql(server, server.db_system()?.variant_query())?,
+        };
+        VariantChecks::read(&row, server.host_pid, allocators).map_err(DockerError::Invalid)
+    }
 }
 
 impl Docker {

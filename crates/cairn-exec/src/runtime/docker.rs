@@ -16,6 +16,7 @@ use crate::docker::{
 };
 use crate::server_log::log_excerpt;
 use crate::usage::ResourceProbe;
+use crate::variant_checks::VariantChecks;
 
 /// Grace when a server is dropped without a stop (an error path): no clean shutdown needed.
 const DROP_GRACE: Duration = Duration::from_secs(1);
@@ -354,7 +355,7 @@ impl RunningServer for DockerServer {
         })
     }
 
-    fn variant_checks(&self, allocators: &[&str]) -> Result<crate::docker::VariantChecks, String> {
+    fn variant_checks(&self, allocators: &[&str]) -> Result<VariantChecks, String> {
         self.docker
             .variant_checks(self.server(), allocators)
             .map_err(|e| e.to_string())

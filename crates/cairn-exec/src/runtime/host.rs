@@ -10,10 +10,10 @@ use super::{
     ServerRuntime, ServerStart, ToolRun,
 };
 use crate::docker::allocator::host_allocator_library;
-use crate::docker::VariantChecks;
 use crate::host_server::{self, HostServer, HostServerSpec};
 use crate::system;
 use crate::usage::ResourceProbe;
+use crate::variant_checks::VariantChecks;
 
 /// Servers as host processes.
 #[derive(Debug, Default)]

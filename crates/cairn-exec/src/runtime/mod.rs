@@ -13,9 +13,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cancel::CancelToken;
-use crate::docker::{ClientCpu, Docker, DockerConnection, VariantChecks};
+use crate::docker::{ClientCpu, Docker, DockerConnection};
 use crate::system::DbSystem;
 use crate::usage::ResourceProbe;
+use crate::variant_checks::VariantChecks;
 
 pub use crate::docker::Connect;
 pub use crate::netpath::{ClientPath, Link};

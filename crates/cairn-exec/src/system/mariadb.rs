@@ -311,6 +311,18 @@ impl DbSystem for MariaDb {
         "SELECT @@version, @@version_compile_machine, @@version_malloc_library"
     }
 
+    /// MariaDB's versions carry its name (`10.11.11-MariaDB-0+deb12u1`).
+    fn identify(&self, version: &str) -> Result<(), String> {
+        if version.contains("MariaDB") {
+            Ok(())
+        } else {
+            Err(format!(
+                "the server is {} (version `{version}`), not MariaDB (whose versions say `-MariaDB`): the image holds another system than the plan's `system \"mariadb\"`",
+                super::family_of(version)
+            ))
+        }
+    }
+
     fn load_options(&self) -> Vec<(String, String)> {
         load_options()
     }

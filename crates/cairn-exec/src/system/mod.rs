@@ -4,7 +4,9 @@
 //! host processes) ask a [`DbSystem`] and never name a system themselves.
 //!
 //! Adding a system: a module beside [`mariadb`] implementing [`DbSystem`], and one line in
-//! [`SYSTEMS`]. The plan's `system` values, `cairn check`'s message and the help texts read
+//! [`SYSTEMS`]; a system that is another one under a different name (a fork, a distribution's
+//! build) is a [`variant::Variant`] of it: its name, the system it is like, and how to tell
+//! it from that one. The plan's `system` values, `cairn check`'s message and the help texts read
 //! the names from there; the default (a server that names none) is
 //! [`cairn_defs::server::DEFAULT_SYSTEM`], because it is part of what a key means.
 
@@ -12,6 +14,7 @@ pub mod greeting;
 pub mod mariadb;
 pub mod mysql;
 pub mod postgresql;
+pub mod variant;
 
 use std::path::Path;
 use std::process::Command;
@@ -148,6 +151,11 @@ pub trait DbSystem: Send + Sync {
     fn load_options(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// Whether a running server is this system, by the version it answers to
+    /// [`DbSystem::variant_query`]: every start asks, so an image of another system (a
+    /// MySQL image run as `mariadb`, say) fails its step instead of being recorded under the
+    /// wrong name. The error says what the server is instead.
+    fn identify(&self, version: &str) -> Result<(), String>;
     /// One-row query: version, compile machine, malloc library (tab-separated). A server
     /// that cannot name its allocator (MySQL, PostgreSQL) answers an empty third column: the
     /// variant check then names the allocator libraries mapped into the process, linked by
@@ -180,6 +188,20 @@ pub trait DbSystem: Send + Sync {
 impl std::fmt::Debug for dyn DbSystem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "DbSystem({})", self.name())
+    }
+}
+
+/// What a version string says the server is, for [`DbSystem::identify`]'s errors.
+pub fn family_of(version: &str) -> &'static str {
+    let v = version.to_ascii_lowercase();
+    if v.contains("mariadb") {
+        "MariaDB"
+    } else if v.contains("postgresql") {
+        "PostgreSQL"
+    } else if v.contains("percona") {
+        "Percona Server"
+    } else {
+        "a MySQL-protocol server"
     }
 }
 

@@ -192,6 +192,18 @@ impl DbSystem for MySql {
         "SELECT @@version, @@version_compile_machine, ''"
     }
 
+    /// MySQL's versions are bare (`8.4.3`, `9.1.0-1`); MariaDB, which speaks the same
+    /// protocol, says its name in its version.
+    fn identify(&self, version: &str) -> Result<(), String> {
+        if version.to_ascii_lowercase().contains("mariadb") {
+            Err(format!(
+                "the server is MariaDB (version `{version}`), not MySQL: the image holds another system than the plan's `system \"mysql\"`"
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
     fn load_options(&self) -> Vec<(String, String)> {
         super::mariadb::load_options()
     }

@@ -402,6 +402,18 @@ impl DbSystem for PostgreSql {
         "SELECT version(), split_part(split_part(split_part(version(), ' on ', 2), ',', 1), '-', 1), ''"
     }
 
+    /// `version()` begins with `PostgreSQL 17.2 on x86_64-pc-linux-gnu, …`.
+    fn identify(&self, version: &str) -> Result<(), String> {
+        if version.starts_with("PostgreSQL") {
+            Ok(())
+        } else {
+            Err(format!(
+                "the server is {} (version `{version}`), not PostgreSQL: the image holds another system than the plan's `system \"postgresql\"`",
+                super::family_of(version)
+            ))
+        }
+    }
+
     fn greet(&self, s: &mut dyn greeting::Stream) -> Result<Greeting, String> {
         s.write_all(&startup_message(self.admin_user(), "postgres"))
             .map_err(|e| format!("cannot send the startup message: {e}"))?;

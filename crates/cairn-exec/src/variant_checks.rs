@@ -1,15 +1,16 @@
-//! Variant checks: evidence that a running server is the variant it claims to be (version, build machine, allocator, binary word size, mapped libraries).
+//! Variant checks: evidence that a running server is the variant it claims to be (version,
+//! build machine, allocator, binary word size, mapped libraries), the same for every runtime.
 //!
-//! SQL variables come from the server itself (the system's client via exec); the word size and the
-//! mapped libraries are read on the host through the server's host PID: the ELF class byte
-//! of `/proc/<pid>/exe` and the paths in `/proc/<pid>/maps` (inside the container the server
-//! is non-dumpable and `/proc/<pid>/maps` is denied).
+//! The version row comes from the server itself (its system's variant query, asked by the
+//! runtime); the word size and the mapped libraries are read on the host through the
+//! server's host PID ([`VariantChecks::read`]): the ELF class byte of `/proc/<pid>/exe` and
+//! the paths in `/proc/<pid>/maps` (inside a container the server is non-dumpable and its
+//! `/proc/<pid>/maps` is denied, so the host reads them).
 
 use std::io::Read;
 use std::path::Path;
 
-use super::server::Server;
-use super::{Docker, DockerError, Result};
+type Result<T> = std::result::Result<T, String>;
 
 /// Whether one allocator library is mapped into the server process.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -53,35 +54,24 @@ impl VariantChecks {
     }
 }
 
-impl Docker {
-    /// Check the running `server`; `allocators` are library name fragments to look for in
-    /// its memory map (e.g. `libtcmalloc_minimal`, `libjemalloc`).
-    pub fn variant_checks(&self, server: &Server, allocators: &[&str]) -> Result<VariantChecks> {
-        // the answer the readiness check already asked for, else ask now
-        let out = match &server.variant_row {
-            Some(row) => row.clone(),
-            None => self.sql(server, server.db_system()?.variant_query())?,
-        };
-        let line = out.lines().next().unwrap_or_default();
+impl VariantChecks {
+    /// The checks of the server process `pid` on this host, which answered its system's
+    /// variant query with `row` (version, compile machine, malloc library; tab-separated);
+    /// `allocators` are library name fragments to look for in its memory map (e.g.
+    /// `libtcmalloc_minimal`, `libjemalloc`).
+    pub fn read(row: &str, pid: u32, allocators: &[&str]) -> Result<VariantChecks> {
+        let line = row.lines().next().unwrap_or_default();
         let f: Vec<&str> = line.split('\t').collect();
         // a trailing empty column (no malloc library reported) may have been trimmed
         if f.len() < 2 {
-            return Err(DockerError::Invalid(format!(
-                "unexpected variable output: {out:?}"
-            )));
+            return Err(format!("unexpected variant query output: {row:?}"));
         }
-        let proc_dir = Path::new("/proc").join(server.host_pid.to_string());
-        let word_size = elf_word_size(&proc_dir.join("exe"))?;
+        let proc_dir = Path::new("/proc").join(pid.to_string());
+        let exe = proc_dir.join("exe");
+        let word_size = elf_word_size(&exe)?;
         let maps = std::fs::read_to_string(proc_dir.join("maps"))
-            .map_err(DockerError::io(format!("read {}/maps", proc_dir.display())))?;
-        let process_name = std::fs::read_to_string(proc_dir.join("comm"))
-            .unwrap_or_default()
-            .trim()
-            .to_string();
-        let binary = std::fs::read_link(proc_dir.join("exe"))
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        let needed = elf_needed(&proc_dir.join("exe"))?;
+            .map_err(|e| format!("cannot read {}/maps: {e}", proc_dir.display()))?;
+        let needed = elf_needed(&exe)?;
         let allocators: Vec<AllocatorCheck> = allocators
             .iter()
             .map(|lib| allocator_in_maps(&maps, lib).linked_by(&needed))
@@ -95,9 +85,14 @@ impl Docker {
             compile_machine: f[1].to_string(),
             malloc_library,
             word_size,
-            process_name,
-            binary,
-            host_pid: server.host_pid,
+            process_name: std::fs::read_to_string(proc_dir.join("comm"))
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            binary: std::fs::read_link(&exe)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            host_pid: pid,
             allocators,
         })
     }
@@ -133,11 +128,9 @@ pub fn mapped_allocator(allocators: &[AllocatorCheck]) -> String {
 /// The libraries the ELF binary at `path` needs (`DT_NEEDED`), by name (e.g.
 /// `libtcmalloc.so.4`); none for a static binary.
 pub fn elf_needed(path: &Path) -> Result<Vec<String>> {
-    let bytes = std::fs::read(path).map_err(DockerError::io(format!(
-        "read the dynamic section of {}",
-        path.display()
-    )))?;
-    crate::elf::needed(&bytes).map_err(|e| DockerError::Invalid(format!("{}: {e}", path.display())))
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read the dynamic section of {}: {e}", path.display()))?;
+    crate::elf::needed(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// 32 or 64, from the class byte of the ELF file at `path`.
@@ -145,12 +138,8 @@ pub fn elf_word_size(path: &Path) -> Result<u8> {
     let mut head = [0u8; 5];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut head))
-        .map_err(DockerError::io(format!(
-            "read the ELF header of {}",
-            path.display()
-        )))?;
-    crate::elf::word_size(&head)
-        .ok_or_else(|| DockerError::Invalid(format!("{} is not an ELF file", path.display())))
+        .map_err(|e| format!("cannot read the ELF header of {}: {e}", path.display()))?;
+    crate::elf::word_size(&head).ok_or_else(|| format!("{} is not an ELF file", path.display()))
 }
 
 /// Which mapped files (the path column of `/proc/<pid>/maps`) have a file name containing `library`.
