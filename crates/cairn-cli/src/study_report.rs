@@ -1,17 +1,19 @@
 //! `cairn report PLAN` and the end of `cairn run`: render the study's report from recorded
-//! trials (never measuring), copy it to `results/<study>/` (`report.md`, `report.html`,
-//! `data.csv`, `series.csv`, `data.json`, the plots), and show the study's main table and the claims' verdicts in the terminal.
+//! trials (never measuring), write it to `results/<study>/` (`report.md`, `report.html`,
+//! `data.csv`, `series.csv`, `data.json`, the plots) with the plan it was made from in its
+//! provenance, and show the study's main table and the claims' verdicts in the terminal.
 //!
 //! (`report.rs` beside this module is something else: the reporters of engine events.)
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use cairn_engine::execute::read_json;
+use cairn_engine::execute::{read_json, Done};
 use cairn_engine::{RunOptions, Status};
 use cairn_graph::{Selector, Step, StepGraph, StepKind};
 use cairn_kinds::analysis_step::TABLE_JSON;
 use cairn_kinds::claim_step::CLAIM_JSON;
-use cairn_kinds::report_step::{self, PROVENANCE_HEADING};
+use cairn_kinds::report_step::{self, PlanSource};
 use cairn_plan::Plan;
 use cairn_report::claim::ClaimResult;
 use cairn_report::table::{render_markdown, Table};
@@ -21,30 +23,29 @@ use crate::args::Cli;
 use crate::context::{self, Exit};
 use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
 
-/// The record key of each step that has a result for its current key, by step id: what a
-/// run just served and ran.
-pub struct ResultKeys(Vec<Option<String>>);
+/// What each step handed on, by step id, where a run just served or ran it (a conditional
+/// pass the adaptive rule did not need among them, with no record).
+pub struct RunResults<'a>(&'a [Option<Arc<Done>>]);
 
-impl ResultKeys {
-    pub fn from_run(summary: &cairn_engine::RunSummary) -> ResultKeys {
-        ResultKeys(
-            summary
-                .done
-                .iter()
-                .map(|d| {
-                    d.as_ref()
-                        .filter(|d| !d.is_not_needed())
-                        .map(|d| d.key.clone())
-                })
-                .collect(),
-        )
+impl RunResults<'_> {
+    pub fn from_run(summary: &cairn_engine::RunSummary) -> RunResults<'_> {
+        RunResults(&summary.done)
+    }
+
+    fn done(&self, step: usize) -> Option<&Done> {
+        self.0.get(step)?.as_deref()
+    }
+
+    /// What `step`'s inputs handed on, in the order of its inputs; `None` unless all did.
+    fn inputs(&self, step: &Step) -> Option<Vec<&Done>> {
+        step.inputs.iter().map(|i| self.done(i.from)).collect()
     }
 }
 
 /// The record of `step` for its current key, if the store has it.
-fn current_record(store: &Store, keys: &ResultKeys, step: &Step) -> Option<Record> {
-    let key = keys.0.get(step.id)?.as_deref()?;
-    store.get_record(key).ok().flatten()
+fn current_record(store: &Store, results: &RunResults, step: &Step) -> Option<Record> {
+    let done = results.done(step.id).filter(|d| !d.is_not_needed())?;
+    store.get_record(&done.key).ok().flatten()
 }
 
 /// blake3 over the plan's files (path and text, root first): what the report was made from.
@@ -77,52 +78,47 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Copy every finished report of the study to its directory, the plan's digest added under
-/// its provenance (the report's key leaves the plan's text out on purpose: comments do not
-/// re-render it). Returns the directories written, each with the files written into it.
+/// Write every finished report of the study to its directory: its outputs as recorded,
+/// except report.md and report.html, rendered again from the report's document with the
+/// plan it was made from first under its provenance (the report's key leaves the plan's text
+/// out on purpose: comments do not re-render it). Returns the directories written, each with
+/// the files written into it.
 fn export(
     cli: &Cli,
     plan: &Plan,
     graph: &StepGraph,
     store: &Store,
-    keys: &ResultKeys,
+    results: &RunResults,
 ) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
-    let digest = plan_digest(plan);
-    let root = plan
-        .sources
-        .first()
-        .map_or(String::new(), |s| s.path.display().to_string());
+    let source = PlanSource {
+        root: plan
+            .sources
+            .first()
+            .map_or(String::new(), |s| s.path.display().to_string()),
+        digest: plan_digest(plan),
+    };
     let mut written = Vec::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::REPORT) {
-        let Some(record) = current_record(store, keys, step) else {
+        let Some(record) = current_record(store, results, step) else {
             continue;
         };
+        // a report with a result for its current key had every input in this run
+        let inputs = results
+            .inputs(step)
+            .ok_or_else(|| format!("the inputs of {} are not all here", step.address))?;
+        let report = report_step::exported(store, step, &record.outputs, &inputs, &source)
+            .map_err(|e| format!("rendering {}: {e}", step.address))?;
         let dir = report_dir(&cli.results, graph, step);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let mut files = Vec::new();
         for (name, blob) in &record.outputs {
-            let mut bytes = store
-                .read_blob(blob)
-                .map_err(|e| format!("reading {name} of {}: {e}", step.address))?;
-            if name == report_step::REPORT_MD {
-                let text = String::from_utf8_lossy(&bytes).replacen(
-                    &format!("{PROVENANCE_HEADING}\n\n"),
-                    &format!("{PROVENANCE_HEADING}\n\n- plan: `{root}`, blake3 `{digest}`\n"),
-                    1,
-                );
-                bytes = text.into_bytes();
-            } else if name == report_step::REPORT_HTML {
-                let list = cairn_report::html::PROVENANCE_LIST;
-                let text = String::from_utf8_lossy(&bytes).replacen(
-                    list,
-                    &format!(
-                        "{list}<li>plan: <code>{}</code>, blake3 <code>{digest}</code></li>\n",
-                        cairn_report::html::escape(&root)
-                    ),
-                    1,
-                );
-                bytes = text.into_bytes();
-            }
+            let bytes = match name.as_str() {
+                report_step::REPORT_MD => cairn_report::markdown::render(&report).into_bytes(),
+                report_step::REPORT_HTML => cairn_report::html::render(&report).into_bytes(),
+                _ => store
+                    .read_blob(blob)
+                    .map_err(|e| format!("reading {name} of {}: {e}", step.address))?,
+            };
             let path = dir.join(name);
             write_atomically(&path, &bytes)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -146,10 +142,10 @@ fn main_table(graph: &StepGraph) -> Option<&Step> {
 
 /// The main table and every claim's verdict, as text for the terminal (empty when the study
 /// has neither, or they have not run).
-pub fn outcome_text(graph: &StepGraph, store: &Store, keys: &ResultKeys) -> String {
+pub fn outcome_text(graph: &StepGraph, store: &Store, results: &RunResults) -> String {
     let mut out = String::new();
     if let Some(step) = main_table(graph) {
-        if let Some(r) = current_record(store, keys, step) {
+        if let Some(r) = current_record(store, results, step) {
             if let Ok(table) = read_json::<Table>(store, &r.outputs, TABLE_JSON) {
                 out.push_str(&render_markdown(&step.name, &table));
             }
@@ -157,7 +153,7 @@ pub fn outcome_text(graph: &StepGraph, store: &Store, keys: &ResultKeys) -> Stri
     }
     let mut claims = String::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::CLAIM) {
-        let line = match current_record(store, keys, step)
+        let line = match current_record(store, results, step)
             .map(|r| read_json::<ClaimResult>(store, &r.outputs, CLAIM_JSON))
         {
             Some(Ok(c)) => cairn_report::claim::claim_line(&step.name, &c),
@@ -187,15 +183,15 @@ pub fn after_run(
     env: &cairn_engine::Env<'_>,
     summary: &cairn_engine::RunSummary,
 ) {
-    let keys = ResultKeys::from_run(summary);
-    let dirs = export(cli, plan, graph, env.store, &keys).unwrap_or_else(|e| {
+    let results = RunResults::from_run(summary);
+    let dirs = export(cli, plan, graph, env.store, &results).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         Vec::new()
     });
     if cli.json {
         return;
     }
-    let text = outcome_text(graph, env.store, &keys);
+    let text = outcome_text(graph, env.store, &results);
     if !text.is_empty() {
         println!("\n{}", text.trim_end());
     }
@@ -269,8 +265,8 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
     if summary.failed > 0 {
         return Ok(FAILED);
     }
-    let keys = ResultKeys::from_run(&summary);
-    let dirs = export(cli, &plan, &graph, &store, &keys).map_err(context::fail(FAILED))?;
+    let results = RunResults::from_run(&summary);
+    let dirs = export(cli, &plan, &graph, &store, &results).map_err(context::fail(FAILED))?;
     if cli.json {
         for (d, _) in &dirs {
             println!(
@@ -280,7 +276,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         }
         return Ok(OK);
     }
-    let text = outcome_text(&graph, &store, &keys);
+    let text = outcome_text(&graph, &store, &results);
     if !text.is_empty() {
         println!("{}\n", text.trim_end());
     }

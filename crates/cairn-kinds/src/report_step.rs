@@ -1,18 +1,21 @@
 //! Report steps (`report` nodes): the study's tables, claims with their verdicts, the noisy
-//! points and the provenance of every figure, as `report.md`, plus the data behind it as
-//! `data.csv` (one row per trial: every parameter and figure) and `data.json`; the same as one
-//! self-contained page, `report.html` ([`cairn_report::html`], charts inline), each chart of
-//! its `plot`/`scaling` analyses as `plot-<name>.svg` and `.png`, and the trials' per-second
-//! samples as `series.csv` ([`crate::series_csv`]).
+//! points and the provenance of every figure, built as one document
+//! ([`cairn_report::document`]) and rendered once each as `report.md`
+//! ([`cairn_report::markdown`]) and as one self-contained page, `report.html`
+//! ([`cairn_report::html`], charts inline); the data behind it as `data.csv` (one row per
+//! trial: every parameter and figure) and `data.json`, each chart of its `plot`/`scaling`
+//! analyses as `plot-<name>.svg` and `.png`, and the trials' per-second samples as
+//! `series.csv` ([`crate::series_csv`]).
 //!
 //! Deterministic and cached like an analysis: the step reads its analyses' and claims'
 //! outputs and the study's trial records, so it re-renders exactly when one of them
 //! changes, and renders the same bytes every time. Names come from the inputs' mounts (an
 //! analysis's name, a claim's text), the title from the report's definition.
-//! `cairn report` copies the outputs to `results/<study>/`.
+//! `cairn report` copies the outputs to `results/<study>/`, the report rendered again with
+//! the plan it was made from in its provenance ([`exported`]): the step's key leaves the
+//! plan's text out on purpose, so what the step stores goes without it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use cairn_graph::Step;
 use serde::{Deserialize, Serialize};
@@ -26,10 +29,12 @@ use crate::trial_points::{self, display_value, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
 use cairn_engine::Env;
-use cairn_report::claim::{claim_line, ClaimResult};
-use cairn_report::html as report_html;
-use cairn_report::scaling::{scaling_markdown, Scaling};
-use cairn_report::table::{render_markdown, Table};
+use cairn_report::claim::ClaimResult;
+use cairn_report::document::{Block, Figure, Inline, Item, Report, Section};
+use cairn_report::scaling::Scaling;
+use cairn_report::table::Table;
+use cairn_report::{html as report_html, markdown};
+use cairn_store::{BlobRef, Store};
 
 /// Outputs of a report.
 pub const REPORT_MD: &str = "report.md";
@@ -37,8 +42,6 @@ pub const DATA_CSV: &str = "data.csv";
 pub const DATA_JSON: &str = "data.json";
 pub const REPORT_HTML: &str = "report.html";
 pub const SERIES_CSV: &str = "series.csv";
-
-pub use cairn_report::PROVENANCE_HEADING;
 
 /// What `data.json` holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,48 +55,91 @@ pub struct ReportData {
     pub claims: BTreeMap<String, ClaimResult>,
 }
 
+/// The plan a report was made from, for its provenance: the plan's root file and the
+/// blake3 over its files.
+pub struct PlanSource {
+    pub root: String,
+    pub digest: String,
+}
+
 /// The report's inputs, read: tables by analysis name, claims by text (declaration order).
 struct Inputs {
     tables: Vec<(String, Table)>,
-    /// The charts of plot and scaling analyses: (analysis name, its outputs).
-    plots: Vec<(String, BTreeMap<String, cairn_store::BlobRef>)>,
+    /// The charts of plot and scaling analyses, in the tables' order.
+    figures: Vec<Figure>,
+    /// The charts' files as the report writes them beside itself: file name → blob.
+    figure_files: BTreeMap<String, BlobRef>,
     /// The efficiencies of scaling analyses, by analysis name.
     scalings: Vec<(String, Scaling)>,
     claims: Vec<(String, ClaimResult)>,
     trials: Vec<TrialPoint>,
 }
 
-fn read_inputs(env: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Inputs, StepError> {
+fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, StepError> {
     let mut tables = Vec::new();
     let mut claims = Vec::new();
-    let mut plots = Vec::new();
+    let mut figures = Vec::new();
+    let mut figure_files = BTreeMap::new();
     let mut scalings = Vec::new();
     for (input, done) in step.inputs.iter().zip(inputs) {
         if let Some(text) = input.mount.strip_prefix("claim/") {
-            let c: ClaimResult = read_json(env.store, &done.outputs, CLAIM_JSON)
+            let c: ClaimResult = read_json(store, &done.outputs, CLAIM_JSON)
                 .map_err(|e| failed(format!("reading claim `{text}`: {e}")))?;
             claims.push((text.to_string(), c));
         } else if !input.mount.starts_with("trial/") {
-            let t: Table = read_json(env.store, &done.outputs, TABLE_JSON)
+            let t: Table = read_json(store, &done.outputs, TABLE_JSON)
                 .map_err(|e| failed(format!("reading analysis `{}`: {e}", input.mount)))?;
             tables.push((input.mount.clone(), t));
             if done.outputs.contains_key(PLOT_SVG) {
-                plots.push((input.mount.clone(), done.outputs.clone()));
+                figures.push(read_figure(
+                    store,
+                    &input.mount,
+                    &done.outputs,
+                    &mut figure_files,
+                )?);
             }
             if done.outputs.contains_key(SCALING_JSON) {
-                let sc: Scaling = read_json(env.store, &done.outputs, SCALING_JSON)
+                let sc: Scaling = read_json(store, &done.outputs, SCALING_JSON)
                     .map_err(|e| failed(format!("reading analysis `{}`: {e}", input.mount)))?;
                 scalings.push((input.mount.clone(), sc));
             }
         }
     }
-    let trials = trial_points::read(env.store, step, inputs)?;
+    let trials = trial_points::read(store, step, inputs)?;
     Ok(Inputs {
         tables,
-        plots,
+        figures,
+        figure_files,
         scalings,
         claims,
         trials,
+    })
+}
+
+/// The chart of analysis `name` (whose outputs are `outputs`): its SVG, shown inline in
+/// report.html, and the files it goes to beside the report (added to `files`).
+fn read_figure(
+    store: &Store,
+    name: &str,
+    outputs: &BTreeMap<String, BlobRef>,
+    files: &mut BTreeMap<String, BlobRef>,
+) -> Result<Figure, StepError> {
+    let stem = format!("plot-{}", file_stem(name));
+    let mut names = Vec::new();
+    for (output, ext) in [(PLOT_SVG, "svg"), (PLOT_PNG, "png")] {
+        if let Some(blob) = outputs.get(output) {
+            let file = format!("{stem}.{ext}");
+            files.insert(file.clone(), blob.clone());
+            names.push(file);
+        }
+    }
+    let svg = store
+        .read_blob(&outputs[PLOT_SVG])
+        .map_err(|e| failed(format!("reading the chart of `{name}`: {e}")))?;
+    Ok(Figure {
+        name: name.to_string(),
+        svg: String::from_utf8_lossy(&svg).into_owned(),
+        files: names,
     })
 }
 
@@ -186,54 +232,133 @@ fn differing_settings(trials: &[TrialPoint]) -> Vec<(String, Vec<(String, String
     out
 }
 
-/// `report.md`.
+/// `report.md` of tables, claims and trials alone (no charts, no scaling analyses), as the
+/// step renders it.
 pub fn render(
     title: &str,
     tables: &[(String, Table)],
     claims: &[(String, ClaimResult)],
     trials: &[TrialPoint],
 ) -> String {
-    let mut md = String::new();
-    let servers: Vec<&str> = {
-        let mut s: Vec<&str> = Vec::new();
-        for t in trials {
-            if !s.contains(&t.server.as_str()) {
-                s.push(&t.server);
-            }
-        }
-        s
+    let inputs = Inputs {
+        tables: tables.to_vec(),
+        figures: Vec::new(),
+        figure_files: BTreeMap::new(),
+        scalings: Vec::new(),
+        claims: claims.to_vec(),
+        trials: trials.to_vec(),
     };
-    let _ = writeln!(md, "# {title}\n");
-    let _ = writeln!(
-        md,
-        "{} trials of {} server{} ({}). Medians of the passes; ratios are variant / baseline with a 95% bootstrap CI; verdicts follow cairn-analysis's rules (a rank test and the CI must agree; with 3 passes per side a rank test cannot decide).\n",
+    markdown::render(&build(title, &inputs, None))
+}
+
+/// The report of `step` as `cairn report` exports it: built again from its inputs (`inputs`,
+/// as the step had them) and titled as its `data.json` (among `outputs`, the step's record's)
+/// says, with `plan` first under its provenance.
+pub fn exported(
+    store: &Store,
+    step: &Step,
+    outputs: &BTreeMap<String, BlobRef>,
+    inputs: &[&Done],
+    plan: &PlanSource,
+) -> Result<Report, StepError> {
+    /// The part of `data.json` read here: the title the step gave the report (its
+    /// definition's to say, read once, by the step).
+    #[derive(Deserialize)]
+    struct Titled {
+        title: String,
+    }
+    let Titled { title } = read_json(store, outputs, DATA_JSON)
+        .map_err(|e| failed(format!("reading the report's title: {e}")))?;
+    let inputs = read_inputs(store, step, inputs)?;
+    Ok(build(&title, &inputs, Some(plan)))
+}
+
+/// The report: the summary, then the plots, the tables, the scaling analyses, the claims
+/// (each section only if there is something in it), the noisy points and the provenance
+/// (`plan` first, if known).
+fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>) -> Report {
+    let section = |heading: &str, blocks: Vec<Block>| Section {
+        heading: heading.to_string(),
+        anchor: None,
+        blocks,
+    };
+    let mut sections = Vec::new();
+    if !inputs.figures.is_empty() {
+        let figures = inputs.figures.iter().cloned().map(Block::Figure).collect();
+        sections.push(section("Plots", figures));
+    }
+    if !inputs.tables.is_empty() {
+        let tables = inputs.tables.iter().map(|(name, table)| Block::Table {
+            name: name.clone(),
+            table: table.clone(),
+        });
+        sections.push(section("Tables", tables.collect()));
+    }
+    if !inputs.scalings.is_empty() {
+        let scalings = inputs
+            .scalings
+            .iter()
+            .map(|(name, scaling)| Block::Scaling {
+                name: name.clone(),
+                scaling: scaling.clone(),
+            });
+        sections.push(section("Scaling", scalings.collect()));
+    }
+    if !inputs.claims.is_empty() {
+        sections.push(section(
+            "Claims",
+            vec![Block::Claims(inputs.claims.clone())],
+        ));
+    }
+    sections.push(section("Noisy points", vec![noisy_points(&inputs.tables)]));
+    sections.push(Section {
+        heading: "Provenance".into(),
+        anchor: Some("provenance".into()),
+        blocks: vec![
+            Block::List(provenance(&inputs.trials, plan)),
+            Block::Paragraph(
+                Inline::plain("The data: ")
+                    .code(DATA_CSV)
+                    .text(" (one row per trial: every parameter and figure), ")
+                    .code(SERIES_CSV)
+                    .text(" (per-second samples, long format) and ")
+                    .code(DATA_JSON)
+                    .text("."),
+            ),
+        ],
+    });
+    Report {
+        title: title.to_string(),
+        summary: summary(&inputs.trials),
+        sections,
+    }
+}
+
+/// The paragraph under the title: how many trials of which servers, and how to read the
+/// figures.
+fn summary(trials: &[TrialPoint]) -> Inline {
+    let mut servers: Vec<&str> = Vec::new();
+    for t in trials {
+        if !servers.contains(&t.server.as_str()) {
+            servers.push(&t.server);
+        }
+    }
+    Inline::plain(format!(
+        "{} trials of {} server{} ({}). Medians of the passes; ratios are variant / baseline with a 95% bootstrap CI; verdicts follow cairn-analysis's rules (a rank test and the CI must agree; with 3 passes per side a rank test cannot decide).",
         trials.len(),
         servers.len(),
         if servers.len() == 1 { "" } else { "s" },
         servers.join(", ")
-    );
-    if !tables.is_empty() {
-        md.push_str("## Tables\n\n");
-        for (name, table) in tables {
-            md.push_str(&render_markdown(name, table));
-            md.push('\n');
-        }
-    }
-    if !claims.is_empty() {
-        md.push_str("## Claims\n\n");
-        for (text, c) in claims {
-            let _ = writeln!(md, "- {}", claim_line(text, c));
-        }
-        md.push('\n');
-    }
-    md.push_str("## Noisy points\n\n");
-    let mut noisy = 0;
+    ))
+}
+
+/// Every noisy cell of every table, or a sentence saying there is none.
+fn noisy_points(tables: &[(String, Table)]) -> Block {
+    let mut items = Vec::new();
     for (name, table) in tables {
         for cell in table.cells.iter().filter(|c| c.noisy) {
-            noisy += 1;
-            let _ = writeln!(
-                md,
-                "- {name}: {} = {}, {} = {}: CV {} over {} passes",
+            items.push(Item::new(Inline::plain(format!(
+                "{name}: {} = {}, {} = {}: CV {} over {} passes",
                 table.rows.name,
                 cell.row,
                 table.columns.name,
@@ -242,24 +367,46 @@ pub fn render(
                     .cv
                     .map_or("unknown".into(), |cv| format!("{:.1}%", cv * 100.0)),
                 cell.summary.n
-            );
+            ))));
         }
     }
-    if noisy == 0 {
-        md.push_str("None: every cell's coefficient of variation is within 5%.\n");
+    if items.is_empty() {
+        Block::Paragraph(Inline::plain(
+            "None: every cell's coefficient of variation is within 5%.",
+        ))
+    } else {
+        Block::List(items)
     }
-    let _ = writeln!(md, "\n{PROVENANCE_HEADING}\n");
-    let _ = writeln!(md, "- cairn {}", env!("CARGO_PKG_VERSION"));
+}
+
+/// Where the figures come from: the plan (if known), cairn's version, the machines, each
+/// server's image, version and allocator, and the settings that differ between servers.
+fn provenance(trials: &[TrialPoint], plan: Option<&PlanSource>) -> Vec<Item> {
+    let mut items = Vec::new();
+    if let Some(plan) = plan {
+        items.push(Item::new(
+            Inline::plain("plan: ")
+                .code(&plan.root)
+                .text(", blake3 ")
+                .code(&plan.digest),
+        ));
+    }
+    items.push(Item::new(Inline::plain(format!(
+        "cairn {}",
+        env!("CARGO_PKG_VERSION")
+    ))));
     let fingerprints: BTreeSet<String> = trials
         .iter()
         .filter(|t| !t.fingerprint.is_null())
         .map(|t| fingerprint_line(&t.fingerprint))
         .collect();
     for f in &fingerprints {
-        let _ = writeln!(md, "- machine: {f}");
+        items.push(Item::new(Inline::plain(format!("machine: {f}"))));
     }
     if fingerprints.len() > 1 {
-        md.push_str("- ⚠ the trials were measured on more than one machine\n");
+        items.push(Item::new(Inline::plain(
+            "⚠ the trials were measured on more than one machine",
+        )));
     }
     let mut seen = BTreeSet::new();
     for t in trials {
@@ -274,69 +421,36 @@ pub fn render(
             .pointer("/checks/malloc_library")
             .and_then(Value::as_str);
         let allocator = t.variant.get("allocator").and_then(Value::as_str);
-        let _ = writeln!(
-            md,
-            "- server `{}`: image {} ({}), version {}, allocator {}{}",
-            t.server,
+        let mut text = Inline::plain("server ").code(&t.server).text(format!(
+            ": image {} ({}), version {}, allocator {}",
             image.unwrap_or("-"),
             image_id.unwrap_or("no digest recorded"),
             version.unwrap_or("unknown"),
             allocator.unwrap_or("unknown"),
-            malloc.map_or(String::new(), |m| format!(" (server reports `{m}`)"))
-        );
+        ));
+        if let Some(m) = malloc {
+            text = text.text(" (server reports ").code(m).text(")");
+        }
+        items.push(Item::new(text));
     }
     let differing = differing_settings(trials);
     if differing.is_empty() {
-        md.push_str("- server settings: the same for every server\n");
+        items.push(Item::new(Inline::plain(
+            "server settings: the same for every server",
+        )));
     } else {
-        md.push_str("- server settings that differ:\n");
+        let mut item = Item::new(Inline::plain("server settings that differ:"));
         for (name, values) in differing {
-            let v: Vec<String> = values.iter().map(|(s, v)| format!("{s} = `{v}`")).collect();
-            let _ = writeln!(md, "  - {name}: {}", v.join(", "));
+            let mut text = Inline::plain(format!("{name}: "));
+            for (i, (server, value)) in values.iter().enumerate() {
+                let separator = if i == 0 { "" } else { ", " };
+                text = text.text(format!("{separator}{server} = ")).code(value);
+            }
+            item.sub_items.push(text);
         }
+        items.push(item);
     }
-    md.push_str(
-        "\nThe data: `data.csv` (one row per trial: every parameter and figure), `series.csv` (per-second samples, long format) and `data.json`.\n",
-    );
-    md
-}
-
-/// report.md with a `## Plots` section before the tables: each chart as an image link to
-/// the SVG written beside it (a Markdown viewer shows it).
-fn with_plots(md: String, plots: &[report_html::Plot]) -> String {
-    if plots.is_empty() {
-        return md;
-    }
-    let mut section = String::from("## Plots\n\n");
-    for p in plots {
-        let files: Vec<String> = p.files.iter().map(|f| format!("`{f}`")).collect();
-        if let Some(svg) = p.files.iter().find(|f| f.ends_with(".svg")) {
-            let _ = writeln!(section, "![{}]({svg})\n", p.name);
-        }
-        let _ = writeln!(section, "{}: {}\n", p.name, files.join(", "));
-    }
-    match md.find("## Tables") {
-        Some(at) => format!("{}{section}{}", &md[..at], &md[at..]),
-        None => md + "\n" + &section,
-    }
-}
-
-/// report.md with a `## Scaling` section after the tables: each scaling analysis's speedup
-/// and efficiency against linear scaling, with their CIs.
-fn with_scaling(md: String, scalings: &[(String, Scaling)]) -> String {
-    if scalings.is_empty() {
-        return md;
-    }
-    let mut section = String::from("## Scaling\n");
-    for (name, sc) in scalings {
-        let _ = write!(section, "\n{name}:\n{}", scaling_markdown(sc));
-    }
-    section.push('\n');
-    let at = md
-        .find("## Claims")
-        .or_else(|| md.find("## Noisy points"))
-        .unwrap_or(md.len());
-    format!("{}{section}{}", &md[..at], &md[at..])
+    items
 }
 
 /// An analysis's name as a file name: letters, digits, `-` and `_` kept, the rest `_`.
@@ -380,47 +494,25 @@ impl cairn_engine::Kind for ReportKind {
         _key: &str,
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
-        let Inputs {
-            tables,
-            plots,
-            scalings,
-            claims,
-            trials,
-        } = read_inputs(env, step, inputs)?;
+        let read = read_inputs(env.store, step, inputs)?;
         let title = step
             .definition
             .get("title")
             .and_then(Value::as_str)
             .unwrap_or(env.study)
             .to_string();
-        let md = render(&title, &tables, &claims, &trials);
-        let csv = data_csv(&trials);
-        let series = series_csv::render(&trials, &series_csv::read(env.store, step, inputs));
-        // each chart goes beside the report as files, and inline into report.html
-        let mut plot_files = BTreeMap::new();
-        let mut inline_plots = Vec::new();
-        for (name, outputs) in &plots {
-            let stem = format!("plot-{}", file_stem(name));
-            let mut files = Vec::new();
-            for (output, ext) in [(PLOT_SVG, "svg"), (PLOT_PNG, "png")] {
-                if let Some(blob) = outputs.get(output) {
-                    let file = format!("{stem}.{ext}");
-                    plot_files.insert(file.clone(), blob.clone());
-                    files.push(file);
-                }
-            }
-            let svg = env
-                .store
-                .read_blob(&outputs[PLOT_SVG])
-                .map_err(|e| failed(format!("reading the chart of `{name}`: {e}")))?;
-            inline_plots.push(report_html::Plot {
-                name: name.clone(),
-                svg: String::from_utf8_lossy(&svg).into_owned(),
-                files,
-            });
-        }
-        let md = with_scaling(with_plots(md, &inline_plots), &scalings);
-        let html = report_html::render(&title, &md, &tables, &claims, &inline_plots);
+        let report = build(&title, &read, None);
+        let md = markdown::render(&report);
+        let html = report_html::render(&report);
+        let csv = data_csv(&read.trials);
+        let series = series_csv::render(&read.trials, &series_csv::read(env.store, step, inputs));
+        let Inputs {
+            tables,
+            figure_files,
+            claims,
+            trials,
+            ..
+        } = read;
         let data = ReportData {
             title,
             trials,
@@ -440,7 +532,7 @@ impl cairn_engine::Kind for ReportKind {
             (SERIES_CSV.to_string(), put(series.as_bytes(), SERIES_CSV)?),
             (DATA_JSON.to_string(), put(&json, DATA_JSON)?),
         ]);
-        outputs.extend(plot_files);
+        outputs.extend(figure_files);
         let mut extra = serde_json::Map::new();
         extra.insert(
             "headline".into(),

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use cairn_analysis::{ClaimCheck, ClaimVerdict, Interval, PassesNeeded};
 use serde::{Deserialize, Serialize};
 
+use crate::document::Inline;
+use crate::markdown;
+
 /// The comparison operator of an expectation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Operator {
@@ -74,8 +77,9 @@ pub fn summary_line(r: &ClaimResult) -> String {
     )
 }
 
-/// `claim`: one line per claim for a person, e.g. in the terminal after `cairn run`.
-pub fn claim_line(text: &str, c: &ClaimResult) -> String {
+/// A claim for a person: its text, the expectation, the verdict (emphasised), the ratio with
+/// its CI, why, and the passes the noise would need.
+pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
     let size = if c.size > 0.0 {
         let word = match c.expect.operator {
             Operator::Greater | Operator::Less => "by",
@@ -91,21 +95,23 @@ pub fn claim_line(text: &str, c: &ClaimResult) -> String {
     } else {
         format!(" at {}", point.join(", "))
     };
-    format!(
-        "\"{text}\" (`{} {} {}`{size}, {}{at}): **{}** — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}; {}",
-        c.expect.left,
-        serde_json::to_value(c.expect.operator)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
-        c.expect.right,
-        c.metric,
-        c.verdict,
-        c.ratio,
-        c.ratio_ci.low,
-        c.ratio_ci.high,
-        c.passes,
-        c.reason,
-        c.passes_needed
-    )
+    Inline::plain(format!("\"{text}\" ("))
+        .code(format!(
+            "{} {} {}",
+            c.expect.left,
+            c.expect.operator.symbol(),
+            c.expect.right
+        ))
+        .text(format!("{size}, {}{at}): ", c.metric))
+        .strong(c.verdict.to_string())
+        .text(format!(
+            " — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}; {}",
+            c.ratio, c.ratio_ci.low, c.ratio_ci.high, c.passes, c.reason, c.passes_needed
+        ))
+}
+
+/// `claim`: one line per claim for a person (Markdown), e.g. in the terminal after
+/// `cairn run`.
+pub fn claim_line(text: &str, c: &ClaimResult) -> String {
+    markdown::inline(&claim_text(text, c))
 }

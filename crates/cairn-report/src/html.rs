@@ -1,27 +1,17 @@
-//! `report.html`: the report as one self-contained page — the charts inline as SVG, the tables
-//! with every cell coloured by its verdict and naming the trials behind it, the claims, the
-//! noisy points and the provenance — with a little CSS and nothing fetched from anywhere, so
-//! it can be mailed, archived or opened offline. Deterministic like `report.md`: the same
-//! inputs render the same bytes.
+//! `report.html`: a [`Report`] as one self-contained page — the charts inline as SVG, the
+//! tables with every cell coloured by its verdict and naming the trials behind it, the
+//! claims coloured by theirs, the noisy points and the provenance — with a little CSS and
+//! nothing fetched from anywhere, so it can be mailed, archived or opened offline.
+//! Deterministic like `report.md`: the same document renders the same bytes.
 
 use std::fmt::Write as _;
 
 use cairn_analysis::Verdict;
 
-use crate::claim::{claim_line, ClaimResult};
+use crate::claim::claim_text;
+use crate::document::{Block, Figure, Inline, Report, Span};
+use crate::scaling::{self, Scaling};
 use crate::table::{signed_percent, Cell, Table};
-use crate::PROVENANCE_HEADING;
-
-/// The marker under which `cairn report` adds the plan's digest (as it does in report.md).
-pub const PROVENANCE_LIST: &str = "<h2 id=\"provenance\">Provenance</h2>\n<ul>\n";
-
-/// One chart of the report: the analysis's name and its SVG.
-pub struct Plot {
-    pub name: String,
-    pub svg: String,
-    /// The file names the report writes beside it (SVG, PNG).
-    pub files: Vec<String>,
-}
 
 const STYLE: &str =
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -39,7 +29,7 @@ details{margin:.5em 0 1.5em}code{font-size:90%}
 ";
 
 /// Escape text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
+fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -52,36 +42,6 @@ pub fn escape(s: &str) -> String {
         }
     }
     out
-}
-
-/// A line of report.md's prose as HTML: escaped, `code` and **bold** kept.
-fn inline(md: &str) -> String {
-    let mut out = String::new();
-    let escaped = escape(md);
-    let mut code = false;
-    for (i, part) in escaped.split('`').enumerate() {
-        if i > 0 {
-            out.push_str(if code { "</code>" } else { "<code>" });
-            code = !code;
-        }
-        out.push_str(part);
-    }
-    if code {
-        out.push_str("</code>");
-    }
-    let mut bold = false;
-    let mut result = String::new();
-    for (i, part) in out.split("**").enumerate() {
-        if i > 0 {
-            result.push_str(if bold { "</strong>" } else { "<strong>" });
-            bold = !bold;
-        }
-        result.push_str(part);
-    }
-    if bold {
-        result.push_str("</strong>");
-    }
-    result
 }
 
 fn verdict_class(v: Verdict) -> &'static str {
@@ -219,171 +179,158 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
     html.push_str("</ul></details>\n");
 }
 
-/// The sections of report.md from "## Noisy points" on (noisy points, provenance), as HTML
-/// lists: one source of truth for their wording.
-fn tail_sections(html: &mut String, md: &str) {
-    let Some(start) = md.find("## Noisy points") else {
-        return;
-    };
-    sections(html, &md[start..]);
-}
-
-/// report.md's lines as HTML: headings, lists, Markdown tables and paragraphs.
-fn sections(html: &mut String, md: &str) {
-    let mut in_list = false;
-    let mut in_table = false;
-    for line in md.lines() {
-        if let Some(row) = line.strip_prefix('|') {
-            if !in_table {
-                html.push_str("<table>\n");
-                in_table = true;
-            }
-            if row.starts_with("---") {
-                continue;
-            }
-            html.push_str("<tr>");
-            for cell in row.trim_end_matches('|').split('|') {
-                let _ = write!(html, "<td>{}</td>", inline(cell.trim()));
-            }
-            html.push_str("</tr>\n");
-            continue;
-        } else if in_table {
-            html.push_str("</table>\n");
-            in_table = false;
-        }
-        let close = |html: &mut String, in_list: &mut bool| {
-            if *in_list {
-                html.push_str("</ul>\n");
-                *in_list = false;
-            }
-        };
-        if line == PROVENANCE_HEADING {
-            close(html, &mut in_list);
-            html.push_str(PROVENANCE_LIST);
-            in_list = true;
-        } else if let Some(h) = line.strip_prefix("#### ") {
-            close(html, &mut in_list);
-            let _ = writeln!(html, "<h4>{}</h4>", inline(h));
-        } else if let Some(h) = line.strip_prefix("## ") {
-            close(html, &mut in_list);
-            let _ = writeln!(html, "<h2>{}</h2>", escape(h));
-        } else if let Some(item) = line
-            .strip_prefix("- ")
-            .or_else(|| line.strip_prefix("  - ").map(|s| s.trim_start()))
-        {
-            if !in_list {
-                html.push_str("<ul>\n");
-                in_list = true;
-            }
-            let nested = if line.starts_with("  ") {
-                " style=\"margin-left:1.5em\""
-            } else {
-                ""
-            };
-            let _ = writeln!(html, "<li{nested}>{}</li>", inline(item));
-        } else if !line.trim().is_empty() {
-            close(html, &mut in_list);
-            let _ = writeln!(html, "<p>{}</p>", inline(line));
-        }
-    }
-    if in_list {
-        html.push_str("</ul>\n");
-    }
-    if in_table {
-        html.push_str("</table>\n");
-    }
-}
-
-/// `report.html`. `md` is the report's markdown (its prose and provenance are reused).
-pub fn render(
-    title: &str,
-    md: &str,
-    tables: &[(String, Table)],
-    claims: &[(String, ClaimResult)],
-    plots: &[Plot],
-) -> String {
+/// The report as one HTML page.
+pub fn render(report: &Report) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        escape(title),
-        escape(title)
+        escape(&report.title),
+        escape(&report.title)
     );
-    // the summary paragraph of report.md: the first line after the title
-    if let Some(intro) = md.lines().skip(1).find(|l| !l.trim().is_empty()) {
-        let _ = writeln!(html, "<p>{}</p>", inline(intro));
-    }
-    if !plots.is_empty() {
-        html.push_str("<h2>Plots</h2>\n");
-        for plot in plots {
-            let _ = writeln!(
-                html,
-                "<figure class=\"plot\">\n{}\n<figcaption>{} ({})</figcaption>\n</figure>",
-                plot.svg.trim(),
-                escape(&plot.name),
-                plot.files
-                    .iter()
-                    .map(|f| format!("<a href=\"{0}\">{0}</a>", escape(f)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+    let _ = writeln!(html, "<p>{}</p>", inline(&report.summary));
+    for section in &report.sections {
+        let anchor = section
+            .anchor
+            .as_ref()
+            .map_or(String::new(), |a| format!(" id=\"{}\"", escape(a)));
+        let _ = writeln!(html, "<h2{anchor}>{}</h2>", escape(&section.heading));
+        for block in &section.blocks {
+            render_block(&mut html, block);
         }
     }
-    if !tables.is_empty() {
-        html.push_str("<h2>Tables</h2>\n");
-        for (name, table) in tables {
-            table_html(&mut html, name, table);
-        }
-    }
-    // report.md's scaling section, as it reads there
-    if let Some(start) = md.find("## Scaling") {
-        let end = md[start..]
-            .find("\n## ")
-            .map_or(md.len(), |e| start + e + 1);
-        sections(&mut html, &md[start..end]);
-    }
-    if !claims.is_empty() {
-        html.push_str("<h2>Claims</h2>\n<ul>\n");
-        for (text, c) in claims {
-            let _ = writeln!(
-                html,
-                "<li class=\"{}\">{}</li>",
-                c.verdict,
-                inline(&claim_line(text, c))
-            );
-        }
-        html.push_str("</ul>\n");
-    }
-    tail_sections(&mut html, md);
     html.push_str("</body>\n</html>\n");
     html
+}
+
+/// Text escaped, its code in `<code>` and its strong emphasis in `<strong>`.
+fn inline(text: &Inline) -> String {
+    let mut html = String::new();
+    for span in &text.0 {
+        match span {
+            Span::Text(t) => html.push_str(&escape(t)),
+            Span::Code(c) => {
+                let _ = write!(html, "<code>{}</code>", escape(c));
+            }
+            Span::Strong(s) => {
+                let _ = write!(html, "<strong>{}</strong>", escape(s));
+            }
+        }
+    }
+    html
+}
+
+fn render_block(html: &mut String, block: &Block) {
+    match block {
+        Block::Paragraph(text) => {
+            let _ = writeln!(html, "<p>{}</p>", inline(text));
+        }
+        Block::List(items) => {
+            html.push_str("<ul>\n");
+            for item in items {
+                let _ = writeln!(html, "<li>{}</li>", inline(&item.text));
+                // one list, the sub-items indented: what a plain list shows of the nesting
+                for sub in &item.sub_items {
+                    let _ = writeln!(html, "<li style=\"margin-left:1.5em\">{}</li>", inline(sub));
+                }
+            }
+            html.push_str("</ul>\n");
+        }
+        Block::Figure(figure) => figure_html(html, figure),
+        Block::Table { name, table } => table_html(html, name, table),
+        Block::Scaling { name, scaling } => scaling_html(html, name, scaling),
+        Block::Claims(claims) => {
+            html.push_str("<ul>\n");
+            for (text, result) in claims {
+                let _ = writeln!(
+                    html,
+                    "<li class=\"{}\">{}</li>",
+                    result.verdict,
+                    inline(&claim_text(text, result))
+                );
+            }
+            html.push_str("</ul>\n");
+        }
+    }
+}
+
+/// The chart inline, captioned with links to its files.
+fn figure_html(html: &mut String, figure: &Figure) {
+    let _ = writeln!(
+        html,
+        "<figure class=\"plot\">\n{}\n<figcaption>{} ({})</figcaption>\n</figure>",
+        figure.svg.trim(),
+        escape(&figure.name),
+        figure
+            .files
+            .iter()
+            .map(|f| format!("<a href=\"{0}\">{0}</a>", escape(f)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// A scaling analysis's efficiencies: its name, the caption and a plain table (its header
+/// in the first row).
+fn scaling_html(html: &mut String, name: &str, s: &Scaling) {
+    let _ = writeln!(html, "<p>{}:</p>", escape(name));
+    let _ = writeln!(html, "<h4>{}</h4>", inline(&scaling::caption(s)));
+    html.push_str("<table>\n");
+    for row in std::iter::once(scaling::header(s)).chain(scaling::rows(s)) {
+        html.push_str("<tr>");
+        for cell in row {
+            let _ = write!(html, "<td>{}</td>", escape(&cell));
+        }
+        html.push_str("</tr>\n");
+    }
+    html.push_str("</table>\n");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::{Item, Section};
+
+    fn report(blocks: Vec<Block>) -> Report {
+        Report {
+            title: "T".into(),
+            summary: Inline::plain("Intro."),
+            sections: vec![Section {
+                heading: "Provenance".into(),
+                anchor: Some("provenance".into()),
+                blocks,
+            }],
+        }
+    }
 
     #[test]
-    fn escapes_and_keeps_code_and_bold() {
+    fn text_is_escaped_and_code_and_emphasis_kept() {
+        let text = Inline::plain("a <b> ")
+            .code("c&d")
+            .text(" ")
+            .strong("holds");
         assert_eq!(
-            inline("a <b> `c&d` **holds**"),
+            inline(&text),
             "a &lt;b&gt; <code>c&amp;d</code> <strong>holds</strong>"
         );
     }
 
     #[test]
     fn a_page_with_a_plot_is_self_contained() {
-        let md = "# T\n\nIntro.\n\n## Noisy points\n\nNone.\n\n## Provenance\n\n- cairn 0.1.0\n";
-        let plots = [Plot {
+        let figure = Figure {
             name: "lat".into(),
             svg: "<svg width=\"10\" height=\"10\"></svg>".into(),
             files: vec!["plot-lat.svg".into()],
-        }];
-        let html = render("T", md, &[], &[], &plots);
+        };
+        let mut cairn = Item::new(Inline::plain("cairn 0.1.0"));
+        cairn.sub_items.push(Inline::plain("nested"));
+        let r = report(vec![Block::Figure(figure), Block::List(vec![cairn])]);
+        let html = render(&r);
         assert!(html.contains("<svg width=\"10\""));
-        assert!(html.contains(PROVENANCE_LIST));
-        assert!(html.contains("<li>cairn 0.1.0</li>"));
+        assert!(html.contains(
+            "<h2 id=\"provenance\">Provenance</h2>\n<figure class=\"plot\">\n<svg width=\"10\" height=\"10\"></svg>\n<figcaption>lat (<a href=\"plot-lat.svg\">plot-lat.svg</a>)</figcaption>\n</figure>\n<ul>\n<li>cairn 0.1.0</li>\n<li style=\"margin-left:1.5em\">nested</li>\n</ul>\n</body>"
+        ));
         assert!(!html.contains("<script") && !html.contains("<link"));
-        assert_eq!(html, render("T", md, &[], &[], &plots));
+        assert_eq!(html, render(&r));
     }
 }

@@ -1,11 +1,13 @@
 //! A scaling analysis's result — each server's speedup over its lowest x and its efficiency
-//! against linear scaling, with CIs — as `scaling.json` holds it, and its Markdown.
-
-use std::fmt::Write as _;
+//! against linear scaling, with CIs — as `scaling.json` holds it, and its table: the caption,
+//! the rows, and as Markdown.
 
 use cairn_analysis::Interval;
 use cairn_defs::figures;
 use serde::{Deserialize, Serialize};
+
+use crate::document::Inline;
+use crate::markdown;
 
 /// One server's scaling at one x: the speedup over its lowest x and the efficiency against
 /// linear scaling from there, each with the CI of the ratio of medians behind it.
@@ -31,8 +33,27 @@ pub struct Scaling {
     pub points: Vec<ScalingPoint>,
 }
 
-/// The scaling section of a scaling analysis's `table.md`.
-pub fn scaling_markdown(s: &Scaling) -> String {
+/// What the scaling table shows, as its caption.
+pub fn caption(s: &Scaling) -> Inline {
+    Inline::plain("Scaling of ")
+        .code(&s.metric)
+        .text(" with ")
+        .code(&s.x)
+        .text(": speedup over the lowest ")
+        .code(&s.x)
+        .text(" and efficiency against linear scaling from there [95% bootstrap CI]")
+}
+
+/// The names of the scaling table's columns.
+pub fn header(s: &Scaling) -> Vec<String> {
+    ["server", &s.x, "median", "speedup", "efficiency"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// The scaling table's rows: each point's server, x, median, and its speedup and efficiency
+/// with their CIs.
+pub fn rows(s: &Scaling) -> Vec<Vec<String>> {
     let ci = |i: &Option<Interval>| {
         i.as_ref()
             .map_or("[no CI: too few passes]".to_string(), |i| {
@@ -45,25 +66,36 @@ pub fn scaling_markdown(s: &Scaling) -> String {
                 format!("[{:.0}%, {:.0}%]", i.low * 100.0, i.high * 100.0)
             })
     };
-    let mut md = format!(
-        "\n#### Scaling of `{}` with `{}`: speedup over the lowest `{}` and efficiency against linear scaling from there [95% bootstrap CI]\n\n| server | {} | median | speedup | efficiency |\n|---|---:|---:|---:|---:|\n",
-        s.metric, s.x, s.x, s.x
-    );
     let number = |v: f64| {
         figures::lookup(&s.metric).map_or(format!("{v:.3}"), |f| figures::format_number(f, v))
     };
-    for p in &s.points {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | ×{:.2} {} | {:.0}% {} |",
-            p.server,
-            p.x,
-            number(p.median),
-            p.speedup,
-            ci(&p.speedup_ci),
-            p.efficiency * 100.0,
-            percent_ci(&p.efficiency_ci)
-        );
+    s.points
+        .iter()
+        .map(|p| {
+            vec![
+                p.server.clone(),
+                p.x.clone(),
+                number(p.median),
+                format!("×{:.2} {}", p.speedup, ci(&p.speedup_ci)),
+                format!(
+                    "{:.0}% {}",
+                    p.efficiency * 100.0,
+                    percent_ci(&p.efficiency_ci)
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// The scaling section of a scaling analysis's `table.md` (and of report.md): the caption
+/// as a heading, then the table.
+pub fn scaling_markdown(s: &Scaling) -> String {
+    let row = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut md = format!("\n#### {}\n\n", markdown::inline(&caption(s)));
+    md.push_str(&row(header(s)));
+    md.push_str("|---|---:|---:|---:|---:|\n");
+    for r in rows(s) {
+        md.push_str(&row(r));
     }
     md
 }
