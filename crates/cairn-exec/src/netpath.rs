@@ -1,4 +1,5 @@
-//! The client's network path to a server: where a trial's clients run relative to the server
+//! The client's network path to a server: how clients connect ([`Connect`]: socket, TCP,
+//! TLS), where a trial's clients run relative to the server
 //! ([`ClientPath`]: in its network namespace over loopback, in another container on the
 //! bridge, on the host), an emulated link on the server's interface ([`Link`]: tc netem), and
 //! running the native driver's threads inside another network namespace ([`run_in_netns`]).
@@ -10,6 +11,47 @@
 //! host's, so a socket path or a TLS CA on the host is still found.
 
 use std::path::Path;
+
+/// How clients reach a server. The server always listens on its socket and on TCP; this says
+/// what clients are meant to use, and `Tls` also makes TCP require TLS.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Connect {
+    /// The server's unix socket (for a container: in the bind-mounted host directory).
+    Socket,
+    /// Plain TCP (for a container: to its address on the run's network).
+    #[default]
+    Tcp,
+    /// TCP with TLS (a CA and server certificate generated per start); plain TCP is refused.
+    Tls,
+}
+
+impl Connect {
+    /// `socket`, `tcp` or `tls`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Connect::Socket => "socket",
+            Connect::Tcp => "tcp",
+            Connect::Tls => "tls",
+        }
+    }
+}
+
+impl std::str::FromStr for Connect {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "socket" => Ok(Connect::Socket),
+            "tcp" => Ok(Connect::Tcp),
+            "tls" => Ok(Connect::Tls),
+            _ => Err(format!(
+                "unknown connect `{s}`: expected \"socket\", \"tcp\" or \"tls\""
+            )),
+        }
+    }
+}
 
 /// Where a trial's clients run relative to its server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

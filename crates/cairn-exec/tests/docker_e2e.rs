@@ -700,7 +700,7 @@ fn tls_server_requires_and_verifies_tls() {
         assert!(!cipher.is_empty(), "{out:?}");
     }
     // A CA other than the server's: verification fails.
-    let other = cairn_exec::docker::tls::generate("other", &["secure".into()]).unwrap();
+    let other = cairn_exec::docker::container::tls::generate("other", &["secure".into()]).unwrap();
     std::fs::write(sock.path().join("other-ca.pem"), other.ca_pem).unwrap();
     let out = exec(
         &server,

@@ -3,7 +3,7 @@
 //! dynamic, stripped or not, debug information) — read from the running process's
 //! `/proc/<pid>/exe` on the host, not from the image.
 
-use cairn_exec::docker::source_build::BuildFacts;
+use cairn_exec::docker::image::source_build::BuildFacts;
 use cairn_exec::elf::{self, ElfFacts};
 use serde::{Deserialize, Serialize};
 
@@ -67,7 +67,7 @@ fn confirm_bytes(build: &BuildFacts, binary: &str, bytes: &[u8]) -> Result<Runni
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_exec::docker::source_build::BuiltBinary;
+    use cairn_exec::docker::image::source_build::BuiltBinary;
 
     fn facts(path: &str, bytes: &[u8]) -> BuildFacts {
         BuildFacts {

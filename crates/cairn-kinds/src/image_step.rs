@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use cairn_defs::image::{Debian, ImageDef, LayerDef, SourceBuild, SourceOrigin};
 use cairn_defs::{LockedImage, VersionMismatch};
-use cairn_exec::docker::source_build::{BuildFacts, BuildHooks, BuildRecipe, RecipeSource};
+use cairn_exec::docker::image::source_build::{BuildFacts, BuildHooks, BuildRecipe, RecipeSource};
 use cairn_exec::docker::{
     resolve_mirror, BaseSpec, Docker, ImageManifest, LayerFile, MirrorOrigin,
 };
@@ -432,7 +432,7 @@ fn source_build(
     key: &str,
     parent: &ImageOutput,
     def: &SourceBuild,
-) -> Result<cairn_exec::docker::source_build::SourceBuildOutcome, StepError> {
+) -> Result<cairn_exec::docker::image::source_build::SourceBuildOutcome, StepError> {
     let recipe = recipe_of(step, def)?;
     let ccache = crate::host(ctx).cache_root.as_path().join("ccache");
     let cancel = crate::host(ctx).cancel();

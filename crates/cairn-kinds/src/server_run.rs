@@ -14,9 +14,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use cairn_exec::docker::allocator::maps_fragment;
-use cairn_exec::docker::Connect;
 use cairn_exec::runtime::{
-    Address, ClientPath, Link, NativeClient, RunningServer, Runtimes, ServerAsk, ServerStart,
+    Address, ClientPath, Connect, Link, NativeClient, RunningServer, Runtimes, ServerAsk,
+    ServerStart,
 };
 use cairn_exec::system::{self, DbSystem};
 use cairn_exec::variant_checks::VariantChecks;
@@ -202,7 +202,7 @@ pub struct LiveServer {
     /// How native drivers speak to it (the system's client protocol).
     protocol: Protocol,
     /// The image's source build, if it has one (checked against the running program).
-    build: Option<cairn_exec::docker::source_build::BuildFacts>,
+    build: Option<cairn_exec::docker::image::source_build::BuildFacts>,
     /// The system the plan names, which the running server must be.
     system: &'static dyn DbSystem,
 }

@@ -1,4 +1,9 @@
-//! Docker executor (bollard): base images from debootstrap, layers, manifests, database server containers and their run networks, client containers, variant checks.
+//! The container engine (bollard): the connection and its facts, labels and the cleanup of
+//! what a killed run left, here; image building in [`image`] (base images from debootstrap,
+//! layers, source builds, manifests, shipping), server and client containers and their run
+//! networks in [`container`]. The `docker` server runtime (`crate::runtime::docker`) starts
+//! servers through it; what every runtime shares (client paths, variant checks) lives
+//! outside this module.
 //!
 //! Everything talks to the Docker Engine API through bollard and is async inside; the public
 //! API is blocking, because the engine that calls it is synchronous (rayon). [`Docker`] owns a
@@ -17,21 +22,11 @@
 //!   to the empty string: containers made from a cairn image carry no run but their own.
 
 pub mod allocator;
-pub mod archive;
-pub mod base;
 pub mod cleanup;
-pub mod client;
 pub mod connection;
+pub mod container;
 pub mod engine_facts;
-pub mod layer;
-pub mod manifest;
-pub mod mirror;
-pub mod network;
-pub mod readiness;
-pub mod server;
-pub mod ship;
-pub mod source_build;
-pub mod tls;
+pub mod image;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -45,18 +40,19 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+pub use crate::netpath::Connect;
 pub use allocator::allocator_library;
-pub use archive::{archive_versions, ArchiveVersions};
-pub use base::{BaseImage, BaseSpec};
 pub use cleanup::{clean_all, clean_runs, clean_stale, is_stale_run, this_run_id};
-pub use client::{ClientCpu, ClientError, ClientOutput, ClientSpec, NetnsHolder};
 pub use connection::DockerConnection;
+pub use container::client::{ClientCpu, ClientError, ClientOutput, ClientSpec, NetnsHolder};
+pub use container::network::network_name;
+pub use container::server::{CleanupReport, Server, ServerSpec};
 pub use engine_facts::{engine_facts, EngineFacts};
-pub use layer::{LayerFile, LayerImage};
-pub use manifest::{ImageManifest, InstalledPackage};
-pub use mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
-pub use network::network_name;
-pub use server::{CleanupReport, Connect, Server, ServerSpec};
+pub use image::archive::{archive_versions, ArchiveVersions};
+pub use image::base::{BaseImage, BaseSpec};
+pub use image::layer::{LayerFile, LayerImage};
+pub use image::manifest::{ImageManifest, InstalledPackage};
+pub use image::mirror::{resolve_mirror, Mirror, MirrorOrigin, MIRROR_ENV};
 
 /// Label holding the full key of the step that produced an image.
 pub const LABEL_KEY: &str = "cairn.key";

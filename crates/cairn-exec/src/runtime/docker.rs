@@ -9,8 +9,8 @@ use super::{
     RunningServer, ServerAsk, ServerRuntime, ServerStart, ToolRun,
 };
 use crate::cancel::CancelToken;
-use crate::docker::server::CONTAINER_SOCKET_DIR;
-use crate::docker::tls::CLIENT_DIR;
+use crate::docker::container::server::CONTAINER_SOCKET_DIR;
+use crate::docker::container::tls::CLIENT_DIR;
 use crate::docker::{
     allocator, ClientSpec, Docker, DockerConnection, NetnsHolder, Server, ServerSpec,
 };

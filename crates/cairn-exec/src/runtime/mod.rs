@@ -18,8 +18,7 @@ use crate::system::DbSystem;
 use crate::usage::ResourceProbe;
 use crate::variant_checks::VariantChecks;
 
-pub use crate::docker::Connect;
-pub use crate::netpath::{ClientPath, Link};
+pub use crate::netpath::{ClientPath, Connect, Link};
 
 /// Where a server runs.
 pub trait ServerRuntime: Send + Sync {

@@ -150,7 +150,9 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     /// A TLS server on 127.0.0.1 with `material`'s certificate, accepting handshakes.
-    async fn tls_server(material: &cairn_exec::docker::tls::TlsMaterial) -> std::net::SocketAddr {
+    async fn tls_server(
+        material: &cairn_exec::docker::container::tls::TlsMaterial,
+    ) -> std::net::SocketAddr {
         let certs = rustls_pemfile::certs(&mut material.cert_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
@@ -191,7 +193,7 @@ mod tests {
     /// trusted CA signed it and it names the address the client connects to.
     #[test]
     fn the_handshake_verifies_the_ca_and_the_address() {
-        use cairn_exec::docker::tls::generate;
+        use cairn_exec::docker::container::tls::generate;
         let run = generate("run", &["127.0.0.1".into(), "localhost".into()]).unwrap();
         let other = generate("other", &["127.0.0.1".into()]).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -34,8 +34,8 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::layer::{commit, commit_labelled, tar_files, LayerFile, LayerImage};
-use super::{
+use crate::docker::image::layer::{commit, commit_labelled, tar_files, LayerFile, LayerImage};
+use crate::docker::{
     create_build_container, image_ref, labels, nonce, removing_container, wait_exit, Docker,
     DockerError, Result, LABEL_RUN,
 };

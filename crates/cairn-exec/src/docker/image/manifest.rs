@@ -1,6 +1,6 @@
 //! Image manifests: the installed Debian packages of an image with versions, plus its id and architecture, for provenance.
 
-use super::{Docker, DockerError, Result};
+use crate::docker::{Docker, DockerError, Result};
 
 /// One installed package, as `dpkg-query` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]

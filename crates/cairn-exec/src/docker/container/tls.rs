@@ -15,7 +15,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use super::{DockerError, Result};
+use crate::docker::{DockerError, Result};
 
 /// Where the certificates are uploaded inside the container.
 pub const CONTAINER_TLS_DIR: &str = "/etc/cairn/tls";

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{Docker, DockerError, Result};
+use crate::docker::{Docker, DockerError, Result};
 
 /// How much of an archive goes to the engine per request chunk.
 const CHUNK: usize = 1 << 20;

@@ -9,12 +9,12 @@
 //! [`CONTAINER_CONFIG_DIR`] in the created container before it starts; the socket
 //! directory is a host directory bind-mounted at [`CONTAINER_SOCKET_DIR`].
 //!
-//! Ready means (see [`super::readiness`]): from the host, a TCP connection to the container's
+//! Ready means (see [`crate::docker::container::readiness`]): from the host, a TCP connection to the container's
 //! address receives the system's greeting, the unix socket in the host directory does too, and
 //! the system's ping inside the container succeeds — bounded by `ready_timeout`. A server
 //! that exits or does not answer in time is removed and reported with the last lines of its log.
 //!
-//! [`Connect::Tls`] adds a CA and server certificate made for this start (see [`super::tls`]):
+//! [`Connect::Tls`] adds a CA and server certificate made for this start (see [`crate::docker::container::tls`]):
 //! the script waits for them before anything else, they are uploaded once the container has
 //! its address (so the certificate can name it), and unencrypted TCP clients are refused.
 //! `cpuset` and `memory` become the container's cgroup limits.
@@ -29,13 +29,16 @@ use bollard::query_parameters::{
     CreateContainerOptionsBuilder, StopContainerOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 
-use super::layer::{tar_files, LayerFile};
-use super::readiness::{greet_tcp, greet_unix};
-use super::tls::{self, CA_FILE, CERT_FILE, CONTAINER_TLS_DIR, KEY_FILE, TLS_READY_MARKER};
-use super::{
+use crate::docker::container::readiness::{greet_tcp, greet_unix};
+use crate::docker::container::tls::{
+    self, CA_FILE, CERT_FILE, CONTAINER_TLS_DIR, KEY_FILE, TLS_READY_MARKER,
+};
+use crate::docker::image::layer::{tar_files, LayerFile};
+use crate::docker::{
     container_logs, exec_async, is_not_found, labels, remove_container_quiet, sanitize_name,
     Docker, DockerError, ExecOutput, Result, LABEL_RUN, LABEL_STEP,
 };
+use crate::netpath::Connect;
 use crate::server_log::log_excerpt;
 use crate::system::{self, DbSystem, Greeting, ServerLayout};
 use crate::variant_checks::VariantChecks;
@@ -50,47 +53,6 @@ const DATADIR_PARENT: &str = "/var/lib/cairn";
 const POLL: Duration = Duration::from_millis(25);
 /// The directory of the server's configuration file inside the container.
 pub const CONTAINER_CONFIG_DIR: &str = "/etc/cairn";
-
-/// How clients reach a server. The server always listens on its socket and on TCP; this says
-/// what clients are meant to use, and `Tls` also makes TCP require TLS.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Connect {
-    /// The unix socket in the bind-mounted host directory.
-    Socket,
-    /// Plain TCP to the container's address on the run's network.
-    #[default]
-    Tcp,
-    /// TCP with TLS (a CA and server certificate generated per start); plain TCP is refused.
-    Tls,
-}
-
-impl Connect {
-    /// `socket`, `tcp` or `tls`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Connect::Socket => "socket",
-            Connect::Tcp => "tcp",
-            Connect::Tls => "tls",
-        }
-    }
-}
-
-impl std::str::FromStr for Connect {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "socket" => Ok(Connect::Socket),
-            "tcp" => Ok(Connect::Tcp),
-            "tls" => Ok(Connect::Tls),
-            _ => Err(format!(
-                "unknown connect `{s}`: expected \"socket\", \"tcp\" or \"tls\""
-            )),
-        }
-    }
-}
 
 /// How to start one server.
 #[derive(Debug, Clone)]
@@ -245,7 +207,7 @@ impl Server {
     }
 }
 
-pub use super::cleanup::CleanupReport;
+pub use crate::docker::cleanup::CleanupReport;
 
 /// Where a server's files are inside its container, and how it listens there.
 pub fn container_layout(system: &dyn DbSystem, tls: bool) -> ServerLayout {

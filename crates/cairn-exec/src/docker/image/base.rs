@@ -19,8 +19,8 @@ use bollard::query_parameters::CreateImageOptionsBuilder;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::mirror::resolve_mirror;
-use super::{image_ref, tail_lines, Docker, DockerError, Result, LABEL_KEY};
+use crate::docker::image::mirror::resolve_mirror;
+use crate::docker::{image_ref, tail_lines, Docker, DockerError, Result, LABEL_KEY};
 
 /// Label holding the Debian architecture of a base image (e.g. `i386`).
 pub const LABEL_DEBIAN_ARCH: &str = "cairn.debian.arch";
@@ -102,7 +102,7 @@ impl TempDir {
         let base = std::env::var_os("CAIRN_TMPDIR")
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir);
-        let p = base.join(format!("{prefix}-{}", super::nonce()));
+        let p = base.join(format!("{prefix}-{}", crate::docker::nonce()));
         std::fs::create_dir_all(&p).map_err(DockerError::io(format!("create {}", p.display())))?;
         Ok(TempDir(p))
     }
@@ -193,7 +193,7 @@ impl Docker {
                         Ok(None)
                     }
                 }
-                Err(e) if super::is_not_found(&e) => Ok(None),
+                Err(e) if crate::docker::is_not_found(&e) => Ok(None),
                 Err(e) => Err(DockerError::api(format!("inspect image {reference}"))(e)),
             }
         })
@@ -252,7 +252,7 @@ impl Docker {
         let changes = vec![
             format!("LABEL {LABEL_KEY}={}", dockerfile_quote(key)),
             "CMD [\"/bin/bash\"]".to_string(),
-            format!("ENV {}", super::layer::DEFAULT_PATH),
+            format!("ENV {}", crate::docker::image::layer::DEFAULT_PATH),
             // The engine's own architecture field may not say (API 1.41 import ignores the
             // platform's architecture), so record what debootstrap made.
             format!("LABEL {LABEL_DEBIAN_ARCH}={}", dockerfile_quote(arch)),

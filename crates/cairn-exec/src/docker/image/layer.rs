@@ -9,7 +9,7 @@ use std::time::Instant;
 use bollard::models::ContainerConfig;
 use bollard::query_parameters::{CommitContainerOptionsBuilder, UploadToContainerOptionsBuilder};
 
-use super::{
+use crate::docker::{
     container_logs, create_build_container, image_ref, removing_container, wait_exit, Docker,
     DockerError, Result, LABEL_KEY, LABEL_PARENT, LABEL_RUN,
 };

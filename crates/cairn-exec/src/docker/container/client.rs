@@ -20,7 +20,7 @@ use crate::cancel::CancelToken;
 use bollard::models::{ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 
-use super::{
+use crate::docker::{
     container_logs, labels, nonce, remove_container_quiet, removing_container, sanitize_name,
     wait_exit, Docker, DockerError, LABEL_RUN, LABEL_STEP,
 };

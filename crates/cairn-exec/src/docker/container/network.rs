@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use bollard::models::NetworkCreateRequest;
 use bollard::query_parameters::ListNetworksOptionsBuilder;
 
-use super::{is_not_found, labels, sanitize_name, Docker, DockerError, Result, LABEL_RUN};
+use crate::docker::{is_not_found, labels, sanitize_name, Docker, DockerError, Result, LABEL_RUN};
 
 /// The network name of a run.
 pub fn network_name(run_id: &str) -> String {

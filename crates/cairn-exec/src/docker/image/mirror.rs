@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::DockerError;
+use crate::docker::DockerError;
 
 /// Environment variable that overrides the mirror found in the apt configuration.
 pub const MIRROR_ENV: &str = "CAIRN_DEBIAN_MIRROR";
