@@ -238,7 +238,7 @@ pub enum Command {
 
 /// Where measurements run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Executor {
+pub enum Fleet {
     /// On this machine, one at a time.
     Local,
     /// As Slurm batch jobs, a block per exclusive node.
@@ -250,8 +250,8 @@ pub enum Executor {
 pub struct OnArgs {
     /// Where measurements run: here, or on a Slurm cluster's nodes (a block — one pass of
     /// every variant of a matrix point — per exclusive node).
-    #[arg(long, value_enum, default_value_t = Executor::Local)]
-    pub on: Executor,
+    #[arg(long, value_enum, default_value_t = Fleet::Local)]
+    pub on: Fleet,
     /// With `--on slurm`: the partition (default: the cluster's default partition).
     #[arg(long)]
     pub partition: Option<String>,

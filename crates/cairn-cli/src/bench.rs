@@ -307,7 +307,7 @@ pub fn bench_study(plan: &Path) -> Result<i32, Exit> {
     println!(
         "study {}: {}",
         plan.display(),
-        crate::report::efficiency_line(measuring, ms(wall))
+        crate::event_output::efficiency_line(measuring, ms(wall))
     );
     let trials = trial_timings(&dir.path().join("results").join("store").join("records"));
     if !trials.is_empty() {

@@ -10,9 +10,9 @@ use cairn_exec::cancel::CancelToken;
 use cairn_graph::{StepGraph, StepKind};
 use serde_json::json;
 
-use crate::args::{Cli, Command, Executor, GraphFormat, OnArgs};
+use crate::args::{Cli, Command, Fleet, GraphFormat, OnArgs};
 use crate::context::{self, Exit};
-use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
+use crate::{event_output, BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 /// Commands that start servers, containers or runs of their own: a reader closing the pipe
 /// must not end them before they stop what they started (they go quiet on a closed pipe
@@ -83,7 +83,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Worker { dir } => crate::fleet::worker(dir, std::time::SystemTime::now()),
         Command::Results { plan, csv } => crate::results::results(&cli, plan, *csv),
         Command::Report { plan, measured_on } => {
-            crate::study_report::report(&cli, plan, measured_on.as_deref())
+            crate::report_command::report(&cli, plan, measured_on.as_deref())
         }
         Command::Graph { plan, format } => graph(plan, *format),
         Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
@@ -223,7 +223,7 @@ pub fn describe(r: &Reason) -> String {
         Reason::Unusable { why, .. } => format!("its record cannot serve here: {why}"),
         Reason::Unavailable { error } => format!("blocked: {error}"),
         Reason::Note(note) => note.text.clone(),
-        Reason::Decided { decision } => crate::report::decision_line(decision),
+        Reason::Decided { decision } => crate::event_output::decision_line(decision),
         Reason::Conditional {
             min,
             max,
@@ -310,7 +310,7 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
     if let Some(line) = crate::budget_line::plan_line(&graph, &all, &store) {
         println!("{line}");
     }
-    if on.on == Executor::Slurm {
+    if on.on == Fleet::Slurm {
         crate::fleet::plan_lines(&graph, &all, &store, on)?;
     }
     Ok(OK)
@@ -396,21 +396,21 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     }
     machine.sweep_stale_containers_on_connect();
     remove_stale_socket_dirs();
-    if let Err(e) = cairn_exec::process::prepare_work_root(machine.host.work.root()) {
+    if let Err(e) = cairn_exec::command_runner::prepare_work_root(machine.host.work.root()) {
         eprintln!(
             "error: cannot create {}: {e}",
             machine.host.work.root().display()
         );
         return Err(Exit(BAD_INPUT));
     }
-    let mut reporter = report::pick_with_budget(cli.json, cli.verbose, || {
+    let mut reporter = event_output::pick_with_budget(cli.json, cli.verbose, || {
         crate::budget_line::per_step(&graph, &store, &opts)
     });
     let fp = machine.fingerprint(&graph);
     let env = machine.env(&graph, &store, &fp);
     let fleet = match a.on.on {
-        Executor::Local => None,
-        Executor::Slurm => Some(crate::fleet::slurm_fleet(
+        Fleet::Local => None,
+        Fleet::Slurm => Some(crate::fleet::slurm_fleet(
             cli,
             path,
             &a.on,
@@ -435,8 +435,8 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     machine.sweep_stale_containers_if_connected();
     if !summary.cancelled {
         // the study's main table and the claims' verdicts; the report under results/<study>/
-        crate::study_report::after_run(cli, &plan, &graph, &env, &summary);
-        report::efficiency(cli.json, &summary, t0.elapsed());
+        crate::report_command::after_run(cli, &plan, &graph, &env, &summary);
+        event_output::efficiency(cli.json, &summary, t0.elapsed());
     }
     Ok(if summary.cancelled {
         INTERRUPTED

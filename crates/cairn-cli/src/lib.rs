@@ -10,16 +10,16 @@ mod bundle;
 mod commands;
 mod comparison;
 mod context;
+mod event_output;
 mod fleet;
 mod history;
 mod lock_cmd;
 mod machine_cmd;
 mod measured_on;
 pub mod preflight;
-mod report;
+mod report_command;
 mod results;
 mod study_bundle;
-mod study_report;
 
 use clap::Parser;
 

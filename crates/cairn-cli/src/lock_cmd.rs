@@ -10,7 +10,7 @@ use cairn_defs::{Lock, LockedImage};
 use cairn_engine::Status;
 use cairn_graph::{Step, StepGraph, StepKind};
 
-use crate::args::{Cli, Executor, OnArgs};
+use crate::args::{Cli, Fleet, OnArgs};
 use crate::commands::{run, RunArgs};
 use crate::context::{self, Exit};
 use crate::{BAD_INPUT, FAILED, OK};
@@ -30,7 +30,7 @@ pub fn lock(cli: &Cli, path: &Path, mirror: Option<String>) -> Result<i32, Exit>
             mirror,
             retries: cairn_engine::RetryPolicy::default(),
             on: OnArgs {
-                on: Executor::Local,
+                on: Fleet::Local,
                 partition: None,
             },
             spool: None,

@@ -3,6 +3,7 @@
 //! database systems they run (`system`).
 
 pub mod cancel;
+pub mod command_runner;
 pub mod counters;
 pub mod datadir;
 pub mod docker;
@@ -11,7 +12,6 @@ pub mod host_server;
 pub mod machine;
 pub mod measure_lock;
 pub mod netpath;
-pub mod process;
 pub mod runtime;
 pub mod server_log;
 pub mod slurm;

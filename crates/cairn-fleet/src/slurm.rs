@@ -267,7 +267,7 @@ impl Fleet for SlurmFleet {
             let seen_done = match finished {
                 Ok(at) => at,
                 Err((node, why)) => {
-                    let tail = cairn_exec::process::tail(&output, 5);
+                    let tail = cairn_exec::command_runner::tail(&output, 5);
                     lost.push(json!({
                         "class": "transient",
                         "error": format!("the block was lost on node {}: {why}{}", node.as_deref().unwrap_or("?"), if tail.trim().is_empty() { String::new() } else { format!("; the job's output ends: {}", tail.trim()) }),

@@ -2,7 +2,7 @@
 //! executor in a fresh working directory holding only its declared inputs and the outputs of
 //! the steps it `needs`.
 
-use cairn_exec::process::{run_command, CommandJob};
+use cairn_exec::command_runner::{run_command, CommandJob};
 use cairn_graph::Step;
 
 use cairn_engine::error::{failed, StepError};

@@ -26,8 +26,8 @@ use std::path::PathBuf;
 
 use cairn_engine::{Env, FailureClass, Registry, StepError};
 use cairn_exec::cancel::CancelToken;
+use cairn_exec::command_runner::WorkDirs;
 use cairn_exec::docker::Docker;
-use cairn_exec::process::WorkDirs;
 use cairn_exec::runtime::Runtimes;
 use cairn_graph::{Step, StepKind};
 
@@ -158,9 +158,9 @@ pub fn uses_container_engine(runtimes: &Runtimes, step: &Step) -> bool {
 }
 
 /// A failed command of the process executor as a step's failure (cancelled when it was).
-pub fn exec_error(e: cairn_exec::process::ExecError) -> StepError {
+pub fn exec_error(e: cairn_exec::command_runner::ExecError) -> StepError {
     let class = match &e {
-        cairn_exec::process::ExecError::Cancelled => FailureClass::Cancelled,
+        cairn_exec::command_runner::ExecError::Cancelled => FailureClass::Cancelled,
         _ => FailureClass::Permanent,
     };
     StepError::from_error(class, &e)
@@ -194,9 +194,11 @@ pub fn check_error(e: cairn_workload::Error) -> cairn_engine::CheckError {
 mod tests {
     #[test]
     fn exec_cancellation_is_a_cancellation() {
-        let s = super::exec_error(cairn_exec::process::ExecError::Cancelled);
+        let s = super::exec_error(cairn_exec::command_runner::ExecError::Cancelled);
         assert!(s.is_cancelled());
-        let s = super::exec_error(cairn_exec::process::ExecError::MissingOutput("o".into()));
+        let s = super::exec_error(cairn_exec::command_runner::ExecError::MissingOutput(
+            "o".into(),
+        ));
         assert_eq!(s.class, cairn_engine::FailureClass::Permanent);
     }
 }

@@ -21,7 +21,7 @@ use cairn_store::{Record, Store};
 
 use crate::args::Cli;
 use crate::context::{self, Exit};
-use crate::{report, BAD_INPUT, FAILED, INTERRUPTED, OK};
+use crate::{event_output, BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 /// What each step handed on, by step id, where a run just served or ran it (a conditional
 /// pass the adaptive rule did not need among them, with no record).
@@ -242,7 +242,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         );
         return Err(Exit(FAILED));
     }
-    if let Err(e) = cairn_exec::process::prepare_work_root(machine.host.work.root()) {
+    if let Err(e) = cairn_exec::command_runner::prepare_work_root(machine.host.work.root()) {
         eprintln!(
             "error: cannot create {}: {e}",
             machine.host.work.root().display()
@@ -257,7 +257,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         seed: None,
         retries: cairn_engine::RetryPolicy::default(),
     };
-    let mut reporter = report::pick(cli.json, cli.verbose);
+    let mut reporter = event_output::pick(cli.json, cli.verbose);
     let summary = cairn_engine::run(&graph, &env, &opts, reporter.as_mut());
     if summary.cancelled {
         return Ok(INTERRUPTED);

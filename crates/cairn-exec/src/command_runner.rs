@@ -1,4 +1,4 @@
-//! Host-process executor: runs a command step with `sh -c` in a fresh working directory
+//! The command runner: runs a command step with `sh -c` in a fresh working directory
 //! that holds only its declared inputs, with a declared environment, a timeout, and
 //! stdout/stderr and declared outputs captured into the store.
 
