@@ -221,7 +221,7 @@ fn an_unknown_system_is_refused_at_check_at_its_place() {
         &format!(
             r#"study "e2e-mysql-bad"
 import "{}"
-server "s" {{ image "mysql-sid"; system "percona" }}
+server "s" {{ image "mysql-sid"; system "oracle" }}
 dataset "sb" {{ sysbench tables=1 rows=10 }}
 workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
 trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
@@ -232,13 +232,13 @@ trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
     let r = cairn(&sb, &["check", "plan.kdl"]);
     r.expect_code(2);
     assert!(
-        r.stderr.contains("invalid system `percona`")
-            && r.stderr.contains("`mariadb`, `mysql` or `postgresql`"),
+        r.stderr.contains("invalid system `oracle`")
+            && r.stderr.contains("allowed values: `mariadb`, `mysql`"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains("system \"percona\"") && r.stderr.contains("not a known system"),
+        r.stderr.contains("system \"oracle\"") && r.stderr.contains("not a known system"),
         "the span: {}",
         r.stderr
     );

@@ -387,22 +387,25 @@ mod tests {
     #[test]
     fn registry_finds_runtimes_and_names_the_known_ones() {
         let mut r = Runtimes::new(CancelToken::new());
-        assert_eq!(r.names(), ["docker", "process"]);
-        assert_eq!(r.get("docker").unwrap().name(), "docker");
-        assert_eq!(r.get("process").unwrap().name(), "process");
+        // the registry is the one list: every name it gives resolves, the two cairn always
+        // had among them (another registered runtime must not break this test)
+        for name in r.names() {
+            assert_eq!(r.get(name).unwrap().name(), name);
+        }
+        assert!(r.names().starts_with(&["docker", "process"]));
         let e = r.get("kubernetes").map(|_| ()).unwrap_err();
         assert!(
-            e.contains("`kubernetes`") && e.contains("docker, process"),
+            e.contains("`kubernetes`") && e.contains(&r.names().join(", ")),
             "{e}"
         );
-        // a third runtime joins without touching the others
+        // another runtime joins without touching the others
         r.add(Box::new(Fake));
         assert_eq!(r.get("cluster").unwrap().name(), "cluster");
         assert!(r
             .get("nope")
             .map(|_| ())
             .unwrap_err()
-            .contains("docker, process, cluster"));
+            .ends_with(", cluster"));
     }
 
     #[test]
