@@ -256,32 +256,13 @@ fn reason_text(r: &cairn_analysis::Reason) -> String {
         .unwrap_or_else(|| "see comparison.json".into())
 }
 
-/// A machine class (a record's `fingerprint`) as one line: `AMD EPYC, 2 cores / 2 threads,
-/// 24 GiB, kernel 6.18.44, docker 20.10`.
-pub(crate) fn fingerprint_line(v: &Value) -> String {
-    let s = |k: &str| {
-        v.get(k)
-            .map(|x| x.as_str().map_or(x.to_string(), String::from))
-            .unwrap_or_default()
-    };
-    format!(
-        "{}, {} cores / {} threads, {} GiB, kernel {}, {}",
-        s("cpu_model"),
-        s("cores"),
-        s("threads"),
-        s("memory_gib"),
-        s("kernel"),
-        s("runtime")
-    )
-}
-
 /// The comparison as a Markdown report.
 pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
     let num = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.2}"));
     let mut s = format!("# {}: {a} vs {b}\n\n", c.study);
     for (label, fps) in [(a, &c.fingerprints_a), (b, &c.fingerprints_b)] {
         for f in fps {
-            s += &format!("- {label} on: {}\n", fingerprint_line(f));
+            s += &format!("- {label} on: {}\n", cairn_report::machine::machine_line(f));
         }
     }
     s += &format!(

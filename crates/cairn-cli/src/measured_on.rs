@@ -27,7 +27,7 @@ fn complete_on(graph: &StepGraph, store: &Store, fp: &Fingerprint) -> bool {
 
 /// The class as one line, as `compare` prints a side's machine.
 fn describe(fp: &Fingerprint) -> String {
-    crate::comparison::fingerprint_line(&serde_json::to_value(fp).expect("serialises"))
+    cairn_report::machine::machine_line(&serde_json::to_value(fp).expect("serialises"))
 }
 
 /// The fingerprint whose measurements to read (see the module's doc). `explicit` is the

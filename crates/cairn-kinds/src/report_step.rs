@@ -398,7 +398,7 @@ fn provenance(trials: &[TrialPoint], plan: Option<&PlanSource>) -> Vec<Item> {
     let fingerprints: BTreeSet<String> = trials
         .iter()
         .filter(|t| !t.fingerprint.is_null())
-        .map(|t| fingerprint_line(&t.fingerprint))
+        .map(|t| cairn_report::machine::machine_line(&t.fingerprint))
         .collect();
     for f in &fingerprints {
         items.push(Item::new(Inline::plain(format!("machine: {f}"))));
@@ -464,23 +464,6 @@ pub fn file_stem(name: &str) -> String {
             }
         })
         .collect()
-}
-
-fn fingerprint_line(f: &Value) -> String {
-    let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-    let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0);
-    format!(
-        "{}, {} cores / {} threads, {:.1} GiB, kernel {}, {}",
-        s("cpu_model"),
-        n("cores"),
-        n("threads"),
-        // records made before the class had the exact bytes
-        f.get("memory_gib")
-            .and_then(Value::as_u64)
-            .map_or(n("memory_bytes") as f64 / (1u64 << 30) as f64, |g| g as f64),
-        s("kernel"),
-        s("runtime")
-    )
 }
 
 /// The kind of `report` steps.
