@@ -7,7 +7,7 @@
 //! `KEY_SCHEMA` or a code version on purpose, then update the literals.
 //!
 //! Also here: per-driver code versions reach only their own trials' keys, and the typed
-//! accessors of `Step` read back what the resolver wrote.
+//! definitions (through `Step`'s accessors) read back what the resolver wrote.
 
 use std::collections::BTreeMap;
 
@@ -535,4 +535,49 @@ fn golden_analysis_key_json() {
             r#""code":"analysis/1","pass":1}"#
         )
     );
+}
+
+#[test]
+fn typed_analysis_claim_and_report_definitions_read_back_what_the_resolver_wrote() {
+    use cairn_defs::{AnalysisDef, ClaimDef, ReportDef};
+    use serde_json::json;
+
+    let g = analyses_graph();
+    let step = |a: &str| g.steps.iter().find(|s| s.address == a).expect(a);
+
+    let per_op: AnalysisDef = step("analysis/per-op").def().unwrap();
+    assert_eq!(
+        (per_op.kind.as_str(), per_op.baseline(), per_op.metric()),
+        ("compare", Some("a"), None)
+    );
+    let scaling: AnalysisDef = step("analysis/scaling").def().unwrap();
+    assert_eq!(
+        (scaling.metric(), scaling.x(), scaling.style()),
+        (Some("tps"), Some("threads"), Some("bar"))
+    );
+    assert_eq!(scaling.paired(), Ok(false));
+
+    let keeps_up: ClaimDef = step("claim/b keeps up").def().unwrap();
+    assert_eq!((keeps_up.within, keeps_up.by), (Some(0.05), None));
+    assert_eq!(keeps_up.filter["threads"], json!(4));
+    let faster: ClaimDef = step("claim/b is faster").def().unwrap();
+    assert_eq!((faster.within, faster.by), (None, Some(0.05)));
+    assert_eq!(faster.expect, "b > a");
+
+    let full: ReportDef = step("report/full").def().unwrap();
+    assert_eq!(full.format.as_deref(), Some("markdown"));
+    assert_eq!(full.title, "Allocators, pinned");
+    let plain: ReportDef = step("report/plain").def().unwrap();
+    assert_eq!(plain.format, None);
+
+    // read and written again, each is the very JSON of its key: the bootstrap of a table, a
+    // scaling or a claim is seeded from that JSON
+    for s in g.steps.iter().filter(|s| !s.address.starts_with("trial/")) {
+        let again = match s.address.split('/').next() {
+            Some("analysis") => serde_json::to_value(s.def::<AnalysisDef>().unwrap()),
+            Some("claim") => serde_json::to_value(s.def::<ClaimDef>().unwrap()),
+            _ => serde_json::to_value(s.def::<ReportDef>().unwrap()),
+        };
+        assert_eq!(again.unwrap(), s.definition, "{}", s.address);
+    }
 }

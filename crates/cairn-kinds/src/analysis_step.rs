@@ -18,7 +18,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Criteria};
 use cairn_defs::figures::{self, Figure, Figures};
+use cairn_defs::AnalysisDef;
 use cairn_graph::{Step, StepGraph};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::plot_analysis;
@@ -67,10 +69,6 @@ fn param(what: &'static str, name: &str, message: String) -> cairn_workload::Err
     }
 }
 
-fn prop_str<'a>(props: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {
-    props.get(name).and_then(Value::as_str)
-}
-
 /// The figure `name` names, with a did-you-mean style list when it names none.
 pub fn figure_named(
     what: &'static str,
@@ -94,11 +92,11 @@ pub fn figure_named(
 /// dimensions of the trials (`server`, `trials` or a parameter), and the baseline is one of
 /// the servers. `servers` and `params` are what the trials it reads have (from the graph).
 pub fn table_spec(
-    definition: &Value,
+    definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, cairn_workload::Error> {
-    let kind = definition.get("kind").and_then(Value::as_str).unwrap_or("");
+    let kind = definition.kind.as_str();
     if kind == "compare" {
         return compare_spec(definition, servers, params);
     }
@@ -109,12 +107,7 @@ pub fn table_spec(
             format!("`{kind}` is not an analysis cairn has (table, compare, plot, scaling)"),
         ));
     }
-    let empty = serde_json::Map::new();
-    let props = definition
-        .get("props")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    if let Some(unknown) = props.keys().find(|k| !TABLE_PROPS.contains(&k.as_str())) {
+    if let Some(unknown) = definition.unaccepted_prop(TABLE_PROPS) {
         return Err(param(
             "analysis",
             unknown,
@@ -124,7 +117,7 @@ pub fn table_spec(
             ),
         ));
     }
-    let Some(metric_name) = prop_str(props, "metric") else {
+    let Some(metric_name) = definition.metric() else {
         return Err(param(
             "analysis",
             "kind",
@@ -137,8 +130,8 @@ pub fn table_spec(
         .filter(|(_, v)| v.len() > 1)
         .map(|(k, _)| k)
         .collect();
-    let rows = prop_str(props, "rows").unwrap_or("server").to_string();
-    let columns = match prop_str(props, "columns") {
+    let rows = definition.rows().unwrap_or("server").to_string();
+    let columns = match definition.columns() {
         Some(c) => c.to_string(),
         None => match varying.as_slice() {
             [one] => one.to_string(),
@@ -203,7 +196,7 @@ pub fn table_spec(
             ),
         ));
     }
-    let baseline = prop_str(props, "baseline").map(String::from);
+    let baseline = definition.baseline().map(String::from);
     if let Some(b) = &baseline {
         if !servers.contains(b) {
             return Err(param(
@@ -223,17 +216,13 @@ pub fn table_spec(
             ));
         }
     }
-    let paired = match props.get("paired") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(param(
-                "analysis",
-                "paired",
-                format!("paired is #true or #false, not {other}"),
-            ))
-        }
-    };
+    let paired = definition.paired().map_err(|other| {
+        param(
+            "analysis",
+            "paired",
+            format!("paired is #true or #false, not {other}"),
+        )
+    })?;
     if paired && baseline.is_none() {
         return Err(param(
             "analysis",
@@ -254,16 +243,11 @@ pub fn table_spec(
 
 /// A `compare`: operations × servers of the per-operation seconds, against `baseline`.
 fn compare_spec(
-    definition: &Value,
+    definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, cairn_workload::Error> {
-    let empty = serde_json::Map::new();
-    let props = definition
-        .get("props")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    if let Some(unknown) = props.keys().find(|k| !COMPARE_PROPS.contains(&k.as_str())) {
+    if let Some(unknown) = definition.unaccepted_prop(COMPARE_PROPS) {
         return Err(param(
             "analysis",
             unknown,
@@ -273,7 +257,7 @@ fn compare_spec(
             ),
         ));
     }
-    let Some(baseline) = prop_str(props, "baseline") else {
+    let Some(baseline) = definition.baseline() else {
         return Err(param(
             "analysis",
             "kind",
@@ -344,13 +328,12 @@ fn names(v: &[&String]) -> String {
 /// The bootstrap seed of one cell: from the analysis's definition and the cell's place, so
 /// the same table renders the same bits, and a cell's CI does not move when another
 /// cell's trials change.
-pub fn cell_seed(definition: &Value, row: &str, column: &str) -> u64 {
+pub fn cell_seed(definition: &impl Serialize, row: &str, column: &str) -> u64 {
+    // as a `Value`, whose maps are sorted: the definition's JSON as the step's key holds it,
+    // whatever order its type declares its fields in
+    let json = serde_json::to_value(definition).expect("a definition serialises");
     let mut h = blake3::Hasher::new();
-    h.update(
-        serde_json::to_string(definition)
-            .expect("serialises")
-            .as_bytes(),
-    );
+    h.update(serde_json::to_string(&json).expect("serialises").as_bytes());
     for part in [row, column] {
         h.update(&[0]);
         h.update(part.as_bytes());
@@ -368,7 +351,7 @@ fn push_unique(v: &mut Vec<String>, s: String) {
 /// Pivot `points` into the table `spec` asks for. `definition` seeds the bootstrap.
 pub fn build_table(
     spec: &TableSpec,
-    definition: &Value,
+    definition: &AnalysisDef,
     points: &[TrialPoint],
 ) -> Result<Table, String> {
     let mut rows = Dimension {
@@ -584,27 +567,22 @@ fn summarize_cell(
     })
 }
 
-/// The chart analysis (`plot`, `scaling`) a definition asks for, if it is one.
-fn chart_flavour(definition: &Value) -> Option<plot_analysis::Flavour> {
-    definition
-        .get("kind")
-        .and_then(Value::as_str)
-        .and_then(plot_analysis::Flavour::of)
+/// The definition of an analysis step, as the resolver wrote it.
+fn analysis_def(step: &Step) -> Result<AnalysisDef, cairn_workload::Error> {
+    step.def().map_err(cairn_workload::Error::Invalid)
 }
 
 /// A `plot` or `scaling` analysis: its table, its chart and (scaling) its efficiencies.
 fn perform_chart(
     env: &Env<'_>,
-    step: &Step,
+    definition: &AnalysisDef,
     flavour: plot_analysis::Flavour,
     points: &[TrialPoint],
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<Built, StepError> {
-    let spec =
-        plot_analysis::plot_spec(flavour, &step.definition, servers, params).map_err(failed)?;
-    let (files, headline) =
-        plot_analysis::render(&spec, &step.definition, points).map_err(failed)?;
+    let spec = plot_analysis::plot_spec(flavour, definition, servers, params).map_err(failed)?;
+    let (files, headline) = plot_analysis::render(&spec, definition, points).map_err(failed)?;
     let mut outputs = BTreeMap::new();
     for (name, bytes) in files {
         let blob = env
@@ -627,13 +605,14 @@ pub struct AnalysisKind;
 
 impl cairn_engine::Kind for AnalysisKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
+        let definition = analysis_def(step).map_err(crate::check_error)?;
         let servers = trial_points::servers_of_inputs(graph, step);
         let params = trial_points::params_of_inputs(graph, step);
-        match chart_flavour(&step.definition) {
+        match plot_analysis::Flavour::of(&definition.kind) {
             Some(flavour) => {
-                plot_analysis::plot_spec(flavour, &step.definition, &servers, &params).map(|_| ())
+                plot_analysis::plot_spec(flavour, &definition, &servers, &params).map(|_| ())
             }
-            None => table_spec(&step.definition, &servers, &params).map(|_| ()),
+            None => table_spec(&definition, &servers, &params).map(|_| ()),
         }
         .map_err(crate::check_error)
     }
@@ -645,13 +624,14 @@ impl cairn_engine::Kind for AnalysisKind {
         _key: &str,
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
+        let definition = analysis_def(step).map_err(failed)?;
         let points = trial_points::read(env.store, step, inputs)?;
         let (servers, params) = trial_points::dimensions(&points);
-        if let Some(flavour) = chart_flavour(&step.definition) {
-            return perform_chart(env, step, flavour, &points, &servers, &params);
+        if let Some(flavour) = plot_analysis::Flavour::of(&definition.kind) {
+            return perform_chart(env, &definition, flavour, &points, &servers, &params);
         }
-        let spec = table_spec(&step.definition, &servers, &params).map_err(failed)?;
-        let table = build_table(&spec, &step.definition, &points).map_err(failed)?;
+        let spec = table_spec(&definition, &servers, &params).map_err(failed)?;
+        let table = build_table(&spec, &definition, &points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&table).expect("serialises");
         // the analysis's name is not in its key: the report titles the table
         let md = render_markdown("", &table);

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use cairn_defs::ReportDef;
 use cairn_graph::Step;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -387,12 +388,7 @@ impl cairn_engine::Kind for ReportKind {
             claims,
             trials,
         } = read_inputs(env, step, inputs)?;
-        let title = step
-            .definition
-            .get("title")
-            .and_then(Value::as_str)
-            .unwrap_or(env.study)
-            .to_string();
+        let title = step.def::<ReportDef>().map_err(failed)?.title;
         let md = render(&title, &tables, &claims, &trials);
         let csv = data_csv(&trials);
         let series = series_csv::render(&trials, &series_csv::read(env.store, step, inputs));
