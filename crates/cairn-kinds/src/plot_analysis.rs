@@ -19,9 +19,9 @@ use std::fmt::Write as _;
 
 use cairn_analysis::{compare, BootstrapSettings, Criteria, Interval};
 use cairn_defs::figures::Direction;
-use cairn_defs::{AnalysisDef, Props};
+use cairn_defs::AnalysisDef;
 
-use crate::analysis_step::{build_table, cell_seed, table_spec, TableSpec};
+use crate::analysis_step::{build_table, cell_seed, figure_named, pivot, TableSpec};
 use crate::trial_points::TrialPoint;
 use cairn_report::chart::{self, Chart, Point, Series, Style};
 use cairn_report::scaling::{scaling_markdown, Scaling, ScalingPoint};
@@ -139,17 +139,7 @@ pub fn plot_spec(
             ));
         }
     }
-    // the same pivot as a table: servers as rows, x as columns
-    let mut as_table = AnalysisDef {
-        kind: "table".into(),
-        props: Props::new(),
-    };
-    as_table.props.insert("metric".into(), metric.into());
-    as_table.props.insert("rows".into(), "server".into());
-    if let Some(x) = &x {
-        as_table.props.insert("columns".into(), x.as_str().into());
-    }
-    let table = table_spec(&as_table, servers, params).map_err(|e| match e {
+    let table = chart_table(metric, x.as_deref(), servers, params).map_err(|e| match e {
         // the table's `columns` is the plot's `x`
         cairn_workload::Error::Param { name, message, .. } => {
             let name = match name.as_str() {
@@ -186,6 +176,27 @@ pub fn plot_spec(
         flavour,
         table,
         style,
+    })
+}
+
+/// The table behind a chart: the same pivot as a `table` analysis of `metric`, servers as
+/// rows and `x` as columns (with no `x`, what a table's columns default to).
+fn chart_table(
+    metric: &str,
+    x: Option<&str>,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<TableSpec, cairn_workload::Error> {
+    let metric = figure_named("analysis", "metric", metric)?;
+    let (rows, columns) = pivot(Some("server"), x, servers, params)?;
+    Ok(TableSpec {
+        metric,
+        metric_name: metric.name.to_string(),
+        rows,
+        columns,
+        baseline: None,
+        per_operation: false,
+        paired: false,
     })
 }
 
