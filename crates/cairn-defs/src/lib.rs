@@ -6,17 +6,23 @@
 //! exactly the JSON that goes into a step's key, so a field added here must be optional and
 //! skipped when absent, or every existing key changes.
 
+pub mod analysis;
+pub mod claim;
 pub mod dataset;
 pub mod figures;
 pub mod image;
 pub mod lock;
+pub mod report;
 pub mod server;
 pub mod value;
 pub mod workload;
 
+pub use analysis::AnalysisDef;
+pub use claim::ClaimDef;
 pub use dataset::{DatasetDef, DatasetStepDef};
 pub use image::{Debian, ImageDef, LayerDef};
 pub use lock::{Lock, LockedImage, VersionMismatch};
+pub use report::ReportDef;
 pub use server::{LinkDef, ServerDef};
 pub use value::{value_text, Props};
 pub use workload::{

@@ -8,8 +8,8 @@ use cairn_defs::image::{
     SourceBuild, SourceOrigin, DEFAULT_BUILD_TYPE, DEFAULT_COMPILER, DEFAULT_LINK, DEFAULT_PREFIX,
 };
 use cairn_defs::{
-    driver_code_version, trial_code, DatasetDef, DatasetStepDef, Debian, ImageDef, LayerDef, Props,
-    ServerDef, TrialStepDef, WorkloadDef,
+    driver_code_version, trial_code, AnalysisDef, ClaimDef, DatasetDef, DatasetStepDef, Debian,
+    ImageDef, LayerDef, Props, ReportDef, ServerDef, TrialStepDef, WorkloadDef,
 };
 use cairn_plan::{BuildSource, Layer, Plan, Server, Sp, Value, Workload};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -605,7 +605,10 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             format!("analysis/{}", a.name.value),
             a.name.loc,
         );
-        s.definition = json!({"kind": a.kind.value, "props": plan_props(&a.props)});
+        s.definition = definition_json(&AnalysisDef {
+            kind: a.kind.value.clone(),
+            props: plan_props(&a.props),
+        });
         s.inputs = trial_inputs(b, &names);
         b.push(s);
     }
@@ -616,16 +619,13 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             format!("claim/{}", c.name.value),
             c.name.loc,
         );
-        s.definition = json!({
-            "metric": c.metric.value,
-            "where": plan_props(&c.filter),
-            "expect": c.expect.value,
-            "within": c.within.as_ref().map(|w| w.value),
+        s.definition = definition_json(&ClaimDef {
+            metric: c.metric.value.clone(),
+            filter: plan_props(&c.filter),
+            expect: c.expect.value.clone(),
+            within: c.within.as_ref().map(|w| w.value),
+            by: c.by.as_ref().map(|b| b.value),
         });
-        // `by` only when written, so claims without it keep their keys
-        if let Some(by) = &c.by {
-            s.definition["by"] = json!(by.value);
-        }
         s.inputs = trial_inputs(b, &all_trials);
         b.push(s);
     }
@@ -638,9 +638,9 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         );
         // the title is the report's content: retitling re-renders the report, nothing else
         let title = plan.study.title.as_deref().unwrap_or(&plan.study.name);
-        s.definition = json!({
-            "format": r.format.as_ref().map(|f| f.value.clone()),
-            "title": title,
+        s.definition = definition_json(&ReportDef {
+            format: r.format.as_ref().map(|f| f.value.clone()),
+            title: title.to_string(),
         });
         for a in &r.analyses {
             for &id in b.ids(StepKind::ANALYSIS, a) {

@@ -1,12 +1,13 @@
-//! Golden keys of image, dataset and trial steps: literal keys and canonical key JSON,
-//! pinned so that a refactor of how definitions are built cannot change a user's cache.
+//! Golden keys of image, dataset, trial, analysis, claim and report steps: literal keys and
+//! canonical key (or definition) JSON, pinned so that a refactor of how definitions are built
+//! cannot change a user's cache.
 //!
 //! The literals were computed before the definitions became typed (`cairn-defs`); they must
 //! never change by accident. If one fails, every result of such a step is invalidated: bump
 //! `KEY_SCHEMA` or a code version on purpose, then update the literals.
 //!
 //! Also here: per-driver code versions reach only their own trials' keys, and the typed
-//! accessors of `Step` read back what the resolver wrote.
+//! definitions (through `Step`'s accessors) read back what the resolver wrote.
 
 use std::collections::BTreeMap;
 
@@ -410,4 +411,173 @@ fn a_build_layer_key_holds_every_flag_and_defaults_are_written_in() {
         (build.compiler.as_str(), build.link.as_str()),
         ("gcc", "dynamic")
     );
+}
+
+/// Analyses (a compare and a scaling), claims (with `within`, with `by`, with neither) and
+/// two reports (one naming its format) over two trials blocks on two servers.
+const ANALYSES_PLAN: &str = r#"
+study "golden-analyses" { title "Allocators, pinned" }
+server "a" { option innodb_buffer_pool_size="64M" }
+server "b" { option innodb_buffer_pool_size="64M"; allocator "jemalloc" }
+workload "ro" { sysbench "oltp_read_only"; threads 1 4 }
+workload "suite" { sqlbench "all"; scale "small" }
+trials "ro" { servers "a" "b"; workload "ro"; passes 2 }
+trials "suite" { servers "a" "b"; workload "suite" }
+analysis "per-op" {
+    trials "suite"
+    compare baseline="a"
+}
+analysis "scaling" {
+    trials "ro"
+    scaling metric="tps" x="threads" style="bar"
+}
+claim "b keeps up" {
+    metric "tps"
+    where threads=4
+    expect "b >= a" within="5%"
+}
+claim "b is faster" {
+    metric "tps"
+    where threads=4
+    expect "b > a" by="5%"
+}
+claim "b is not slower at one thread" {
+    metric "tps"
+    where threads=1
+    expect "b >= a"
+}
+report "full" {
+    analyses "per-op" "scaling"
+    format "markdown"
+}
+report "plain" {
+    analyses "scaling"
+}
+"#;
+
+/// [`ANALYSES_PLAN`], resolved.
+fn analyses_graph() -> StepGraph {
+    let plan = cairn_plan::parse_str("analyses.kdl", ANALYSES_PLAN)
+        .unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    resolve(&plan).expect("resolves")
+}
+
+/// The analysis, claim and report steps of `g`: `(address, key, canonical definition)`.
+fn analysis_claim_report_keys(g: &StepGraph) -> Vec<(String, String, String)> {
+    let keys = keys(g);
+    g.steps
+        .iter()
+        .filter(|s| !s.address.starts_with("trial/"))
+        .map(|s| {
+            let def = serde_json::to_string(&s.definition).expect("json");
+            (s.address.clone(), keys[&s.address].clone(), def)
+        })
+        .collect()
+}
+
+#[test]
+fn golden_analysis_claim_and_report_keys_and_definitions() {
+    let got = analysis_claim_report_keys(&analyses_graph());
+    let want = [
+        (
+            "analysis/per-op",
+            "b4519f336fa638375627ecd533e0d4b2de44e20b37504999461000f6a28cc82f",
+            r#"{"kind":"compare","props":{"baseline":"a"}}"#,
+        ),
+        (
+            "analysis/scaling",
+            "9dd7c57c7ac79911bff0f72c7e5dc5ff00715c8d07da3296bdbc87bc2054d9f7",
+            r#"{"kind":"scaling","props":{"metric":"tps","style":"bar","x":"threads"}}"#,
+        ),
+        // `within` is written, as null when absent; `by` only when written
+        (
+            "claim/b keeps up",
+            "9fab00381e34cefb9c3a949df90effa79a1534d6226d59c347ab03d840adfd46",
+            r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
+        ),
+        (
+            "claim/b is faster",
+            "bb87370171a53541668f9dd2fa025c7eac36a24155109eacc0f7d4e42ea763bf",
+            r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
+        ),
+        (
+            "claim/b is not slower at one thread",
+            "65f3f7450cc6ba03dd3c0a5a8b6a5aea1088014ebce63897d2f9367ad2ba22d6",
+            r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
+        ),
+        (
+            "report/full",
+            "94eb74e1e378331da04cbd693c5d8db2481582c65a7a96b4074e72b091ac056f",
+            r#"{"format":"markdown","title":"Allocators, pinned"}"#,
+        ),
+        (
+            "report/plain",
+            "87a5478fed8beab7d554b459b64a883ade4b7fa68cba3c7f432e6cfa40a4a80b",
+            r#"{"format":null,"title":"Allocators, pinned"}"#,
+        ),
+    ];
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|&(a, k, d)| (a.to_string(), k.to_string(), d.to_string()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn golden_analysis_key_json() {
+    let g = analyses_graph();
+    assert_eq!(
+        key_jsons(&g)["analysis/per-op"],
+        concat!(
+            r#"{"schema":1,"kind":"analysis","definition":{"kind":"compare","props":{"baseline":"a"}},"#,
+            r#""inputs":[{"mount":"trial/suite/a","digest":"c266b6011050d0f293322805c691ba664c8acb97c119c32ec2dd9c6fb1130b77"},"#,
+            r#"{"mount":"trial/suite/b","digest":"ceb116e7b799dc648f534a0e78126f5bfa3a38d0d18e31ac122bd95100c09d0c"}],"#,
+            r#""code":"analysis/1","pass":1}"#
+        )
+    );
+}
+
+#[test]
+fn typed_analysis_claim_and_report_definitions_read_back_what_the_resolver_wrote() {
+    use cairn_defs::{AnalysisDef, ClaimDef, ReportDef};
+    use serde_json::json;
+
+    let g = analyses_graph();
+    let step = |a: &str| g.steps.iter().find(|s| s.address == a).expect(a);
+
+    let per_op: AnalysisDef = step("analysis/per-op").def().unwrap();
+    assert_eq!(
+        (per_op.kind.as_str(), per_op.baseline(), per_op.metric()),
+        ("compare", Some("a"), None)
+    );
+    let scaling: AnalysisDef = step("analysis/scaling").def().unwrap();
+    assert_eq!(
+        (scaling.metric(), scaling.x(), scaling.style()),
+        (Some("tps"), Some("threads"), Some("bar"))
+    );
+    assert_eq!(scaling.paired(), Ok(false));
+
+    let keeps_up: ClaimDef = step("claim/b keeps up").def().unwrap();
+    assert_eq!((keeps_up.within, keeps_up.by), (Some(0.05), None));
+    assert_eq!(keeps_up.filter["threads"], json!(4));
+    let faster: ClaimDef = step("claim/b is faster").def().unwrap();
+    assert_eq!((faster.within, faster.by), (None, Some(0.05)));
+    assert_eq!(faster.expect, "b > a");
+
+    let full: ReportDef = step("report/full").def().unwrap();
+    assert_eq!(full.format.as_deref(), Some("markdown"));
+    assert_eq!(full.title, "Allocators, pinned");
+    let plain: ReportDef = step("report/plain").def().unwrap();
+    assert_eq!(plain.format, None);
+
+    // read and written again, each is the very JSON of its key: the bootstrap of a table, a
+    // scaling or a claim is seeded from that JSON
+    for s in g.steps.iter().filter(|s| !s.address.starts_with("trial/")) {
+        let again = match s.address.split('/').next() {
+            Some("analysis") => serde_json::to_value(s.def::<AnalysisDef>().unwrap()),
+            Some("claim") => serde_json::to_value(s.def::<ClaimDef>().unwrap()),
+            _ => serde_json::to_value(s.def::<ReportDef>().unwrap()),
+        };
+        assert_eq!(again.unwrap(), s.definition, "{}", s.address);
+    }
 }

@@ -16,9 +16,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Criteria};
+use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Comparison, Criteria};
 use cairn_defs::figures::{self, Figure, Figures};
+use cairn_defs::AnalysisDef;
 use cairn_graph::{Step, StepGraph};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::plot_analysis;
@@ -67,10 +69,6 @@ fn param(what: &'static str, name: &str, message: String) -> cairn_workload::Err
     }
 }
 
-fn prop_str<'a>(props: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {
-    props.get(name).and_then(Value::as_str)
-}
-
 /// The figure `name` names, with a did-you-mean style list when it names none.
 pub fn figure_named(
     what: &'static str,
@@ -94,27 +92,29 @@ pub fn figure_named(
 /// dimensions of the trials (`server`, `trials` or a parameter), and the baseline is one of
 /// the servers. `servers` and `params` are what the trials it reads have (from the graph).
 pub fn table_spec(
-    definition: &Value,
+    definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, cairn_workload::Error> {
-    let kind = definition.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind == "compare" {
-        return compare_spec(definition, servers, params);
-    }
-    if kind != "table" {
-        return Err(param(
+    match definition.kind.as_str() {
+        "table" => plain_table_spec(definition, servers, params),
+        "compare" => compare_spec(definition, servers, params),
+        kind => Err(param(
             "analysis",
             "kind",
             format!("`{kind}` is not an analysis cairn has (table, compare, plot, scaling)"),
-        ));
+        )),
     }
-    let empty = serde_json::Map::new();
-    let props = definition
-        .get("props")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    if let Some(unknown) = props.keys().find(|k| !TABLE_PROPS.contains(&k.as_str())) {
+}
+
+/// A `table`: the figure its `metric` names, pivoted `rows` × `columns`, against `baseline`
+/// (paired by block with `paired`).
+fn plain_table_spec(
+    definition: &AnalysisDef,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<TableSpec, cairn_workload::Error> {
+    if let Some(unknown) = definition.unaccepted_prop(TABLE_PROPS) {
         return Err(param(
             "analysis",
             unknown,
@@ -124,7 +124,7 @@ pub fn table_spec(
             ),
         ));
     }
-    let Some(metric_name) = prop_str(props, "metric") else {
+    let Some(metric_name) = definition.metric() else {
         return Err(param(
             "analysis",
             "kind",
@@ -132,13 +132,51 @@ pub fn table_spec(
         ));
     };
     let metric = figure_named("analysis", "metric", metric_name)?;
+    let (rows, columns) = pivot(definition.rows(), definition.columns(), servers, params)?;
+    let baseline = table_baseline(definition.baseline(), &rows, &columns, servers)?;
+    let paired = definition.paired().map_err(|other| {
+        param(
+            "analysis",
+            "paired",
+            format!("paired is #true or #false, not {other}"),
+        )
+    })?;
+    if paired && baseline.is_none() {
+        return Err(param(
+            "analysis",
+            "paired",
+            "a paired table compares with a baseline: add baseline=\"<server>\"".into(),
+        ));
+    }
+    Ok(TableSpec {
+        metric,
+        metric_name: metric.name.to_string(),
+        rows,
+        columns,
+        baseline,
+        per_operation: false,
+        paired,
+    })
+}
+
+/// The `(rows, columns)` of a table, checked against the trials: rows are `server` unless
+/// written; columns, unless written, the one parameter the trials vary in (`trials` when
+/// none does). Both are dimensions of the trials, two different ones, and between them they
+/// show every parameter that varies and, when there is more than one server, the server —
+/// else a cell would mix trials of different points.
+pub(crate) fn pivot(
+    rows: Option<&str>,
+    columns: Option<&str>,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<(String, String), cairn_workload::Error> {
     let varying: Vec<&String> = params
         .iter()
         .filter(|(_, v)| v.len() > 1)
         .map(|(k, _)| k)
         .collect();
-    let rows = prop_str(props, "rows").unwrap_or("server").to_string();
-    let columns = match prop_str(props, "columns") {
+    let rows = rows.unwrap_or("server").to_string();
+    let columns = match columns {
         Some(c) => c.to_string(),
         None => match varying.as_slice() {
             [one] => one.to_string(),
@@ -203,67 +241,47 @@ pub fn table_spec(
             ),
         ));
     }
-    let baseline = prop_str(props, "baseline").map(String::from);
-    if let Some(b) = &baseline {
-        if !servers.contains(b) {
-            return Err(param(
-                "analysis",
-                "baseline",
-                format!(
-                    "the baseline `{b}` is not a server of these trials; they measure {}",
-                    servers.join(", ")
-                ),
-            ));
-        }
-        if rows != "server" && columns != "server" {
-            return Err(param(
-                "analysis",
-                "baseline",
-                "a baseline is a server: make rows or columns \"server\"".into(),
-            ));
-        }
-    }
-    let paired = match props.get("paired") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(param(
-                "analysis",
-                "paired",
-                format!("paired is #true or #false, not {other}"),
-            ))
-        }
+    Ok((rows, columns))
+}
+
+/// A table's `baseline`, if it names one: a server of the trials, on the table's rows or
+/// columns.
+fn table_baseline(
+    baseline: Option<&str>,
+    rows: &str,
+    columns: &str,
+    servers: &[String],
+) -> Result<Option<String>, cairn_workload::Error> {
+    let Some(b) = baseline else {
+        return Ok(None);
     };
-    if paired && baseline.is_none() {
+    if !servers.iter().any(|s| s == b) {
         return Err(param(
             "analysis",
-            "paired",
-            "a paired table compares with a baseline: add baseline=\"<server>\"".into(),
+            "baseline",
+            format!(
+                "the baseline `{b}` is not a server of these trials; they measure {}",
+                servers.join(", ")
+            ),
         ));
     }
-    Ok(TableSpec {
-        metric,
-        metric_name: metric.name.to_string(),
-        rows,
-        columns,
-        baseline,
-        per_operation: false,
-        paired,
-    })
+    if rows != "server" && columns != "server" {
+        return Err(param(
+            "analysis",
+            "baseline",
+            "a baseline is a server: make rows or columns \"server\"".into(),
+        ));
+    }
+    Ok(Some(b.to_string()))
 }
 
 /// A `compare`: operations × servers of the per-operation seconds, against `baseline`.
 fn compare_spec(
-    definition: &Value,
+    definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, cairn_workload::Error> {
-    let empty = serde_json::Map::new();
-    let props = definition
-        .get("props")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    if let Some(unknown) = props.keys().find(|k| !COMPARE_PROPS.contains(&k.as_str())) {
+    if let Some(unknown) = definition.unaccepted_prop(COMPARE_PROPS) {
         return Err(param(
             "analysis",
             unknown,
@@ -273,7 +291,7 @@ fn compare_spec(
             ),
         ));
     }
-    let Some(baseline) = prop_str(props, "baseline") else {
+    let Some(baseline) = definition.baseline() else {
         return Err(param(
             "analysis",
             "kind",
@@ -344,19 +362,29 @@ fn names(v: &[&String]) -> String {
 /// The bootstrap seed of one cell: from the analysis's definition and the cell's place, so
 /// the same table renders the same bits, and a cell's CI does not move when another
 /// cell's trials change.
-pub fn cell_seed(definition: &Value, row: &str, column: &str) -> u64 {
+pub fn cell_seed(definition: &impl Serialize, row: &str, column: &str) -> u64 {
+    // as a `Value`, whose maps are sorted: the definition's JSON as the step's key holds it,
+    // whatever order its type declares its fields in
+    let json = serde_json::to_value(definition).expect("a definition serialises");
     let mut h = blake3::Hasher::new();
-    h.update(
-        serde_json::to_string(definition)
-            .expect("serialises")
-            .as_bytes(),
-    );
+    h.update(serde_json::to_string(&json).expect("serialises").as_bytes());
     for part in [row, column] {
         h.update(&[0]);
         h.update(part.as_bytes());
     }
     let bytes = h.finalize();
     u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The criteria of one cell's comparison: the defaults, with the cell's own seed.
+fn cell_criteria(definition: &AnalysisDef, row: &str, column: &str) -> Criteria {
+    Criteria {
+        bootstrap: BootstrapSettings {
+            seed: cell_seed(definition, row, column),
+            ..BootstrapSettings::default()
+        },
+        ..Criteria::default()
+    }
 }
 
 fn push_unique(v: &mut Vec<String>, s: String) {
@@ -368,17 +396,9 @@ fn push_unique(v: &mut Vec<String>, s: String) {
 /// Pivot `points` into the table `spec` asks for. `definition` seeds the bootstrap.
 pub fn build_table(
     spec: &TableSpec,
-    definition: &Value,
+    definition: &AnalysisDef,
     points: &[TrialPoint],
 ) -> Result<Table, String> {
-    let mut rows = Dimension {
-        name: spec.rows.clone(),
-        values: Vec::new(),
-    };
-    let mut columns = Dimension {
-        name: spec.columns.clone(),
-        values: Vec::new(),
-    };
     let expanded;
     let points = if spec.per_operation {
         expanded = per_operation(spec, points);
@@ -392,18 +412,86 @@ pub fn build_table(
     } else {
         points
     };
-    let mut groups: BTreeMap<(String, String), Vec<&TrialPoint>> = BTreeMap::new();
-    for p in points {
-        let (Some(r), Some(c)) = (p.dimension(&spec.rows), p.dimension(&spec.columns)) else {
-            return Err(format!(
-                "{} has no `{}` or `{}`",
-                p.address, spec.rows, spec.columns
-            ));
-        };
-        push_unique(&mut rows.values, r.clone());
-        push_unique(&mut columns.values, c.clone());
-        groups.entry((r, c)).or_default().push(p);
+    let grid = Grid::of(spec, points)?;
+    let mut cells = grid.summarize(spec)?;
+    if let Some(baseline) = &spec.baseline {
+        compare_with_baseline(spec, definition, baseline, &grid.groups, &mut cells)?;
     }
+    Ok(Table {
+        metric: spec.metric_name.clone(),
+        unit: spec.metric.unit.symbol().to_string(),
+        direction: spec.metric.direction,
+        rows: grid.rows,
+        columns: grid.columns,
+        baseline: spec.baseline.clone(),
+        noisy_cv: NOISY_CV,
+        cells,
+    })
+}
+
+/// The trials of a table by cell: its rows and columns in the order the trials first show
+/// them, and each `(row, column)`'s trials.
+struct Grid<'a> {
+    rows: Dimension,
+    columns: Dimension,
+    groups: BTreeMap<(String, String), Vec<&'a TrialPoint>>,
+}
+
+impl<'a> Grid<'a> {
+    /// `points` placed by the dimensions `spec` pivots; a trial without one is an error.
+    fn of(spec: &TableSpec, points: &'a [TrialPoint]) -> Result<Grid<'a>, String> {
+        let mut grid = Grid {
+            rows: Dimension {
+                name: spec.rows.clone(),
+                values: Vec::new(),
+            },
+            columns: Dimension {
+                name: spec.columns.clone(),
+                values: Vec::new(),
+            },
+            groups: BTreeMap::new(),
+        };
+        for p in points {
+            let (Some(r), Some(c)) = (p.dimension(&spec.rows), p.dimension(&spec.columns)) else {
+                return Err(format!(
+                    "{} has no `{}` or `{}`",
+                    p.address, spec.rows, spec.columns
+                ));
+            };
+            push_unique(&mut grid.rows.values, r.clone());
+            push_unique(&mut grid.columns.values, c.clone());
+            grid.groups.entry((r, c)).or_default().push(p);
+        }
+        Ok(grid)
+    }
+
+    /// One cell per `(row, column)` that has trials, row by row, its passes in order.
+    fn summarize(&self, spec: &TableSpec) -> Result<Vec<Cell>, String> {
+        let mut cells = Vec::new();
+        for r in &self.rows.values {
+            for c in &self.columns.values {
+                let Some(group) = self.groups.get(&(r.clone(), c.clone())) else {
+                    continue;
+                };
+                let mut group = group.clone();
+                group.sort_by_key(|p| p.pass);
+                cells.push(summarize_cell(spec, r, c, &group)?);
+            }
+        }
+        Ok(cells)
+    }
+}
+
+/// Compare every cell of another server with the baseline's cell at the same place
+/// (paired by block when `spec.paired`). A cell whose place the baseline lacks has no
+/// comparison.
+fn compare_with_baseline(
+    spec: &TableSpec,
+    definition: &AnalysisDef,
+    baseline: &str,
+    groups: &BTreeMap<(String, String), Vec<&TrialPoint>>,
+    cells: &mut [Cell],
+) -> Result<(), String> {
     // the classes of machine each cell was measured on: a comparison never mixes them silently
     let machines: BTreeMap<(String, String), BTreeSet<String>> = groups
         .iter()
@@ -415,109 +503,71 @@ pub fn build_table(
         })
         .collect();
     let server_is_row = spec.rows == "server";
-    let mut cells = Vec::new();
-    for r in &rows.values {
-        for c in &columns.values {
-            let Some(group) = groups.get(&(r.clone(), c.clone())) else {
-                continue;
-            };
-            let mut group = group.clone();
-            group.sort_by_key(|p| p.pass);
-            cells.push(summarize_cell(spec, r, c, &group)?);
+    let base_values: BTreeMap<(String, String), Vec<f64>> = cells
+        .iter()
+        .map(|c: &Cell| ((c.row.clone(), c.column.clone()), c.values.clone()))
+        .collect();
+    for cell in cells.iter_mut() {
+        if cell.server == baseline {
+            continue;
         }
-    }
-    if let Some(baseline) = &spec.baseline {
-        let criteria = |row: &str, column: &str| Criteria {
-            bootstrap: BootstrapSettings {
-                seed: cell_seed(definition, row, column),
-                ..BootstrapSettings::default()
-            },
-            ..Criteria::default()
+        let place = (cell.row.clone(), cell.column.clone());
+        let base_place = if server_is_row {
+            (baseline.to_string(), cell.column.clone())
+        } else {
+            (cell.row.clone(), baseline.to_string())
         };
-        let base_values: BTreeMap<(String, String), Vec<f64>> = cells
-            .iter()
-            .map(|c: &Cell| ((c.row.clone(), c.column.clone()), c.values.clone()))
-            .collect();
-        for cell in &mut cells {
-            if &cell.server == baseline {
-                continue;
-            }
-            let base_key = if server_is_row {
-                (baseline.clone(), cell.column.clone())
-            } else {
-                (cell.row.clone(), baseline.clone())
-            };
-            let Some(base) = base_values.get(&base_key) else {
-                continue;
-            };
-            let at = || {
-                format!(
-                    "comparing {} with {baseline} at {} = {}",
-                    cell.server,
-                    if server_is_row {
-                        &spec.columns
-                    } else {
-                        &spec.rows
-                    },
-                    if server_is_row {
-                        &cell.column
-                    } else {
-                        &cell.row
-                    }
-                )
-            };
-            if spec.paired {
-                let key = (cell.row.clone(), cell.column.clone());
-                let pairs = block_pairs(spec, &groups[&base_key], &groups[&key])?;
-                if pairs.is_empty() {
-                    return Err(format!(
-                        "{}: no block (node and pass) holds both; a paired table needs the variants measured in the same passes",
-                        at()
-                    ));
-                }
-                // each pair is one block on one machine: no mixing of machines to refuse
-                cell.comparison = Some(
-                    compare_paired(
-                        &pairs,
-                        BLOCKS,
-                        spec.metric.direction,
-                        &criteria(&cell.row, &cell.column),
-                    )
-                    .map_err(|e| format!("{}: {e}", at()))?,
-                );
-                continue;
-            }
-            let cmp = compare(
-                base,
-                &cell.values,
-                spec.metric.direction,
-                &criteria(&cell.row, &cell.column),
-            )
-            .map_err(|e| format!("{}: {e}", at()))?;
+        let Some(base) = base_values.get(&base_place) else {
+            continue;
+        };
+        let (dimension, value) = if server_is_row {
+            (&spec.columns, &cell.column)
+        } else {
+            (&spec.rows, &cell.row)
+        };
+        let at = format!(
+            "comparing {} with {baseline} at {dimension} = {value}",
+            cell.server
+        );
+        let criteria = cell_criteria(definition, &cell.row, &cell.column);
+        cell.comparison = Some(if spec.paired {
+            let pairs = block_pairs(spec, &groups[&base_place], &groups[&place])?;
+            paired_comparison(spec, &pairs, &criteria, &at)?
+        } else {
+            let cmp = compare(base, &cell.values, spec.metric.direction, &criteria)
+                .map_err(|e| format!("{at}: {e}"))?;
             let classes = machines
-                .get(&base_key)
+                .get(&base_place)
                 .into_iter()
-                .chain(machines.get(&(cell.row.clone(), cell.column.clone())))
+                .chain(machines.get(&place))
                 .flatten()
                 .collect::<BTreeSet<_>>()
                 .len();
-            cell.comparison = Some(if classes > 1 {
+            if classes > 1 {
                 cmp.mixed_machines(classes)
             } else {
                 cmp
-            });
-        }
+            }
+        });
     }
-    Ok(Table {
-        metric: spec.metric_name.clone(),
-        unit: spec.metric.unit.symbol().to_string(),
-        direction: spec.metric.direction,
-        rows,
-        columns,
-        baseline: spec.baseline.clone(),
-        noisy_cv: NOISY_CV,
-        cells,
-    })
+    Ok(())
+}
+
+/// The comparison of a paired cell from its blocks' `(baseline, variant)` values; `at`
+/// says which cell for an error.
+fn paired_comparison(
+    spec: &TableSpec,
+    pairs: &[(f64, f64)],
+    criteria: &Criteria,
+    at: &str,
+) -> Result<Comparison, String> {
+    if pairs.is_empty() {
+        return Err(format!(
+            "{at}: no block (node and pass) holds both; a paired table needs the variants measured in the same passes"
+        ));
+    }
+    // each pair is one block on one machine: no mixing of machines to refuse
+    compare_paired(pairs, BLOCKS, spec.metric.direction, criteria).map_err(|e| format!("{at}: {e}"))
 }
 
 /// The `(baseline, variant)` values of the blocks both cells have a trial in: a block is a
@@ -584,27 +634,22 @@ fn summarize_cell(
     })
 }
 
-/// The chart analysis (`plot`, `scaling`) a definition asks for, if it is one.
-fn chart_flavour(definition: &Value) -> Option<plot_analysis::Flavour> {
-    definition
-        .get("kind")
-        .and_then(Value::as_str)
-        .and_then(plot_analysis::Flavour::of)
+/// The definition of an analysis step, as the resolver wrote it.
+fn analysis_def(step: &Step) -> Result<AnalysisDef, cairn_workload::Error> {
+    step.def().map_err(cairn_workload::Error::Invalid)
 }
 
 /// A `plot` or `scaling` analysis: its table, its chart and (scaling) its efficiencies.
 fn perform_chart(
     env: &Env<'_>,
-    step: &Step,
+    definition: &AnalysisDef,
     flavour: plot_analysis::Flavour,
     points: &[TrialPoint],
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<Built, StepError> {
-    let spec =
-        plot_analysis::plot_spec(flavour, &step.definition, servers, params).map_err(failed)?;
-    let (files, headline) =
-        plot_analysis::render(&spec, &step.definition, points).map_err(failed)?;
+    let spec = plot_analysis::plot_spec(flavour, definition, servers, params).map_err(failed)?;
+    let (files, headline) = plot_analysis::render(&spec, definition, points).map_err(failed)?;
     let mut outputs = BTreeMap::new();
     for (name, bytes) in files {
         let blob = env
@@ -627,13 +672,14 @@ pub struct AnalysisKind;
 
 impl cairn_engine::Kind for AnalysisKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
+        let definition = analysis_def(step).map_err(crate::check_error)?;
         let servers = trial_points::servers_of_inputs(graph, step);
         let params = trial_points::params_of_inputs(graph, step);
-        match chart_flavour(&step.definition) {
+        match plot_analysis::Flavour::of(&definition.kind) {
             Some(flavour) => {
-                plot_analysis::plot_spec(flavour, &step.definition, &servers, &params).map(|_| ())
+                plot_analysis::plot_spec(flavour, &definition, &servers, &params).map(|_| ())
             }
-            None => table_spec(&step.definition, &servers, &params).map(|_| ()),
+            None => table_spec(&definition, &servers, &params).map(|_| ()),
         }
         .map_err(crate::check_error)
     }
@@ -645,13 +691,14 @@ impl cairn_engine::Kind for AnalysisKind {
         _key: &str,
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
+        let definition = analysis_def(step).map_err(failed)?;
         let points = trial_points::read(env.store, step, inputs)?;
         let (servers, params) = trial_points::dimensions(&points);
-        if let Some(flavour) = chart_flavour(&step.definition) {
-            return perform_chart(env, step, flavour, &points, &servers, &params);
+        if let Some(flavour) = plot_analysis::Flavour::of(&definition.kind) {
+            return perform_chart(env, &definition, flavour, &points, &servers, &params);
         }
-        let spec = table_spec(&step.definition, &servers, &params).map_err(failed)?;
-        let table = build_table(&spec, &step.definition, &points).map_err(failed)?;
+        let spec = table_spec(&definition, &servers, &params).map_err(failed)?;
+        let table = build_table(&spec, &definition, &points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&table).expect("serialises");
         // the analysis's name is not in its key: the report titles the table
         let md = render_markdown("", &table);

@@ -27,6 +27,7 @@ use cairn_analysis::{
     check_claim, compare, BootstrapSettings, ClaimDirection, ClaimVerdict, Criteria,
 };
 use cairn_defs::figures::{Direction, Figure};
+use cairn_defs::ClaimDef;
 use cairn_graph::{Step, StepGraph};
 use serde_json::Value;
 
@@ -89,15 +90,11 @@ pub struct ClaimSpec {
 
 /// Read and check a claim's definition against the servers and parameters of the trials.
 pub fn claim_spec(
-    definition: &Value,
+    definition: &ClaimDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<ClaimSpec, cairn_workload::Error> {
-    let metric_name = definition
-        .get("metric")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let metric = figure_named("claim", "metric", metric_name)?;
+    let metric = figure_named("claim", "metric", &definition.metric)?;
     if metric.direction == Direction::Neither {
         return Err(param(
             "metric",
@@ -107,11 +104,7 @@ pub fn claim_spec(
             ),
         ));
     }
-    let text = definition
-        .get("expect")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let expectation = parse_expectation(text).map_err(|m| param("expect", m))?;
+    let expectation = parse_expectation(&definition.expect).map_err(|m| param("expect", m))?;
     for side in [&expectation.left, &expectation.right] {
         if !servers.contains(side) {
             return Err(param(
@@ -123,8 +116,7 @@ pub fn claim_spec(
             ));
         }
     }
-    let by = definition.get("by").and_then(Value::as_f64);
-    let within = definition.get("within").and_then(Value::as_f64);
+    let (by, within) = (definition.by, definition.within);
     let size = match expectation.operator {
         Operator::Greater | Operator::Less => {
             if within.is_some() {
@@ -161,31 +153,29 @@ pub fn claim_spec(
         ));
     }
     let mut filter = BTreeMap::new();
-    if let Some(w) = definition.get("where").and_then(Value::as_object) {
-        for (k, v) in w {
-            let v = display_value(v);
-            match params.get(k) {
-                None => {
-                    return Err(param(
-                        k,
-                        format!(
-                            "the trials have no parameter `{k}`; they have {}",
-                            params.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                    ))
-                }
-                Some(values) if !values.contains(&v) => {
-                    return Err(param(
-                        k,
-                        format!(
-                            "no trial has {k} = {v}; the trials have {}",
-                            values.join(", ")
-                        ),
-                    ))
-                }
-                Some(_) => {
-                    filter.insert(k.clone(), v);
-                }
+    for (k, v) in &definition.filter {
+        let v = display_value(v);
+        match params.get(k) {
+            None => {
+                return Err(param(
+                    k,
+                    format!(
+                        "the trials have no parameter `{k}`; they have {}",
+                        params.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ))
+            }
+            Some(values) if !values.contains(&v) => {
+                return Err(param(
+                    k,
+                    format!(
+                        "no trial has {k} = {v}; the trials have {}",
+                        values.join(", ")
+                    ),
+                ))
+            }
+            Some(_) => {
+                filter.insert(k.clone(), v);
             }
         }
     }
@@ -247,7 +237,7 @@ fn analysis_claim(op: Operator, size: f64, direction: Direction) -> (cairn_analy
 /// Check `spec` against `points` (the study's trials). `definition` seeds the bootstrap.
 pub fn check(
     spec: &ClaimSpec,
-    definition: &Value,
+    definition: &ClaimDef,
     points: &[TrialPoint],
 ) -> Result<ClaimResult, String> {
     let at_point = |p: &&TrialPoint| {
@@ -323,13 +313,18 @@ pub fn check(
     })
 }
 
+/// The definition of a claim step, as the resolver wrote it.
+fn claim_def(step: &Step) -> Result<ClaimDef, cairn_workload::Error> {
+    step.def().map_err(cairn_workload::Error::Invalid)
+}
+
 /// The kind of `claim` steps.
 pub struct ClaimKind;
 
 impl cairn_engine::Kind for ClaimKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         claim_spec(
-            &step.definition,
+            &claim_def(step).map_err(crate::check_error)?,
             &trial_points::servers_of_inputs(graph, step),
             &trial_points::params_of_inputs(graph, step),
         )
@@ -344,10 +339,11 @@ impl cairn_engine::Kind for ClaimKind {
         _key: &str,
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
+        let definition = claim_def(step).map_err(failed)?;
         let points = trial_points::read(env.store, step, inputs)?;
         let (servers, params) = trial_points::dimensions(&points);
-        let spec = claim_spec(&step.definition, &servers, &params).map_err(failed)?;
-        let result = check(&spec, &step.definition, &points).map_err(failed)?;
+        let spec = claim_spec(&definition, &servers, &params).map_err(failed)?;
+        let result = check(&spec, &definition, &points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&result).expect("serialises");
         let blob = env
             .store

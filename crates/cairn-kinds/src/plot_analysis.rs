@@ -19,9 +19,9 @@ use std::fmt::Write as _;
 
 use cairn_analysis::{compare, BootstrapSettings, Criteria, Interval};
 use cairn_defs::figures::Direction;
-use serde_json::{json, Value};
+use cairn_defs::AnalysisDef;
 
-use crate::analysis_step::{build_table, cell_seed, table_spec, TableSpec};
+use crate::analysis_step::{build_table, cell_seed, figure_named, pivot, TableSpec};
 use crate::trial_points::TrialPoint;
 use cairn_report::chart::{self, Chart, Point, Series, Style};
 use cairn_report::scaling::{scaling_markdown, Scaling, ScalingPoint};
@@ -80,20 +80,15 @@ fn param(name: &str, message: String) -> cairn_workload::Error {
 /// Read and check a plot or scaling definition against the trials it reads.
 pub fn plot_spec(
     flavour: Flavour,
-    definition: &Value,
+    definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<PlotSpec, cairn_workload::Error> {
-    let empty = serde_json::Map::new();
-    let props = definition
-        .get("props")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
     let allowed = match flavour {
         Flavour::Plot => PLOT_PROPS,
         Flavour::Scaling => SCALING_PROPS,
     };
-    if let Some(unknown) = props.keys().find(|k| !allowed.contains(&k.as_str())) {
+    if let Some(unknown) = definition.unaccepted_prop(allowed) {
         return Err(param(
             unknown,
             format!(
@@ -103,8 +98,7 @@ pub fn plot_spec(
             ),
         ));
     }
-    let get = |k: &str| props.get(k).and_then(Value::as_str);
-    let metric = match (get("metric"), flavour) {
+    let metric = match (definition.metric(), flavour) {
         (Some(m), _) => m,
         (None, Flavour::Scaling) => "tps",
         (None, Flavour::Plot) => {
@@ -114,12 +108,12 @@ pub fn plot_spec(
             ))
         }
     };
-    let x = match (get("x"), flavour) {
+    let x = match (definition.x(), flavour) {
         (Some(x), _) => Some(x.to_string()),
         (None, Flavour::Scaling) => Some("threads".to_string()),
         (None, Flavour::Plot) => None,
     };
-    let style = match get("style") {
+    let style = match definition.style() {
         None | Some("line") => Style::Line,
         Some("bar") => Style::Bar,
         Some(other) => {
@@ -145,15 +139,7 @@ pub fn plot_spec(
             ));
         }
     }
-    // the same pivot as a table: servers as rows, x as columns
-    let mut table_props = serde_json::Map::new();
-    table_props.insert("metric".into(), json!(metric));
-    table_props.insert("rows".into(), json!("server"));
-    if let Some(x) = &x {
-        table_props.insert("columns".into(), json!(x));
-    }
-    let as_table = json!({ "kind": "table", "props": table_props });
-    let table = table_spec(&as_table, servers, params).map_err(|e| match e {
+    let table = chart_table(metric, x.as_deref(), servers, params).map_err(|e| match e {
         // the table's `columns` is the plot's `x`
         cairn_workload::Error::Param { name, message, .. } => {
             let name = match name.as_str() {
@@ -190,6 +176,27 @@ pub fn plot_spec(
         flavour,
         table,
         style,
+    })
+}
+
+/// The table behind a chart: the same pivot as a `table` analysis of `metric`, servers as
+/// rows and `x` as columns (with no `x`, what a table's columns default to).
+fn chart_table(
+    metric: &str,
+    x: Option<&str>,
+    servers: &[String],
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<TableSpec, cairn_workload::Error> {
+    let metric = figure_named("analysis", "metric", metric)?;
+    let (rows, columns) = pivot(Some("server"), x, servers, params)?;
+    Ok(TableSpec {
+        metric,
+        metric_name: metric.name.to_string(),
+        rows,
+        columns,
+        baseline: None,
+        per_operation: false,
+        paired: false,
     })
 }
 
@@ -247,7 +254,7 @@ pub fn chart_of(table: &Table, style: Style, title: &str) -> Chart {
 }
 
 /// The scaling of every server from its lowest x (seeded bootstrap, as a table's cells).
-pub fn scaling_of(table: &Table, definition: &Value) -> Scaling {
+pub fn scaling_of(table: &Table, definition: &AnalysisDef) -> Scaling {
     let mut points = Vec::new();
     for server in &table.rows.values {
         let cells: Vec<_> = table
@@ -311,7 +318,7 @@ pub type Files = Vec<(&'static str, Vec<u8>)>;
 /// What a plot or scaling analysis writes, and its headline.
 pub fn render(
     spec: &PlotSpec,
-    definition: &Value,
+    definition: &AnalysisDef,
     points: &[TrialPoint],
 ) -> Result<(Files, String), String> {
     let table = build_table(&spec.table, definition, points)?;
@@ -366,6 +373,7 @@ pub fn render(
 mod tests {
     use super::*;
     use cairn_defs::figures::Figures;
+    use serde_json::{json, Value};
 
     fn point(server: &str, threads: u32, pass: u32, tps: f64) -> TrialPoint {
         TrialPoint {
@@ -404,8 +412,11 @@ mod tests {
         crate::trial_points::dimensions(&trials())
     }
 
-    fn definition(kind: &str, props: Value) -> Value {
-        json!({ "kind": kind, "props": props })
+    fn definition(kind: &str, props: Value) -> AnalysisDef {
+        AnalysisDef {
+            kind: kind.into(),
+            props: props.as_object().expect("properties are a map").clone(),
+        }
     }
 
     fn spec_of(kind: &str, props: Value) -> Result<PlotSpec, String> {

@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cairn_defs::ReportDef;
 use cairn_graph::Step;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -478,12 +479,7 @@ impl cairn_engine::Kind for ReportKind {
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
         let read = read_inputs(env.store, step, inputs)?;
-        let title = step
-            .definition
-            .get("title")
-            .and_then(Value::as_str)
-            .unwrap_or(env.study)
-            .to_string();
+        let title = step.def::<ReportDef>().map_err(failed)?.title;
         let report = build(&title, &read, None);
         let md = markdown::render(&report);
         let html = report_html::render(&report);

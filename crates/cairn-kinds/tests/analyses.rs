@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use cairn_analysis::{ClaimVerdict, Verdict};
 use cairn_defs::figures::{self, Figures};
+use cairn_defs::{AnalysisDef, ClaimDef};
 use cairn_kinds::analysis_step::{build_table, table_spec};
 use cairn_kinds::claim_step::{self, claim_spec, parse_expectation};
 use cairn_kinds::report_step::{data_csv, render};
@@ -60,8 +61,20 @@ fn study(passes: u32, speedup: f64) -> Vec<TrialPoint> {
     out
 }
 
-fn table_def() -> Value {
-    json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "threads", "baseline": "system"}})
+/// An analysis's definition from its JSON, as a step's key holds it.
+fn analysis(def: Value) -> AnalysisDef {
+    serde_json::from_value(def).expect("an analysis definition")
+}
+
+/// A claim's definition from its JSON, as a step's key holds it.
+fn claim(def: &Value) -> ClaimDef {
+    serde_json::from_value(def.clone()).expect("a claim definition")
+}
+
+fn table_def() -> AnalysisDef {
+    analysis(
+        json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "threads", "baseline": "system"}}),
+    )
 }
 
 fn servers() -> Vec<String> {
@@ -150,8 +163,9 @@ fn a_comparison_across_classes_of_machine_is_inconclusive_and_node_is_a_dimensio
         Verdict::Faster
     );
 
-    let by_node =
-        json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "node"}});
+    let by_node = analysis(
+        json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "node"}}),
+    );
     let one_point: Vec<TrialPoint> = points
         .into_iter()
         .filter(|p| p.params["threads"] == json!(4))
@@ -219,12 +233,12 @@ fn bad_tables_are_refused_naming_the_property() {
         }
         other => panic!("not a parameter error: {other}"),
     };
-    let pie = json!({"kind": "pie", "props": {"metric": "tps"}});
+    let pie = analysis(json!({"kind": "pie", "props": {"metric": "tps"}}));
     let (name, msg) = name_of(table_spec(&pie, &servers(), &params()).unwrap_err());
     assert_eq!(name, "kind");
     assert!(msg.contains("not an analysis cairn has"), "{msg}");
 
-    let def = |props: Value| json!({"kind": "table", "props": props});
+    let def = |props: Value| analysis(json!({"kind": "table", "props": props}));
     let cases = [
         (json!({"metric": "tpx"}), "metric", "not a figure"),
         (
@@ -283,8 +297,9 @@ fn claim_def(expect: &str, size: Option<(&str, f64)>, metric: &str) -> Value {
 }
 
 fn claim_verdict(points: &[TrialPoint], def: &Value) -> cairn_report::claim::ClaimResult {
-    let spec = claim_spec(def, &servers(), &params()).unwrap();
-    claim_step::check(&spec, def, points).unwrap()
+    let def = claim(def);
+    let spec = claim_spec(&def, &servers(), &params()).unwrap();
+    claim_step::check(&spec, &def, points).unwrap()
 }
 
 #[test]
@@ -355,7 +370,7 @@ fn bad_claims_are_refused_naming_the_property() {
     assert!(parse_expectation("jemalloc faster")
         .unwrap_err()
         .contains("not an expectation"));
-    let refused = |def: Value| match claim_spec(&def, &servers(), &params()).unwrap_err() {
+    let refused = |def: Value| match claim_spec(&claim(&def), &servers(), &params()).unwrap_err() {
         cairn_workload::Error::Param {
             what,
             name,
@@ -454,7 +469,7 @@ fn suite(passes: u32) -> Vec<TrialPoint> {
 
 #[test]
 fn compare_shows_each_operation_against_the_baseline() {
-    let def = json!({"kind": "compare", "props": {"baseline": "b32"}});
+    let def = analysis(json!({"kind": "compare", "props": {"baseline": "b32"}}));
     let servers = vec!["b32".to_string(), "b64".to_string()];
     let params = BTreeMap::from([("test".to_string(), vec!["all".to_string()])]);
     let spec = table_spec(&def, &servers, &params).unwrap();
@@ -485,7 +500,7 @@ fn compare_shows_each_operation_against_the_baseline() {
             "no property `metric`",
         ),
     ] {
-        let d = json!({"kind": "compare", "props": props});
+        let d = analysis(json!({"kind": "compare", "props": props}));
         let e = table_spec(&d, &servers, &params).unwrap_err().to_string();
         assert!(e.contains(words), "{e}");
     }
@@ -508,10 +523,13 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     assert!(e.contains("vary in `trials`"), "{e}");
 
     let def = claim_def("jemalloc > system", Some(("by", 0.05)), "tps");
-    let e = claim_spec(&def, &servers, &params).unwrap_err().to_string();
+    let e = claim_spec(&claim(&def), &servers, &params)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("where trials="), "{e}");
     let mut pinned = def.clone();
     pinned["where"]["trials"] = json!("ro");
+    let pinned = claim(&pinned);
     let spec = claim_spec(&pinned, &servers, &params).unwrap();
     let c = claim_step::check(&spec, &pinned, &points).unwrap();
     assert_eq!(c.left_trials.len(), 4, "only the `ro` block's passes");
@@ -543,7 +561,9 @@ fn a_paired_table_compares_within_blocks_of_node_and_pass() {
         .unwrap();
     assert_eq!(cmp.verdict, Verdict::Inconclusive, "{cmp:?}");
 
-    let def = json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "threads", "baseline": "system", "paired": true}});
+    let def = analysis(
+        json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "threads", "baseline": "system", "paired": true}}),
+    );
     let spec = table_spec(&def, &servers(), &params()).unwrap();
     let t = build_table(&spec, &def, &points).unwrap();
     let cmp = t.cell("jemalloc", "4").unwrap().comparison.clone().unwrap();
@@ -562,9 +582,12 @@ fn a_paired_table_compares_within_blocks_of_node_and_pass() {
     assert!(err.contains("no block (node and pass) holds both"), "{err}");
 
     // paired needs a baseline, and is a boolean
-    let no_base =
-        json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "paired": true}});
+    let no_base = analysis(
+        json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "paired": true}}),
+    );
     assert!(table_spec(&no_base, &servers(), &params()).is_err());
-    let not_bool = json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "baseline": "system", "paired": "yes"}});
+    let not_bool = analysis(
+        json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "baseline": "system", "paired": "yes"}}),
+    );
     assert!(table_spec(&not_bool, &servers(), &params()).is_err());
 }

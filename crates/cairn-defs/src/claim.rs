@@ -1,0 +1,53 @@
+//! Claim definitions: the finding a plan's `claim` node states — a figure, the matrix point,
+//! the expected order of two servers and its size or tolerance.
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::Props;
+
+/// The definition of a claim step, e.g. `metric "tps"; where threads=4; expect "a > b" by="5%"`.
+///
+/// Serialises as `{"metric","where","expect","within"}` with `within` null when absent, as
+/// claim keys have always held it, and `"by"` only when written (it came later: claims
+/// without it keep their keys).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClaimDef {
+    /// The figure compared, as the plan wrote it (`tps`).
+    pub metric: String,
+    /// `where`: the matrix point the claim is at, e.g. `threads=4`.
+    #[serde(rename = "where", default)]
+    pub filter: Props,
+    /// The expectation as written: two servers around `>`, `<`, `>=` or `<=`.
+    pub expect: String,
+    /// The tolerance of `>=` and `<=`, a fraction (`within="5%"` is 0.05).
+    pub within: Option<f64>,
+    /// The least size of `>` and `<`, a fraction (`by="5%"` is 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn within_is_null_when_absent_and_by_is_left_out() {
+        let mut c = ClaimDef {
+            metric: "tps".into(),
+            filter: json!({"threads": 4}).as_object().unwrap().clone(),
+            expect: "a >= b".into(),
+            ..ClaimDef::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            json!({"metric": "tps", "where": {"threads": 4}, "expect": "a >= b", "within": null})
+        );
+        c.expect = "a > b".into();
+        c.by = Some(0.05);
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["by"], json!(0.05));
+        assert_eq!(v["within"], json!(null));
+        assert_eq!(serde_json::from_value::<ClaimDef>(v).unwrap(), c);
+    }
+}
