@@ -125,7 +125,7 @@ mod tests {
         };
         assert_eq!(
             describe(&fp),
-            "AMD EPYC, 2 cores / 2 threads, 24 GiB, kernel 6.18.44, docker 20.10"
+            "AMD EPYC, 2 cores / 2 threads, 24.0 GiB, kernel 6.18.44, docker 20.10"
         );
     }
 }
