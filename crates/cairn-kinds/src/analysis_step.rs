@@ -14,6 +14,8 @@
 //! it, a noisy flag) and `table.md` (absolute medians, then ratios with CI and verdicts).
 //! `plot` and `scaling` analyses are charts of the same pivot: [`crate::plot_analysis`].
 
+use crate::trial_points::push_unique;
+use cairn_engine::CheckError;
 use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Comparison, Criteria};
@@ -61,23 +63,16 @@ pub struct TableSpec {
 const BLOCKS: &str = "node and pass";
 
 /// A problem with one property of an analysis (or claim): reported at that property.
-fn param(what: &'static str, name: &str, message: String) -> cairn_workload::Error {
-    cairn_workload::Error::Param {
-        what,
-        name: name.to_string(),
-        message,
-    }
-}
 
 /// The figure `name` names, with a did-you-mean style list when it names none.
 pub fn figure_named(
     what: &'static str,
     prop: &str,
     name: &str,
-) -> Result<&'static Figure, cairn_workload::Error> {
+) -> Result<&'static Figure, CheckError> {
     figures::lookup(name).ok_or_else(|| {
         let known: Vec<&str> = figures::TABLE.iter().map(|f| f.name).collect();
-        param(
+        CheckError::new(
             what,
             prop,
             format!(
@@ -95,11 +90,11 @@ pub fn table_spec(
     definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, cairn_workload::Error> {
+) -> Result<TableSpec, CheckError> {
     match definition.kind.as_str() {
         "table" => plain_table_spec(definition, servers, params),
         "compare" => compare_spec(definition, servers, params),
-        kind => Err(param(
+        kind => Err(CheckError::new(
             "analysis",
             "kind",
             format!("`{kind}` is not an analysis cairn has (table, compare, plot, scaling)"),
@@ -113,9 +108,9 @@ fn plain_table_spec(
     definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, cairn_workload::Error> {
+) -> Result<TableSpec, CheckError> {
     if let Some(unknown) = definition.unaccepted_prop(TABLE_PROPS) {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             unknown,
             format!(
@@ -125,27 +120,27 @@ fn plain_table_spec(
         ));
     }
     let Some(metric_name) = definition.metric() else {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "kind",
-            "a table needs the figure it shows: add metric=\"tps\"".into(),
+            "a table needs the figure it shows: add metric=\"tps\"",
         ));
     };
     let metric = figure_named("analysis", "metric", metric_name)?;
     let (rows, columns) = pivot(definition.rows(), definition.columns(), servers, params)?;
     let baseline = table_baseline(definition.baseline(), &rows, &columns, servers)?;
     let paired = definition.paired().map_err(|other| {
-        param(
+        CheckError::new(
             "analysis",
             "paired",
             format!("paired is #true or #false, not {other}"),
         )
     })?;
     if paired && baseline.is_none() {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "paired",
-            "a paired table compares with a baseline: add baseline=\"<server>\"".into(),
+            "a paired table compares with a baseline: add baseline=\"<server>\"",
         ));
     }
     Ok(TableSpec {
@@ -169,7 +164,7 @@ pub(crate) fn pivot(
     columns: Option<&str>,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<(String, String), cairn_workload::Error> {
+) -> Result<(String, String), CheckError> {
     let varying: Vec<&String> = params
         .iter()
         .filter(|(_, v)| v.len() > 1)
@@ -182,7 +177,7 @@ pub(crate) fn pivot(
             [one] => one.to_string(),
             [] => "trials".to_string(),
             _ => {
-                return Err(param(
+                return Err(CheckError::new(
                     "analysis",
                     "kind",
                     format!(
@@ -200,7 +195,7 @@ pub(crate) fn pivot(
         if !dimension_ok(dim) {
             let mut known: Vec<&str> = vec!["server", "trials", "node"];
             known.extend(params.keys().map(String::as_str));
-            return Err(param(
+            return Err(CheckError::new(
                 "analysis",
                 prop,
                 format!(
@@ -211,7 +206,7 @@ pub(crate) fn pivot(
         }
     }
     if rows == columns {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "columns",
             format!("rows and columns are both `{rows}`; pivot two different dimensions"),
@@ -222,7 +217,7 @@ pub(crate) fn pivot(
         .iter()
         .find(|v| v.as_str() != rows && v.as_str() != columns)
     {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "kind",
             format!(
@@ -231,7 +226,7 @@ pub(crate) fn pivot(
         ));
     }
     if servers.len() > 1 && rows != "server" && columns != "server" {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "rows",
             format!(
@@ -251,12 +246,12 @@ fn table_baseline(
     rows: &str,
     columns: &str,
     servers: &[String],
-) -> Result<Option<String>, cairn_workload::Error> {
+) -> Result<Option<String>, CheckError> {
     let Some(b) = baseline else {
         return Ok(None);
     };
     if !servers.iter().any(|s| s == b) {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "baseline",
             format!(
@@ -266,10 +261,10 @@ fn table_baseline(
         ));
     }
     if rows != "server" && columns != "server" {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "baseline",
-            "a baseline is a server: make rows or columns \"server\"".into(),
+            "a baseline is a server: make rows or columns \"server\"",
         ));
     }
     Ok(Some(b.to_string()))
@@ -280,9 +275,9 @@ fn compare_spec(
     definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, cairn_workload::Error> {
+) -> Result<TableSpec, CheckError> {
     if let Some(unknown) = definition.unaccepted_prop(COMPARE_PROPS) {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             unknown,
             format!(
@@ -292,14 +287,14 @@ fn compare_spec(
         ));
     }
     let Some(baseline) = definition.baseline() else {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "kind",
-            "a compare needs the server the others are compared with: add baseline=\"…\"".into(),
+            "a compare needs the server the others are compared with: add baseline=\"…\"",
         ));
     };
     if !servers.iter().any(|s| s == baseline) {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "baseline",
             format!(
@@ -309,7 +304,7 @@ fn compare_spec(
         ));
     }
     if let Some((k, _)) = params.iter().find(|(_, v)| v.len() > 1) {
-        return Err(param(
+        return Err(CheckError::new(
             "analysis",
             "kind",
             format!(
@@ -384,12 +379,6 @@ fn cell_criteria(definition: &AnalysisDef, row: &str, column: &str) -> Criteria 
             ..BootstrapSettings::default()
         },
         ..Criteria::default()
-    }
-}
-
-fn push_unique(v: &mut Vec<String>, s: String) {
-    if !v.contains(&s) {
-        v.push(s);
     }
 }
 
@@ -635,8 +624,8 @@ fn summarize_cell(
 }
 
 /// The definition of an analysis step, as the resolver wrote it.
-fn analysis_def(step: &Step) -> Result<AnalysisDef, cairn_workload::Error> {
-    step.def().map_err(cairn_workload::Error::Invalid)
+fn analysis_def(step: &Step) -> Result<AnalysisDef, CheckError> {
+    step.def().map_err(|e: String| CheckError::new("", "", e))
 }
 
 /// A `plot` or `scaling` analysis: its table, its chart and (scaling) its efficiencies.
@@ -672,7 +661,7 @@ pub struct AnalysisKind;
 
 impl cairn_engine::Kind for AnalysisKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
-        let definition = analysis_def(step).map_err(crate::check_error)?;
+        let definition = analysis_def(step)?;
         let servers = trial_points::servers_of_inputs(graph, step);
         let params = trial_points::params_of_inputs(graph, step);
         match plot_analysis::Flavour::of(&definition.kind) {
@@ -681,7 +670,6 @@ impl cairn_engine::Kind for AnalysisKind {
             }
             None => table_spec(&definition, &servers, &params).map(|_| ()),
         }
-        .map_err(crate::check_error)
     }
 
     fn perform(

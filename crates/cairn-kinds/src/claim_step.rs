@@ -21,6 +21,7 @@
 //! it out. Both are inconclusive when the passes are too few for the rank test, or fewer
 //! than the observed noise needs to resolve the size: noisy data never holds (nor fails).
 
+use cairn_engine::CheckError;
 use std::collections::BTreeMap;
 
 use cairn_analysis::{
@@ -40,14 +41,6 @@ use cairn_report::claim::{summary_line, ClaimResult, Expectation, Operator};
 
 /// The output of a claim step.
 pub const CLAIM_JSON: &str = "claim.json";
-
-fn param(name: &str, message: String) -> cairn_workload::Error {
-    cairn_workload::Error::Param {
-        what: "claim",
-        name: name.to_string(),
-        message,
-    }
-}
 
 /// Parse `"a >= b"`; the sides are server names.
 pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
@@ -93,10 +86,10 @@ pub fn claim_spec(
     definition: &ClaimDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<ClaimSpec, cairn_workload::Error> {
+) -> Result<ClaimSpec, CheckError> {
     let metric = figure_named("claim", "metric", &definition.metric)?;
     if metric.direction == Direction::Neither {
-        return Err(param(
+        return Err(CheckError::new("claim", 
             "metric",
             format!(
                 "`{}` is neither better higher nor lower (it is a setting), so a claim about it cannot be checked",
@@ -104,10 +97,12 @@ pub fn claim_spec(
             ),
         ));
     }
-    let expectation = parse_expectation(&definition.expect).map_err(|m| param("expect", m))?;
+    let expectation =
+        parse_expectation(&definition.expect).map_err(|m| CheckError::new("claim", "expect", m))?;
     for side in [&expectation.left, &expectation.right] {
         if !servers.contains(side) {
-            return Err(param(
+            return Err(CheckError::new(
+                "claim",
                 "expect",
                 format!(
                     "`{side}` is not a server of the study's trials; they measure {}",
@@ -120,7 +115,7 @@ pub fn claim_spec(
     let size = match expectation.operator {
         Operator::Greater | Operator::Less => {
             if within.is_some() {
-                return Err(param(
+                return Err(CheckError::new("claim", 
                     "expect",
                     format!(
                         "`within` is the tolerance of >= and <=; for `{}` write by=\"5%\" (at least that much)",
@@ -132,7 +127,8 @@ pub fn claim_spec(
         }
         Operator::AtLeast | Operator::AtMost => {
             if by.is_some() {
-                return Err(param(
+                return Err(CheckError::new(
+                    "claim",
                     "expect",
                     format!(
                         "`by` is the size of > and <; for `{}` write within=\"5%\" (the tolerance)",
@@ -144,7 +140,8 @@ pub fn claim_spec(
         }
     };
     if !(0.0..1.0).contains(&size) {
-        return Err(param(
+        return Err(CheckError::new(
+            "claim",
             "expect",
             format!(
                 "a size of {}% cannot be checked; use one below 100%",
@@ -157,7 +154,8 @@ pub fn claim_spec(
         let v = display_value(v);
         match params.get(k) {
             None => {
-                return Err(param(
+                return Err(CheckError::new(
+                    "claim",
                     k,
                     format!(
                         "the trials have no parameter `{k}`; they have {}",
@@ -166,7 +164,8 @@ pub fn claim_spec(
                 ))
             }
             Some(values) if !values.contains(&v) => {
-                return Err(param(
+                return Err(CheckError::new(
+                    "claim",
                     k,
                     format!(
                         "no trial has {k} = {v}; the trials have {}",
@@ -183,7 +182,7 @@ pub fn claim_spec(
         .iter()
         .find(|(k, v)| v.len() > 1 && !filter.contains_key(*k))
     {
-        return Err(param(
+        return Err(CheckError::new("claim", 
             "expect",
             format!(
                 "the trials vary in `{k}` ({}): say at which point the claim is, e.g. `where {k}={}`",
@@ -314,8 +313,8 @@ pub fn check(
 }
 
 /// The definition of a claim step, as the resolver wrote it.
-fn claim_def(step: &Step) -> Result<ClaimDef, cairn_workload::Error> {
-    step.def().map_err(cairn_workload::Error::Invalid)
+fn claim_def(step: &Step) -> Result<ClaimDef, CheckError> {
+    step.def().map_err(|e: String| CheckError::new("", "", e))
 }
 
 /// The kind of `claim` steps.
@@ -324,12 +323,11 @@ pub struct ClaimKind;
 impl cairn_engine::Kind for ClaimKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         claim_spec(
-            &claim_def(step).map_err(crate::check_error)?,
+            &claim_def(step)?,
             &trial_points::servers_of_inputs(graph, step),
             &trial_points::params_of_inputs(graph, step),
         )
         .map(|_| ())
-        .map_err(crate::check_error)
     }
 
     fn perform(

@@ -14,6 +14,7 @@
 //! the seeded bootstrap CI of the ratio of medians it rests on (`scaling.json`, and a section
 //! of `table.md`).
 
+use cairn_engine::CheckError;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -69,27 +70,20 @@ pub struct PlotSpec {
     pub style: Style,
 }
 
-fn param(name: &str, message: String) -> cairn_workload::Error {
-    cairn_workload::Error::Param {
-        what: "analysis",
-        name: name.to_string(),
-        message,
-    }
-}
-
 /// Read and check a plot or scaling definition against the trials it reads.
 pub fn plot_spec(
     flavour: Flavour,
     definition: &AnalysisDef,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<PlotSpec, cairn_workload::Error> {
+) -> Result<PlotSpec, CheckError> {
     let allowed = match flavour {
         Flavour::Plot => PLOT_PROPS,
         Flavour::Scaling => SCALING_PROPS,
     };
     if let Some(unknown) = definition.unaccepted_prop(allowed) {
-        return Err(param(
+        return Err(CheckError::new(
+            "analysis",
             unknown,
             format!(
                 "a {} has no property `{unknown}`; it takes {}",
@@ -102,9 +96,10 @@ pub fn plot_spec(
         (Some(m), _) => m,
         (None, Flavour::Scaling) => "tps",
         (None, Flavour::Plot) => {
-            return Err(param(
+            return Err(CheckError::new(
+                "analysis",
                 "kind",
-                "a plot needs the figure it draws: add metric=\"tps\"".into(),
+                "a plot needs the figure it draws: add metric=\"tps\"",
             ))
         }
     };
@@ -117,7 +112,8 @@ pub fn plot_spec(
         None | Some("line") => Style::Line,
         Some("bar") => Style::Bar,
         Some(other) => {
-            return Err(param(
+            return Err(CheckError::new(
+                "analysis",
                 "style",
                 format!("`{other}` is not a chart style; use \"line\" or \"bar\""),
             ))
@@ -130,7 +126,7 @@ pub fn plot_spec(
             if known.is_empty() {
                 known.push("(none)");
             }
-            return Err(param(
+            return Err(CheckError::new("analysis", 
                 "x",
                 format!(
                     "scaling needs a numeric x, a parameter of the trials (they have {}); `{x}` is none",
@@ -139,21 +135,22 @@ pub fn plot_spec(
             ));
         }
     }
-    let table = chart_table(metric, x.as_deref(), servers, params).map_err(|e| match e {
-        // the table's `columns` is the plot's `x`
-        cairn_workload::Error::Param { name, message, .. } => {
-            let name = match name.as_str() {
-                "columns" | "rows" => "x".to_string(),
-                _ => name,
-            };
-            param(&name, message.replace("columns=", "x="))
+    let table = chart_table(metric, x.as_deref(), servers, params).map_err(|e| {
+        if e.what.is_empty() {
+            return e; // not one property's fault
         }
-        other => other,
+        // the table's `columns` is the plot's `x`
+        let name = match e.name.as_str() {
+            "columns" | "rows" => "x".to_string(),
+            _ => e.name,
+        };
+        CheckError::new("analysis", name, e.message.replace("columns=", "x="))
     })?;
     if flavour == Flavour::Scaling {
         let values = params.get(&table.columns).cloned().unwrap_or_default();
         if let Some(bad) = values.iter().find(|v| v.parse::<f64>().is_err()) {
-            return Err(param(
+            return Err(CheckError::new(
+                "analysis",
                 "x",
                 format!(
                     "scaling needs a numeric x; `{}` has the value `{bad}`",
@@ -162,7 +159,8 @@ pub fn plot_spec(
             ));
         }
         if values.len() < 2 {
-            return Err(param(
+            return Err(CheckError::new(
+                "analysis",
                 "x",
                 format!(
                     "scaling needs at least two values of `{}` (the trials have {})",
@@ -186,7 +184,7 @@ fn chart_table(
     x: Option<&str>,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, cairn_workload::Error> {
+) -> Result<TableSpec, CheckError> {
     let metric = figure_named("analysis", "metric", metric)?;
     let (rows, columns) = pivot(Some("server"), x, servers, params)?;
     Ok(TableSpec {
@@ -496,6 +494,6 @@ mod tests {
             &params,
         )
         .unwrap_err();
-        assert!(matches!(e, cairn_workload::Error::Param { ref name, .. } if name == "x"));
+        assert!(matches!(e, CheckError { ref name, .. } if name == "x"));
     }
 }

@@ -214,7 +214,7 @@ fn drop_single_trials(params: &mut BTreeMap<String, Vec<String>>) {
     }
 }
 
-fn push_unique(values: &mut Vec<String>, v: String) {
+pub(crate) fn push_unique(values: &mut Vec<String>, v: String) {
     if !values.contains(&v) {
         values.push(v);
     }
