@@ -214,6 +214,7 @@ fn drop_single_trials(params: &mut BTreeMap<String, Vec<String>>) {
     }
 }
 
+/// Append `v` unless `values` holds it already (values stay in first-seen order).
 pub(crate) fn push_unique(values: &mut Vec<String>, v: String) {
     if !values.contains(&v) {
         values.push(v);
