@@ -62,8 +62,6 @@ pub struct TableSpec {
 /// What a block of a paired table is, in the record's words.
 const BLOCKS: &str = "node and pass";
 
-/// A problem with one property of an analysis (or claim): reported at that property.
-
 /// The figure `name` names, with a did-you-mean style list when it names none.
 pub fn figure_named(
     what: &'static str,

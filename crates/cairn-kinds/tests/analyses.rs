@@ -222,15 +222,9 @@ fn the_same_trials_render_the_same_bytes() {
 
 #[test]
 fn bad_tables_are_refused_naming_the_property() {
-    let name_of = |e: cairn_engine::CheckError| match e {
-        cairn_engine::CheckError {
-            what,
-            name,
-            message,
-        } => {
-            assert_eq!(what, "analysis");
-            (name, message)
-        }
+    let name_of = |e: cairn_engine::CheckError| {
+        assert_eq!(e.what, "analysis");
+        (e.name, e.message)
     };
     let pie = analysis(json!({"kind": "pie", "props": {"metric": "tps"}}));
     let (name, msg) = name_of(table_spec(&pie, &servers(), &params()).unwrap_err());
@@ -369,15 +363,10 @@ fn bad_claims_are_refused_naming_the_property() {
     assert!(parse_expectation("jemalloc faster")
         .unwrap_err()
         .contains("not an expectation"));
-    let refused = |def: Value| match claim_spec(&claim(&def), &servers(), &params()).unwrap_err() {
-        cairn_engine::CheckError {
-            what,
-            name,
-            message,
-        } => {
-            assert_eq!(what, "claim");
-            (name, message)
-        }
+    let refused = |def: Value| {
+        let e = claim_spec(&claim(&def), &servers(), &params()).unwrap_err();
+        assert_eq!(e.what, "claim");
+        (e.name, e.message)
     };
     let (name, msg) = refused(claim_def("tcmalloc > system", None, "tps"));
     assert_eq!(name, "expect");
