@@ -3,7 +3,7 @@
 //! `data.csv`, `series.csv`, `data.json`, the plots) with the plan it was made from in its
 //! provenance, and show the study's main table and the claims' verdicts in the terminal.
 //!
-//! (`report.rs` beside this module is something else: the reporters of engine events.)
+//! (`event_output.rs` beside this module is something else: the output of engine events.)
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

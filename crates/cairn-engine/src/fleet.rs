@@ -1,7 +1,7 @@
 //! Fleet execution: the measurements of a run performed on the nodes of a cluster instead of
 //! on this machine, a *block* at a time, and recorded here exactly as a local run records
 //! them. The scheduler (`run.rs`) forms the blocks and hands each to a [`Fleet`]; how a
-//! block reaches a node and comes back (Slurm: [`crate::slurm_fleet`]) is the fleet's.
+//! block reaches a node and comes back (Slurm: `cairn_fleet::slurm`) is the fleet's.
 //!
 //! A block is one pass of every variant of one matrix point (one trials node's point: the
 //! servers it compares), in the seeded order. It runs on one node, so a comparison of
@@ -11,7 +11,7 @@
 //! hits the variants alike, as in a local run).
 //!
 //! Build steps (images, datasets) are not a fleet's: they run once, on this machine, as in
-//! a local run, and their outputs are shipped to the nodes (see `fleet_job`).
+//! a local run, and their outputs are shipped to the nodes (see `cairn_fleet::job`).
 
 use std::sync::Arc;
 use std::time::Duration;

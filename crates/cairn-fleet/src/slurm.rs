@@ -1,6 +1,6 @@
 //! The Slurm fleet (`cairn run --on slurm`): each block is one batch job on one exclusive
 //! node (`sbatch --exclusive`), whose script runs `cairn worker <job dir>` on the node; the
-//! job directory lives in a spool on a filesystem the nodes share ([`crate::fleet_job`]),
+//! job directory lives in a spool on a filesystem the nodes share ([`crate::job`]),
 //! beside the spool's `shipped/` directory of image archives and dataset snapshots. The job
 //! inherits the submitting environment (Slurm's default), with what the node's TaskProlog
 //! sets on top: a node with its own container engine gets its `DOCKER_HOST` there.
