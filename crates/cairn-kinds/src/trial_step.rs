@@ -10,16 +10,21 @@
 //! duration fails the trial: a stalled server is never recorded as a measurement.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use cairn_exec::measure_lock::MeasureLock;
+use cairn_exec::runtime::NativeClient;
 use cairn_graph::Step;
+use cairn_store::BlobRef;
 use cairn_workload::server::{connection_tls, global_status, global_variables, status_deltas};
-use cairn_workload::{Dataset, RunContext, Workload, WorkloadDef};
+use cairn_workload::{Dataset, Outcome, RunContext, Target, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
 use crate::dataset_step::{self, image_of, input, DatasetOutput};
-use crate::server_run::{LiveServer, ServerDef, StartRequest};
-use crate::trial_efficiency::WindowMeter;
+use crate::image_step::ImageOutput;
+use crate::server_run::{LiveServer, ServerDef, StartRequest, Verification};
+use crate::trial_efficiency::{WindowEnd, WindowMeter};
 use crate::trial_watchdog::{check_window, Watchdog, STATUS_TIMEOUT};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
@@ -69,11 +74,7 @@ pub fn check(
 
 /// Where a trial's clients ran, for its record: the declared path (`null` when the plan
 /// named none), the link, and the place of the driver that ran (native or external).
-fn client_record(
-    sdef: &ServerDef,
-    placed: Option<&cairn_exec::runtime::NativeClient>,
-    external: bool,
-) -> Value {
+fn client_record(sdef: &ServerDef, placed: Option<&NativeClient>, external: bool) -> Value {
     let place = match (placed, external) {
         (Some(p), false) => p.native.clone(),
         (Some(p), true) => p.external.clone(),
@@ -91,120 +92,299 @@ fn client_record(
 /// Measure one trial.
 pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, StepError> {
     let t0 = Instant::now();
-    let image = image_of(ctx, step, inputs)?;
-    let dataset: Option<DatasetOutput> = input(step, inputs, "dataset")
-        .map(|d| read_json(ctx.store, &d.outputs, dataset_step::OUTPUT))
-        .transpose()
-        .map_err(|e| failed(format!("reading the dataset's output: {e}")))?;
-    let (sdef, workload) = check(step, dataset.as_ref().map(|d| &d.definition)).map_err(failed)?;
-    let wdef = workload_def(step).map_err(failed)?;
-    let timeout = cairn_workload::workload::timeout_of(&wdef).map_err(failed)?;
-    let snapshot = dataset
-        .as_ref()
-        .map(|d| crate::host(ctx).cache_root.as_path().join(&d.snapshot));
-    if let Some(s) = &snapshot {
-        if !s.exists() {
-            return Err(failed(format!(
-                "the dataset snapshot {} is gone from this machine's cache; run again to rebuild it",
-                s.display()
-            )));
+    let setup = TrialSetup::read(ctx, step, inputs)?;
+    // nothing else measures on this machine from the server's start to its stop
+    let slot = MeasureLock::acquire(crate::host(ctx).cancel()).map_err(|e| {
+        if ctx.is_cancelled() {
+            StepError::cancelled()
+        } else {
+            failed(e)
         }
+    })?;
+    let mut server = TrialServer::start(ctx, step, &setup)?;
+    let status_target = server.status_target();
+    let before = server.read_before(&status_target, setup.dataset.is_none())?;
+    if ctx.is_cancelled() {
+        return Err(StepError::cancelled());
+    }
+    let mut measured = run_workload(ctx, &setup, &mut server, &status_target, &before.status)?;
+    let (after, after_read) = measured
+        .window_end
+        .status_after()
+        .map_err(|e| server.stalled("after the workload (SHOW GLOBAL STATUS)", &e))?;
+    let deltas = status_deltas(&before.status, &after);
+    let efficiency = measured
+        .window_end
+        .record(&after, after_read, &mut measured.outcome.figures);
+    let log = server.live.log();
+    let restore = server.live.restore();
+    let t_stop = Instant::now();
+    // the datadir is a throwaway copy of the snapshot: no clean shutdown to wait for
+    server
+        .live
+        .discard()
+        .map_err(|e| failed(format!("stopping the server: {e}")))?;
+    let stop_ms = ms(t_stop);
+
+    let server_json = server_output(
+        &server.verification,
+        &server.database,
+        &deltas,
+        &efficiency,
+        setup.image.as_ref(),
+        before.tls.as_ref(),
+    );
+    let outputs = store_outputs(ctx, &measured.outcome, &server_json, &before.variables, log)?;
+    let mut extra = record_extra(
+        step,
+        &setup,
+        &server.verification,
+        server.placed.as_ref(),
+        &measured.outcome,
+        efficiency,
+    );
+    // the trial's time spent measuring (warmup and measured window, as the driver timed
+    // them) against everything around it (restore, start, checks, status reads, stop)
+    let measuring_ms = measuring_ms(measured.warmup, &measured.outcome.figures, measured.run_ms);
+    let total_ms = ms(t0);
+    extra.insert(
+        "timings".into(),
+        json!({
+            "ready_ms": server.verification.ready_ms,
+            "start_ms": server.start_ms,
+            "restore": restore,
+            "stop_ms": stop_ms,
+            "workload_ms": measured.run_ms,
+            "measuring_ms": measuring_ms,
+            "setup_ms": total_ms - measuring_ms,
+            "total_ms": total_ms,
+            "waited_for_machine_ms": slot.waited.as_secs_f64() * 1e3,
+        }),
+    );
+    Ok(Built {
+        outputs,
+        extra,
+        measuring_time: Some(Duration::from_secs_f64(measuring_ms / 1e3)),
+        ..Default::default()
+    })
+}
+
+/// What a trial measures with, read from its inputs and checked before it takes the
+/// machine: a trial that cannot run fails without waiting for the measurement slot.
+struct TrialSetup {
+    image: Option<ImageOutput>,
+    dataset: Option<DatasetOutput>,
+    sdef: ServerDef,
+    workload: Workload,
+    /// The plan's workload `timeout`, if it sets one.
+    timeout: Option<Duration>,
+    /// The dataset's snapshot in this machine's cache: the server starts from a copy of it.
+    snapshot: Option<PathBuf>,
+}
+
+impl TrialSetup {
+    fn read(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<TrialSetup, StepError> {
+        let image = image_of(ctx, step, inputs)?;
+        let dataset: Option<DatasetOutput> = input(step, inputs, "dataset")
+            .map(|d| read_json(ctx.store, &d.outputs, dataset_step::OUTPUT))
+            .transpose()
+            .map_err(|e| failed(format!("reading the dataset's output: {e}")))?;
+        let (sdef, workload) =
+            check(step, dataset.as_ref().map(|d| &d.definition)).map_err(failed)?;
+        let wdef = workload_def(step).map_err(failed)?;
+        let timeout = cairn_workload::workload::timeout_of(&wdef).map_err(failed)?;
+        let snapshot = dataset
+            .as_ref()
+            .map(|d| crate::host(ctx).cache_root.as_path().join(&d.snapshot));
+        if let Some(s) = &snapshot {
+            if !s.exists() {
+                return Err(failed(format!(
+                    "the dataset snapshot {} is gone from this machine's cache; run again to rebuild it",
+                    s.display()
+                )));
+            }
+        }
+        Ok(TrialSetup {
+            image,
+            dataset,
+            sdef,
+            workload,
+            timeout,
+            snapshot,
+        })
     }
 
-    // nothing else measures on this machine from the server's start to its stop
-    let slot =
-        cairn_exec::measure_lock::MeasureLock::acquire(crate::host(ctx).cancel()).map_err(|e| {
-            if ctx.is_cancelled() {
-                StepError::cancelled()
-            } else {
-                failed(e)
-            }
-        })?;
-    let t_start = Instant::now();
-    let mut live = LiveServer::start(
-        &crate::host(ctx).runtimes,
-        &StartRequest {
-            def: &sdef,
-            image: image.as_ref(),
-            run_id: ctx.run_id,
-            step_id: &step.address,
-            snapshot: snapshot.as_deref(),
-            ready_timeout: dataset_step::READY_TIMEOUT,
-            // the trial's server is the plan's, without the load's settings
-            extra_options: Vec::new(),
-        },
-    )
-    .map_err(failed)?;
-    let start_ms = ms(t_start);
-    let verification = live.verify().map_err(failed)?;
-    // where the clients run: the plan's `client` (and `link`), else each driver's own place
-    let placed = live.place_clients(&sdef).map_err(failed)?;
-    let external = matches!(workload, Workload::ExternalSysbench(_));
-    let client = client_record(&sdef, placed.as_ref(), external);
-    let database = dataset
-        .as_ref()
-        .map_or("cairn".to_string(), |d| d.database.clone());
-    let log_tail = |live: &LiveServer| {
-        format!(
-            "\n--- last lines of the server log ---\n{}",
-            live.log_tail()
+    /// Whether an external tool runs the workload (in its own place, not cairn's threads).
+    fn is_external(&self) -> bool {
+        matches!(self.workload, Workload::ExternalSysbench(_))
+    }
+}
+
+/// The trial's server, started and verified, and where the plan puts its clients.
+struct TrialServer {
+    live: LiveServer,
+    /// Milliseconds from asking for the server until it answered.
+    start_ms: f64,
+    verification: Verification,
+    /// The plan's `client` (and `link`); `None` leaves each driver at its own place.
+    placed: Option<NativeClient>,
+    /// The dataset's database, or `cairn` for a trial without a dataset.
+    database: String,
+}
+
+impl TrialServer {
+    fn start(ctx: &Env<'_>, step: &Step, setup: &TrialSetup) -> Result<TrialServer, StepError> {
+        let t_start = Instant::now();
+        let mut live = LiveServer::start(
+            &crate::host(ctx).runtimes,
+            &StartRequest {
+                def: &setup.sdef,
+                image: setup.image.as_ref(),
+                run_id: ctx.run_id,
+                step_id: &step.address,
+                snapshot: setup.snapshot.as_deref(),
+                ready_timeout: dataset_step::READY_TIMEOUT,
+                // the trial's server is the plan's, without the load's settings
+                extra_options: Vec::new(),
+            },
         )
-    };
-    // the status reads around the workload take milliseconds: a server that does not
-    // answer them within STATUS_TIMEOUT has stalled
-    let mut status_target = live.target(&database);
-    status_target.io_timeout = Some(STATUS_TIMEOUT);
-    let stalled = |live: &mut LiveServer, phase: &str, e: &cairn_workload::Error| {
+        .map_err(failed)?;
+        let start_ms = ms(t_start);
+        let verification = live.verify().map_err(failed)?;
+        let placed = live.place_clients(&setup.sdef).map_err(failed)?;
+        let database = setup
+            .dataset
+            .as_ref()
+            .map_or("cairn".to_string(), |d| d.database.clone());
+        Ok(TrialServer {
+            live,
+            start_ms,
+            verification,
+            placed,
+            database,
+        })
+    }
+
+    /// Where cairn reads the server's status and variables. Those reads take milliseconds:
+    /// a server that does not answer them within STATUS_TIMEOUT has stalled.
+    fn status_target(&self) -> Target {
+        let mut target = self.live.target(&self.database);
+        target.io_timeout = Some(STATUS_TIMEOUT);
+        target
+    }
+
+    /// Where the workload's clients connect, from the plan's client place if it names one;
+    /// no answer may take longer than `io_timeout`.
+    fn workload_target(&self, io_timeout: Duration) -> Target {
+        let mut target = match &self.placed {
+            Some(p) => crate::server_run::target_of(
+                p.endpoint.clone(),
+                &self.database,
+                self.live.protocol(),
+            ),
+            None => self.live.target(&self.database),
+        };
+        target.io_timeout = Some(io_timeout);
+        target
+    }
+
+    /// The readings before the workload (the database made first for a trial without a
+    /// dataset).
+    fn read_before(
+        &mut self,
+        status_target: &Target,
+        create_database: bool,
+    ) -> Result<BeforeWorkload, StepError> {
+        if create_database {
+            status_target
+                .ensure_database()
+                .map_err(|e| self.stalled("while creating the database", &e))?;
+        }
+        let variables = global_variables(status_target)
+            .map_err(|e| self.stalled("before the workload (SHOW GLOBAL VARIABLES)", &e))?;
+        let tls = connection_tls(status_target)
+            .map_err(|e| self.stalled("before the workload (reading the connection's TLS)", &e))?;
+        let status = global_status(status_target)
+            .map_err(|e| self.stalled("before the workload (SHOW GLOBAL STATUS)", &e))?;
+        Ok(BeforeWorkload {
+            variables,
+            tls,
+            status,
+        })
+    }
+
+    /// The error of a status read that failed in `phase`: the server stalled, died, or
+    /// failed, with its log's tail.
+    fn stalled(&mut self, phase: &str, e: &cairn_workload::Error) -> StepError {
         let why = if e.is_no_answer() {
             format!(
                 "the server stalled: it gave no answer {phase} within {} s",
                 STATUS_TIMEOUT.as_secs()
             )
-        } else if !live.is_running() {
+        } else if !self.live.is_running() {
             format!("the server died {phase}")
         } else {
             format!("the server failed {phase}")
         };
-        failed(format!("{why}: {e}{}", log_tail(live)))
-    };
-    if dataset.is_none() {
-        status_target
-            .ensure_database()
-            .map_err(|e| stalled(&mut live, "while creating the database", &e))?;
+        failed(format!("{why}: {e}{}", self.log_tail_section()))
     }
-    let variables = global_variables(&status_target)
-        .map_err(|e| stalled(&mut live, "before the workload (SHOW GLOBAL VARIABLES)", &e))?;
-    // the server's view of a TLS connection of cairn's client (before the status reading,
-    // so it counts in no delta)
-    let tls = connection_tls(&status_target).map_err(|e| {
-        stalled(
-            &mut live,
-            "before the workload (reading the connection's TLS)",
-            &e,
+
+    /// The last lines of the server's log, as the closing section of an error message:
+    /// what the server said is most often why it failed.
+    fn log_tail_section(&self) -> String {
+        format!(
+            "\n--- last lines of the server log ---\n{}",
+            self.live.log_tail()
         )
-    })?;
-    let before = global_status(&status_target)
-        .map_err(|e| stalled(&mut live, "before the workload (SHOW GLOBAL STATUS)", &e))?;
-    if ctx.is_cancelled() {
-        return Err(StepError::cancelled());
     }
-    let warmup = workload.declared_run().map_or(Duration::ZERO, |(w, _)| w);
-    let meter = WindowMeter::start(live.resource_probe(), &before, warmup, &status_target);
+}
+
+/// What the server says before the workload, read outside the measured window.
+struct BeforeWorkload {
+    /// `SHOW GLOBAL VARIABLES`.
+    variables: BTreeMap<String, String>,
+    /// The server's view of a TLS connection of cairn's client; read before the status so
+    /// that it counts in no delta.
+    tls: Option<BTreeMap<String, String>>,
+    /// `SHOW GLOBAL STATUS`, the window's first reading.
+    status: BTreeMap<String, String>,
+}
+
+/// A workload that ran to its end, and the window's meter, stopped as it returned.
+struct Measured {
+    outcome: Outcome,
+    warmup: Duration,
+    /// Milliseconds the workload ran, as cairn timed it.
+    run_ms: f64,
+    window_end: WindowEnd,
+}
+
+/// Run the workload under the watchdog, metered from the status reading `before`; a run
+/// that failed, was stopped, or overran its declared window is an error.
+fn run_workload(
+    ctx: &Env<'_>,
+    setup: &TrialSetup,
+    server: &mut TrialServer,
+    status_target: &Target,
+    before: &BTreeMap<String, String>,
+) -> Result<Measured, StepError> {
+    let warmup = setup
+        .workload
+        .declared_run()
+        .map_or(Duration::ZERO, |(w, _)| w);
+    let meter = WindowMeter::start(server.live.resource_probe(), before, warmup, status_target);
     let t_run = Instant::now();
-    let watchdog = Watchdog::start(&workload, timeout);
-    let mut target = match &placed {
-        Some(p) => crate::server_run::target_of(p.endpoint.clone(), &database, live.protocol()),
-        None => live.target(&database),
-    };
-    target.io_timeout = Some(watchdog.io_timeout);
+    let watchdog = Watchdog::start(&setup.workload, setup.timeout);
+    let target = server.workload_target(watchdog.io_timeout);
     // the drivers ask this between events (a read that waits is ended by the io timeout):
     // Ctrl-C, or a run past the watchdog's deadline
     let stop = || ctx.is_cancelled() || watchdog.expired();
-    let tools = live
+    let tools = server
+        .live
         .tool_runner()
         .map(|t| t.with_deadline(watchdog.deadline()));
     let run = || {
-        workload.run(&RunContext {
+        setup.workload.run(&RunContext {
             target: &target,
             stop: &stop,
             tools: tools
@@ -213,30 +393,47 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         })
     };
     // the native driver's threads start inside the namespace of the declared path
-    let outcome = match placed.as_ref().and_then(|p| p.netns.as_deref()) {
-        Some(netns) if !external => {
+    let outcome = match server.placed.as_ref().and_then(|p| p.netns.as_deref()) {
+        Some(netns) if !setup.is_external() => {
             cairn_exec::netpath::run_in_netns(netns, run).map_err(failed)?
         }
         _ => run(),
     };
     let run_ms = t_run.elapsed().as_secs_f64() * 1e3;
-    let mut window_end = meter.stop();
-    let mut outcome = match outcome {
-        Ok(o) => o,
-        Err(cairn_workload::Error::Stopped) if ctx.is_cancelled() => {
-            return Err(StepError::cancelled())
-        }
-        Err(cairn_workload::Error::Stopped) => {
-            // the deadline passed: the server stalled, or answers too slowly for the bound
-            return Err(failed(format!(
-                "the workload did not finish in time: the watchdog stopped it after {:.1} s ({}); the server stalled, or the run needs a longer `timeout`{}",
-                watchdog.elapsed_s(),
-                watchdog.describe(),
-                log_tail(&live)
-            )));
-        }
-        Err(e) => {
-            let why = if !live.is_running() {
+    let window_end = meter.stop();
+    let outcome = outcome.map_err(|e| workload_failure(ctx, server, &watchdog, e))?;
+    if let Some(window) = watchdog.window {
+        let measured = outcome.figures.get(&cairn_defs::figures::SECONDS);
+        check_window(window, measured.unwrap_or(f64::NAN))
+            .map_err(|e| failed(format!("{e}{}", server.log_tail_section())))?;
+    }
+    Ok(Measured {
+        outcome,
+        warmup,
+        run_ms,
+        window_end,
+    })
+}
+
+/// The error of a workload that did not finish: cancelled, stopped by the watchdog, or
+/// failed (the server died, stalled, or the driver failed).
+fn workload_failure(
+    ctx: &Env<'_>,
+    server: &mut TrialServer,
+    watchdog: &Watchdog,
+    e: cairn_workload::Error,
+) -> StepError {
+    match e {
+        cairn_workload::Error::Stopped if ctx.is_cancelled() => StepError::cancelled(),
+        // the deadline passed: the server stalled, or answers too slowly for the bound
+        cairn_workload::Error::Stopped => failed(format!(
+            "the workload did not finish in time: the watchdog stopped it after {:.1} s ({}); the server stalled, or the run needs a longer `timeout`{}",
+            watchdog.elapsed_s(),
+            watchdog.describe(),
+            server.log_tail_section()
+        )),
+        e => {
+            let why = if !server.live.is_running() {
                 format!("the server died during the workload: {e}")
             } else if e.is_no_answer() {
                 format!(
@@ -252,37 +449,47 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
                     watchdog.describe()
                 )
             };
-            return Err(failed(format!("{why}{}", log_tail(&live))));
+            failed(format!("{why}{}", server.log_tail_section()))
         }
-    };
-    if let Some(window) = watchdog.window {
-        let measured = outcome.figures.get(&cairn_defs::figures::SECONDS);
-        check_window(window, measured.unwrap_or(f64::NAN))
-            .map_err(|e| failed(format!("{e}{}", log_tail(&live))))?;
     }
-    let (after, after_read) = window_end
-        .status_after()
-        .map_err(|e| stalled(&mut live, "after the workload (SHOW GLOBAL STATUS)", &e))?;
-    let deltas = status_deltas(&before, &after);
-    let efficiency = window_end.record(&after, after_read, &mut outcome.figures);
-    let log = live.log();
-    let restore = live.restore();
-    let t_stop = Instant::now();
-    // the datadir is a throwaway copy of the snapshot: no clean shutdown to wait for
-    live.discard()
-        .map_err(|e| failed(format!("stopping the server: {e}")))?;
-    let stop_ms = ms(t_stop);
+}
 
-    let mut server = json!({
+/// The image a trial's server ran, for its record.
+fn image_record(image: &ImageOutput) -> Value {
+    json!({"reference": image.reference, "image_id": image.manifest.image_id})
+}
+
+/// `server.json`: the verified variant, the status deltas over the run, the efficiency
+/// readings, the database, the image and (if it was read) the connection's TLS.
+fn server_output(
+    verification: &Verification,
+    database: &str,
+    deltas: &BTreeMap<String, f64>,
+    efficiency: &Value,
+    image: Option<&ImageOutput>,
+    tls: Option<&BTreeMap<String, String>>,
+) -> Value {
+    let mut out = json!({
         "verification": verification,
         "status_deltas": deltas,
         "efficiency": efficiency,
         "database": database,
-        "image": image.as_ref().map(|i| json!({"reference": i.reference, "image_id": i.manifest.image_id})),
+        "image": image.map(image_record),
     });
     if let Some(tls) = tls {
-        server["tls"] = json!(tls);
+        out["tls"] = json!(tls);
     }
+    out
+}
+
+/// Store the trial's outputs as blobs, by output name.
+fn store_outputs(
+    ctx: &Env<'_>,
+    outcome: &Outcome,
+    server: &Value,
+    variables: &BTreeMap<String, String>,
+    log: String,
+) -> Result<BTreeMap<String, BlobRef>, StepError> {
     let figures = json!({"headline": outcome.headline, "figures": outcome.figures});
     let put = |bytes: Vec<u8>, name: &str| {
         ctx.store
@@ -290,59 +497,47 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
             .map_err(|e| failed(format!("storing {name}: {e}")))
     };
     let json_bytes = |v: &Value| serde_json::to_vec_pretty(v).expect("serialises");
-    let outputs = BTreeMap::from([
+    Ok(BTreeMap::from([
         (FIGURES.to_string(), put(json_bytes(&figures), FIGURES)?),
         (
             METRICS.to_string(),
             put(json_bytes(&outcome.detail), METRICS)?,
         ),
-        (SERVER.to_string(), put(json_bytes(&server), SERVER)?),
+        (SERVER.to_string(), put(json_bytes(server), SERVER)?),
         (
             VARIABLES.to_string(),
             put(
-                serde_json::to_vec_pretty(&variables).expect("serialises"),
+                serde_json::to_vec_pretty(variables).expect("serialises"),
                 VARIABLES,
             )?,
         ),
         (SERVER_LOG.to_string(), put(log.into_bytes(), SERVER_LOG)?),
-    ]);
+    ]))
+}
+
+/// The record's `extra` but its timings: what `cairn results` reads without the outputs.
+fn record_extra(
+    step: &Step,
+    setup: &TrialSetup,
+    verification: &Verification,
+    placed: Option<&NativeClient>,
+    outcome: &Outcome,
+    efficiency: Value,
+) -> Map<String, Value> {
     let mut extra = Map::new();
     extra.insert("headline".into(), json!(outcome.headline));
     extra.insert("figures".into(), json!(outcome.figures));
     extra.insert("params".into(), json!(step.params));
     extra.insert("variant".into(), json!(verification));
     extra.insert("efficiency".into(), efficiency);
-    extra.insert("client".into(), client);
-    if let Some(i) = &image {
-        extra.insert(
-            "image".into(),
-            json!({"reference": i.reference, "image_id": i.manifest.image_id}),
-        );
-    }
-    // the trial's time spent measuring (warmup and measured window, as the driver timed
-    // them) against everything around it (restore, start, checks, status reads, stop)
-    let measuring_ms = measuring_ms(warmup, &outcome.figures, run_ms);
-    let total_ms = ms(t0);
     extra.insert(
-        "timings".into(),
-        json!({
-            "ready_ms": verification.ready_ms,
-            "start_ms": start_ms,
-            "restore": restore,
-            "stop_ms": stop_ms,
-            "workload_ms": run_ms,
-            "measuring_ms": measuring_ms,
-            "setup_ms": total_ms - measuring_ms,
-            "total_ms": total_ms,
-            "waited_for_machine_ms": slot.waited.as_secs_f64() * 1e3,
-        }),
+        "client".into(),
+        client_record(&setup.sdef, placed, setup.is_external()),
     );
-    Ok(Built {
-        outputs,
-        extra,
-        measuring_time: Some(Duration::from_secs_f64(measuring_ms / 1e3)),
-        ..Default::default()
-    })
+    if let Some(i) = &setup.image {
+        extra.insert("image".into(), image_record(i));
+    }
+    extra
 }
 
 fn ms(since: Instant) -> f64 {
