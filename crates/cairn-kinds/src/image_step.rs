@@ -261,166 +261,229 @@ pub fn perform(
     let d = crate::container_engine(ctx)
         .map_err(|e| failed(format!("image steps need a running Docker Engine: {e}")))?;
     let def = step.image_def().map_err(failed)?;
-    let mut extra = Map::new();
-    let mut timings = Map::new();
-    let mut files = BTreeMap::new();
-    let (reference, env, build) = match def {
-        ImageDef::Base { debian, packages } => {
-            let Debian {
-                suite,
-                arch,
-                variant,
-            } = debian;
-            if variant != "minbase" {
+    let mut build = ImageBuild {
+        ctx,
+        docker: &d,
+        step,
+        key,
+        extra: Map::new(),
+        timings: Map::new(),
+    };
+    let made = match def {
+        ImageDef::Base { debian, packages } => build.base(debian, packages)?,
+        ImageDef::Layer { layer } => build.layer(inputs, layer)?,
+    };
+    build.timings.insert("build_ms".into(), json!(ms(t0)));
+    build.record(made)
+}
+
+/// One image step's build, with what it notes for the record's `extra` (and its
+/// `timings`) as it goes.
+struct ImageBuild<'a, 'e> {
+    ctx: &'a Env<'e>,
+    docker: &'a Docker,
+    step: &'a Step,
+    key: &'a str,
+    extra: Map<String, Value>,
+    timings: Map<String, Value>,
+}
+
+/// What a build made in the engine, and what its manifest carries beside the engine's
+/// own facts.
+struct Made {
+    reference: String,
+    env: BTreeMap<String, String>,
+    files: BTreeMap<String, String>,
+    build: Option<BuildFacts>,
+}
+
+impl<'a> ImageBuild<'a, '_> {
+    /// A base image: debootstrap a `minbase` root of `packages` and import it.
+    fn base(&mut self, debian: Debian, packages: Vec<String>) -> Result<Made, StepError> {
+        let Debian {
+            suite,
+            arch,
+            variant,
+        } = debian;
+        if variant != "minbase" {
+            return Err(failed(format!(
+                "debootstrap variant `{variant}` is not supported: the Docker executor builds `minbase` roots"
+            )));
+        }
+        let mirror = resolve_mirror(crate::host(self.ctx).mirror.as_deref()).map_err(failed)?;
+        if let Some(locked) = self.locked() {
+            check_archive_serves_lock(self.ctx, locked, &mirror.url)?;
+        }
+        let cache_dir = crate::host(self.ctx)
+            .cache_root
+            .as_path()
+            .join("debootstrap")
+            .join(format!("{suite}-{arch}"));
+        let spec = BaseSpec {
+            name: self.step.name.clone(),
+            key: self.key.to_string(),
+            suite,
+            arch,
+            packages,
+            mirror: Some(mirror.url.clone()),
+            cache_dir: Some(cache_dir.clone()),
+        };
+        // one debootstrap at a time per cache directory (it is not safe to share)
+        let lock = cache_lock(&cache_dir);
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let img = self.docker.build_base(&spec).map_err(crate::docker_error)?;
+        self.extra.insert(
+            "mirror".into(),
+            json!({"url": mirror.url, "origin": origin(&mirror.origin)}),
+        );
+        self.extra.insert("built".into(), json!(img.built));
+        self.timings.insert(
+            "debootstrap_ms".into(),
+            json!(img.debootstrap_time.as_secs_f64() * 1e3),
+        );
+        self.timings.insert(
+            "import_ms".into(),
+            json!(img.import_time.as_secs_f64() * 1e3),
+        );
+        self.extra.insert("tar_bytes".into(), json!(img.tar_bytes));
+        Ok(Made {
+            reference: img.reference,
+            env: BTreeMap::new(),
+            files: BTreeMap::new(),
+            build: None,
+        })
+    }
+
+    /// A layer on its parent's image: what the parent's manifest carries (environment,
+    /// files, build facts) goes on, with what this layer adds.
+    fn layer(&mut self, inputs: &[&Done], layer: LayerDef) -> Result<Made, StepError> {
+        let (d, step, key) = (self.docker, self.step, self.key);
+        let parent = parent_output(self.ctx.store, step, inputs)?;
+        let mut env = parent.env.clone();
+        let mut files = parent.files.clone();
+        let mut build = parent.build.clone();
+        let env_items = |env: &BTreeMap<String, String>| -> Vec<String> {
+            env.iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        let img = match layer {
+            LayerDef::Run { command } => d.run_layer(
+                &parent.reference,
+                &step.name,
+                key,
+                &command,
+                &env_items(&env),
+            ),
+            LayerDef::Env { vars } => {
+                env.extend(vars.clone());
+                d.env_layer(&parent.reference, &step.name, key, &env_items(&vars))
+            }
+            LayerDef::File { digest, dest } => {
+                let (dir, f) = layer_file(step, &digest, &dest)?;
+                let path = format!("{}/{}", dir.trim_end_matches('/'), f.path);
+                files.insert(path, digest.clone());
+                d.file_layer(&parent.reference, &step.name, key, &dir, &[f])
+            }
+            LayerDef::Build { build: def } => {
+                let out = source_build(self.ctx, d, step, key, &parent, &def)?;
+                if let Some(f) = &out.facts {
+                    self.extra.insert("source_build".into(), build_summary(f));
+                }
+                build = out.facts;
+                Ok(out.layer)
+            }
+        }
+        .map_err(crate::docker_error)?;
+        self.extra.insert("built".into(), json!(img.built));
+        self.extra.insert("parent".into(), json!(parent.reference));
+        Ok(Made {
+            reference: img.reference,
+            env,
+            files,
+            build,
+        })
+    }
+
+    /// Read what the built image holds, hold it against the lock, store the manifest and
+    /// note this machine's build of the key.
+    fn record(mut self, made: Made) -> Result<Built, StepError> {
+        let t_man = Instant::now();
+        let mut manifest = runnable_manifest(self.docker, &made.reference)?;
+        self.timings.insert("manifest_ms".into(), json!(ms(t_man)));
+        // machine-local: in the record's extra and this machine's note, never in the output
+        let image_id = std::mem::take(&mut manifest.image_id);
+        if let Some(locked) = self.locked() {
+            let wrong = locked_mismatches(locked, &manifest);
+            if !wrong.is_empty() {
                 return Err(failed(format!(
-                    "debootstrap variant `{variant}` is not supported: the Docker executor builds `minbase` roots"
+                    "{} was built with other versions than the lock pins: {}; lock again (`cairn lock`) to accept them",
+                    made.reference,
+                    cairn_defs::lock::describe(&wrong)
                 )));
             }
-            let mirror = resolve_mirror(crate::host(ctx).mirror.as_deref()).map_err(failed)?;
-            if let Some(locked) = ctx.lock.and_then(|l| l.images.get(&step.address)) {
-                check_archive_serves_lock(ctx, locked, &mirror.url)?;
-            }
-            let cache_dir = crate::host(ctx)
-                .cache_root
-                .as_path()
-                .join("debootstrap")
-                .join(format!("{suite}-{arch}"));
-            let spec = BaseSpec {
-                name: step.name.clone(),
-                key: key.to_string(),
-                suite,
-                arch,
-                packages,
-                mirror: Some(mirror.url.clone()),
-                cache_dir: Some(cache_dir.clone()),
-            };
-            // one debootstrap at a time per cache directory (it is not safe to share)
-            let lock = cache_lock(&cache_dir);
-            let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let img = d.build_base(&spec).map_err(crate::docker_error)?;
-            extra.insert(
-                "mirror".into(),
-                json!({"url": mirror.url, "origin": origin(&mirror.origin)}),
-            );
-            extra.insert("built".into(), json!(img.built));
-            timings.insert(
-                "debootstrap_ms".into(),
-                json!(img.debootstrap_time.as_secs_f64() * 1e3),
-            );
-            timings.insert(
-                "import_ms".into(),
-                json!(img.import_time.as_secs_f64() * 1e3),
-            );
-            extra.insert("tar_bytes".into(), json!(img.tar_bytes));
-            (img.reference, BTreeMap::new(), None)
         }
-        ImageDef::Layer { layer } => {
-            let parent = parent_output(ctx.store, step, inputs)?;
-            let mut env = parent.env.clone();
-            files = parent.files.clone();
-            let mut build = parent.build.clone();
-            let env_items = |env: &BTreeMap<String, String>| -> Vec<String> {
-                env.iter().map(|(k, v)| format!("{k}={v}")).collect()
-            };
-            let img = match layer {
-                LayerDef::Run { command } => d.run_layer(
-                    &parent.reference,
-                    &step.name,
-                    key,
-                    &command,
-                    &env_items(&env),
-                ),
-                LayerDef::Env { vars } => {
-                    env.extend(vars.clone());
-                    d.env_layer(&parent.reference, &step.name, key, &env_items(&vars))
-                }
-                LayerDef::File { digest, dest } => {
-                    let (dir, f) = layer_file(step, &digest, &dest)?;
-                    let path = format!("{}/{}", dir.trim_end_matches('/'), f.path);
-                    files.insert(path, digest.clone());
-                    d.file_layer(&parent.reference, &step.name, key, &dir, &[f])
-                }
-                LayerDef::Build { build: def } => {
-                    let out = source_build(ctx, &d, step, key, &parent, &def)?;
-                    if let Some(f) = &out.facts {
-                        extra.insert("source_build".into(), build_summary(f));
-                    }
-                    build = out.facts;
-                    Ok(out.layer)
-                }
-            }
-            .map_err(crate::docker_error)?;
-            extra.insert("built".into(), json!(img.built));
-            extra.insert("parent".into(), json!(parent.reference));
-            (img.reference, env, build)
+        self.extra.insert("image_id".into(), json!(image_id));
+        self.extra.insert("reference".into(), json!(made.reference));
+        let out = ImageOutput {
+            reference: made.reference,
+            env: made.env,
+            files: made.files,
+            build: made.build,
+            manifest,
+        };
+        if let Some(changes) = package_changes(self.ctx, self.step, &out) {
+            self.extra.insert(
+                "package_changes".into(),
+                serde_json::to_value(changes).expect("serialises"),
+            );
         }
-    };
-    timings.insert("build_ms".into(), json!(ms(t0)));
+        let bytes = serde_json::to_vec_pretty(&out).expect("serialises");
+        let blob = self
+            .ctx
+            .store
+            .put_blob(&bytes)
+            .map_err(|e| failed(format!("storing {MANIFEST}: {e}")))?;
+        self.extra
+            .insert("timings".into(), Value::Object(self.timings));
+        let outputs = BTreeMap::from([(MANIFEST.to_string(), blob)]);
+        note_local_build(
+            crate::host(self.ctx).cache_root.as_path(),
+            self.key,
+            &LocalBuild {
+                image_id,
+                output_digest: Record::compute_output_digest(&outputs),
+            },
+        );
+        Ok(Built {
+            outputs,
+            extra: self.extra,
+            ..Default::default()
+        })
+    }
 
-    let t_man = Instant::now();
-    let mut manifest = match d.manifest(&reference) {
-        Ok(m) => m,
+    /// The versions the plan's lock pins for this image, if it has a lock for it.
+    fn locked(&self) -> Option<&'a LockedImage> {
+        self.ctx.lock.and_then(|l| l.images.get(&self.step.address))
+    }
+}
+
+/// The manifest of a built image, which must be able to run its own shell and dpkg.
+fn runnable_manifest(d: &Docker, reference: &str) -> Result<ImageManifest, StepError> {
+    match d.manifest(reference) {
+        Ok(m) => Ok(m),
         Err(e) if e.is_image_unrunnable() => {
-            // The image is there but cannot run its own shell and dpkg: a broken build (seen:
-            // a source build's tree that replaced the /lib link). Tagged, it would be reused
-            // under this key by the next run; it goes, so the next run builds it again.
-            let removed = match d.remove_image(&reference, true) {
+            // A broken build (seen: a source build's tree that replaced the /lib link).
+            // Tagged, it would be reused under this key by the next run; it goes, so the
+            // next run builds it again.
+            let removed = match d.remove_image(reference, true) {
                 Ok(()) => "so it was removed".to_string(),
                 Err(r) => format!("and removing it failed ({r}): remove it by hand"),
             };
-            return Err(failed(format!(
+            Err(failed(format!(
                 "{e}\nthe image {reference} cannot run a command, {removed}; nothing was recorded"
-            )));
+            )))
         }
-        Err(e) => return Err(crate::docker_error(e)),
-    };
-    timings.insert("manifest_ms".into(), json!(ms(t_man)));
-    // machine-local: in the record's extra and this machine's note, never in the output
-    let image_id = std::mem::take(&mut manifest.image_id);
-    if let Some(locked) = ctx.lock.and_then(|l| l.images.get(&step.address)) {
-        let wrong = locked_mismatches(locked, &manifest);
-        if !wrong.is_empty() {
-            return Err(failed(format!(
-                "{reference} was built with other versions than the lock pins: {}; lock again (`cairn lock`) to accept them",
-                cairn_defs::lock::describe(&wrong)
-            )));
-        }
+        Err(e) => Err(crate::docker_error(e)),
     }
-    extra.insert("image_id".into(), json!(image_id));
-    extra.insert("reference".into(), json!(reference));
-    let out = ImageOutput {
-        reference,
-        env,
-        files,
-        build,
-        manifest,
-    };
-    if let Some(changes) = package_changes(ctx, step, &out) {
-        extra.insert(
-            "package_changes".into(),
-            serde_json::to_value(changes).expect("serialises"),
-        );
-    }
-    let bytes = serde_json::to_vec_pretty(&out).expect("serialises");
-    let blob = ctx
-        .store
-        .put_blob(&bytes)
-        .map_err(|e| failed(format!("storing {MANIFEST}: {e}")))?;
-    extra.insert("timings".into(), Value::Object(timings));
-    let outputs = BTreeMap::from([(MANIFEST.to_string(), blob)]);
-    note_local_build(
-        crate::host(ctx).cache_root.as_path(),
-        key,
-        &LocalBuild {
-            image_id,
-            output_digest: Record::compute_output_digest(&outputs),
-        },
-    );
-    Ok(Built {
-        outputs,
-        extra,
-        ..Default::default()
-    })
 }
 
 /// Build a `build` layer: its recipe from the definition (a tarball read from the plan's
