@@ -4,12 +4,13 @@
 use std::collections::{BTreeMap, HashSet};
 
 use cairn_graph::diff::diff;
-use cairn_graph::{step_key, Selector, StepGraph, StepId};
+use cairn_graph::{step_key, Selector, Step, StepGraph, StepId};
 use cairn_store::Store;
 use serde_json::Value;
 
 use crate::cache::{usable_record, Lookup, Presence};
 use crate::context::Env;
+use crate::kind::Kind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,37 +120,61 @@ pub fn statuses(
     fresh: &[Selector],
     with_key_json: bool,
 ) -> Vec<StepStatus> {
-    let store = env.store;
-    let remembered: BTreeMap<String, String> = store.names(&graph.study).unwrap_or_default();
-    let mut digests: Vec<Option<String>> = vec![None; graph.steps.len()];
-    let mut out: Vec<Option<StepStatus>> = vec![None; graph.steps.len()];
+    let mut survey = Survey {
+        graph,
+        env,
+        fresh,
+        with_key_json,
+        remembered: env.store.names(&graph.study).unwrap_or_default(),
+        digests: vec![None; graph.steps.len()],
+        out: vec![None; graph.steps.len()],
+    };
     for &id in &graph.order {
-        let step = &graph.steps[id];
-        let mut reasons = Vec::new();
-        let mut waiting = false;
-        let mut blocked = false;
-        for i in &step.inputs {
-            let from = &graph.steps[i.from];
-            let st = out[i.from].as_ref().expect("topological order").status;
-            match st {
-                Status::Cached | Status::NotNeeded => {}
-                Status::Blocked => {
-                    blocked = true;
-                    reasons.push(Reason::InputBlocked {
-                        mount: i.mount.clone(),
-                        from: from.address.clone(),
-                    })
-                }
-                _ => {
-                    waiting = true;
-                    reasons.push(Reason::InputPending {
-                        mount: i.mount.clone(),
-                        from: from.address.clone(),
-                    })
-                }
-            }
-        }
-        let kind = env.kinds.get(step);
+        let st = survey.status_of(id);
+        survey.out[id] = Some(st);
+    }
+    let mut out: Vec<StepStatus> = survey
+        .out
+        .into_iter()
+        .map(|s| s.expect("every step"))
+        .collect();
+    unserve_absent_inputs(graph, env, &mut out);
+    block_unavailable(graph, env, &mut out);
+    out
+}
+
+/// The walk over the steps in graph order: a step's status follows from its inputs',
+/// found before it.
+struct Survey<'a, 'e> {
+    graph: &'a StepGraph,
+    env: &'a Env<'e>,
+    fresh: &'a [Selector],
+    with_key_json: bool,
+    /// The study's remembered key of each address, to say why a key is new.
+    remembered: BTreeMap<String, String>,
+    /// The output digest of each step found so far that will not run (cached, or not
+    /// needed): its dependents' keys are known.
+    digests: Vec<Option<String>>,
+    out: Vec<Option<StepStatus>>,
+}
+
+/// What a step's inputs say of it: whether one will run first or is blocked, and which.
+struct InputsState {
+    reasons: Vec<Reason>,
+    waiting: bool,
+    blocked: bool,
+}
+
+impl Survey<'_, '_> {
+    /// The status of step `id`, whose inputs have theirs.
+    fn status_of(&mut self, id: StepId) -> StepStatus {
+        let step = &self.graph.steps[id];
+        let InputsState {
+            mut reasons,
+            waiting,
+            blocked,
+        } = self.inputs_state(step);
+        let kind = self.env.kinds.get(step);
         if kind.is_none() {
             reasons.insert(
                 0,
@@ -158,8 +183,7 @@ pub fn statuses(
                 },
             );
         }
-        let executable = kind.is_some();
-        let status = if !executable || blocked {
+        let status = if kind.is_none() || blocked {
             Status::Blocked
         } else if waiting {
             Status::Pending
@@ -176,80 +200,10 @@ pub fn statuses(
             reasons,
         };
         if !waiting && !blocked {
-            let ds: Vec<&str> = step
-                .inputs
-                .iter()
-                .map(|i| digests[i.from].as_deref().expect("cached input"))
-                .collect();
-            let key = step_key(step, &ds, Some(env.fingerprint));
-            let hash = key.hash();
-            let key_json = key.to_json();
-            if executable {
-                let is_fresh = cairn_graph::select::any_matches(fresh, step);
-                match usable_record(env, step, &hash) {
-                    Lookup::Hit(r) if !is_fresh => {
-                        st.status = Status::Cached;
-                        digests[id] = Some(r.output_digest.clone());
-                        if let Some(kind) = kind {
-                            st.reasons
-                                .extend(kind.notes(&r).into_iter().map(Reason::Note));
-                        }
-                    }
-                    Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
-                    Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
-                    Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
-                    Lookup::Unusable(u) => st.reasons.push(Reason::Unusable {
-                        what: u.what.into(),
-                        why: u.why,
-                    }),
-                    Lookup::Miss => st.reasons.extend(why_new_key(
-                        store,
-                        graph,
-                        &remembered,
-                        id,
-                        &hash,
-                        &key_json,
-                    )),
-                }
-            }
-            st.key = Some(hash);
-            if with_key_json {
-                st.key_json = Some(key_json);
-            }
+            self.look_up(id, kind, &mut st);
         }
         if st.status == Status::Run && step.is_conditional() {
-            // decided now if every earlier pass of its point is settled, as the run will
-            let mut earlier = crate::adaptive::earlier_passes(graph, step);
-            let settled = earlier.all(|s| {
-                matches!(
-                    out[s.id].as_ref().map(|o| o.status),
-                    Some(Status::Cached | Status::NotNeeded)
-                )
-            });
-            let metric = step
-                .adaptive
-                .as_ref()
-                .map(|a| a.metric.clone())
-                .unwrap_or_default();
-            let decision = settled
-                .then(|| {
-                    crate::adaptive::decide_with(env.kinds.pass_rule(), graph, step, |id| {
-                        let o = out[id].as_ref()?;
-                        if o.status != Status::Cached {
-                            return None;
-                        }
-                        crate::adaptive::recorded_metric(store, o.key.as_deref()?, &metric)
-                    })
-                })
-                .flatten();
-            if let Some(decision) = decision {
-                if !decision.needed {
-                    st.status = Status::NotNeeded;
-                    st.reasons.clear();
-                    digests[id] = Some(crate::adaptive::NOT_NEEDED_DIGEST.to_string());
-                }
-                st.reasons.insert(0, Reason::Decided { decision });
-            }
+            self.decide_pass(id, &mut st);
         }
         if st.status != Status::Cached && step.is_conditional() {
             if let Some(a) = &step.adaptive {
@@ -267,15 +221,124 @@ pub fn statuses(
         if matches!(st.status, Status::Run | Status::Pending) {
             if let Some(kind) = kind {
                 st.reasons
-                    .extend(kind.coming(env, step).into_iter().map(Reason::Note));
+                    .extend(kind.coming(self.env, step).into_iter().map(Reason::Note));
             }
         }
-        out[id] = Some(st);
+        st
     }
-    let mut out: Vec<StepStatus> = out.into_iter().map(|s| s.expect("every step")).collect();
-    unserve_absent_inputs(graph, env, &mut out);
-    block_unavailable(graph, env, &mut out);
-    out
+
+    /// Which inputs of `step` will run first or are blocked.
+    fn inputs_state(&self, step: &Step) -> InputsState {
+        let mut state = InputsState {
+            reasons: Vec::new(),
+            waiting: false,
+            blocked: false,
+        };
+        for i in &step.inputs {
+            let from = &self.graph.steps[i.from];
+            let st = self.out[i.from].as_ref().expect("topological order").status;
+            match st {
+                Status::Cached | Status::NotNeeded => {}
+                Status::Blocked => {
+                    state.blocked = true;
+                    state.reasons.push(Reason::InputBlocked {
+                        mount: i.mount.clone(),
+                        from: from.address.clone(),
+                    })
+                }
+                _ => {
+                    state.waiting = true;
+                    state.reasons.push(Reason::InputPending {
+                        mount: i.mount.clone(),
+                        from: from.address.clone(),
+                    })
+                }
+            }
+        }
+        state
+    }
+
+    /// Key step `id` (every input's output is known) and, if its kind can perform it, look
+    /// for a usable record: cached, or why it runs.
+    fn look_up(&mut self, id: StepId, kind: Option<&dyn Kind>, st: &mut StepStatus) {
+        let step = &self.graph.steps[id];
+        let ds: Vec<&str> = step
+            .inputs
+            .iter()
+            .map(|i| self.digests[i.from].as_deref().expect("cached input"))
+            .collect();
+        let key = step_key(step, &ds, Some(self.env.fingerprint));
+        let hash = key.hash();
+        let key_json = key.to_json();
+        if let Some(kind) = kind {
+            let is_fresh = cairn_graph::select::any_matches(self.fresh, step);
+            match usable_record(self.env, step, &hash) {
+                Lookup::Hit(r) if !is_fresh => {
+                    st.status = Status::Cached;
+                    self.digests[id] = Some(r.output_digest.clone());
+                    st.reasons
+                        .extend(kind.notes(&r).into_iter().map(Reason::Note));
+                }
+                Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
+                Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
+                Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
+                Lookup::Unusable(u) => st.reasons.push(Reason::Unusable {
+                    what: u.what.into(),
+                    why: u.why,
+                }),
+                Lookup::Miss => st.reasons.extend(why_new_key(
+                    self.env.store,
+                    self.graph,
+                    &self.remembered,
+                    id,
+                    &hash,
+                    &key_json,
+                )),
+            }
+        }
+        st.key = Some(hash);
+        if self.with_key_json {
+            st.key_json = Some(key_json);
+        }
+    }
+
+    /// Decide a conditional pass that would run now if every earlier pass of its point is
+    /// settled, as the run will: one the adaptive rule does not need is not needed.
+    fn decide_pass(&mut self, id: StepId, st: &mut StepStatus) {
+        let (graph, env, out) = (self.graph, self.env, &self.out);
+        let step = &graph.steps[id];
+        let mut earlier = crate::adaptive::earlier_passes(graph, step);
+        let settled = earlier.all(|s| {
+            matches!(
+                out[s.id].as_ref().map(|o| o.status),
+                Some(Status::Cached | Status::NotNeeded)
+            )
+        });
+        let metric = step
+            .adaptive
+            .as_ref()
+            .map(|a| a.metric.clone())
+            .unwrap_or_default();
+        let decision = settled
+            .then(|| {
+                crate::adaptive::decide_with(env.kinds.pass_rule(), graph, step, |id| {
+                    let o = out[id].as_ref()?;
+                    if o.status != Status::Cached {
+                        return None;
+                    }
+                    crate::adaptive::recorded_metric(env.store, o.key.as_deref()?, &metric)
+                })
+            })
+            .flatten();
+        if let Some(decision) = decision {
+            if !decision.needed {
+                st.status = Status::NotNeeded;
+                st.reasons.clear();
+                self.digests[id] = Some(crate::adaptive::NOT_NEEDED_DIGEST.to_string());
+            }
+            st.reasons.insert(0, Reason::Decided { decision });
+        }
+    }
 }
 
 /// As a run does before a step runs: the inputs it reads that were found in the store must
