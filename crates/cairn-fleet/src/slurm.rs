@@ -194,6 +194,99 @@ impl SlurmFleet {
             std::thread::sleep(POLL);
         }
     }
+
+    /// Write the block's job into `dir` and submit it, away from the nodes in `exclude`.
+    fn submit(
+        &self,
+        env: &Env<'_>,
+        graph: &StepGraph,
+        block: &[BlockStep],
+        dir: PathBuf,
+        exclude: &[String],
+    ) -> Result<Submitted, StepError> {
+        let t_write = Instant::now();
+        let written = {
+            let _one_at_a_time = self.shipping.lock().expect("shipping");
+            let shipped = self.spool.join(job::SHIPPED);
+            job::write_job(env, graph, &self.plan, &shipped, &dir, block)
+        };
+        let script = written
+            .and_then(|()| self.write_script(&dir))
+            .map_err(|e| StepError::permanent(format!("writing the job: {e}")))?;
+        let write_ms = t_write.elapsed().as_secs_f64() * 1e3;
+        let submitted_at = SystemTime::now();
+        let output = dir.join("slurm.out");
+        let t_sbatch = Instant::now();
+        let id = self
+            .slurm
+            .submit(&JobSpec {
+                name: &format!("cairn-{}", graph.study),
+                run_id: env.run_id,
+                script: &script,
+                output: &output,
+                exclude,
+            })
+            .map_err(|e| StepError::transient(format!("submitting to Slurm: {e}")))?;
+        let sbatch_ms = t_sbatch.elapsed().as_secs_f64() * 1e3;
+        Ok(Submitted {
+            id,
+            dir,
+            output,
+            write_ms,
+            submitted_at,
+            sbatch_ms,
+        })
+    }
+
+    /// Gather the results of a block whose job is done (seen so at `seen_done`) into the
+    /// store, and note what the block cost.
+    fn gather(
+        &self,
+        env: &Env<'_>,
+        graph: &StepGraph,
+        block: &[BlockStep],
+        submitted: &Submitted,
+        seen_done: Instant,
+        losses: &Losses,
+    ) -> Vec<BlockResult> {
+        let started: Option<Started> = job::read(&submitted.dir.join(job::STARTED)).ok();
+        let mut more = Map::new();
+        if let Some(attempts) = losses.attempts(block) {
+            more.insert("attempts".into(), attempts);
+        }
+        more.insert(
+            "fleet".into(),
+            json!({"executor": "slurm", "job": submitted.id, "submit_to_start_ms": submitted.to_start_ms(started.as_ref())}),
+        );
+        let t_gather = Instant::now();
+        let gathered = job::gather(env, graph, &submitted.dir, block, &more);
+        let gather_ms = t_gather.elapsed().as_secs_f64() * 1e3;
+        match gathered {
+            Ok(Gathered::Complete(results)) => {
+                let cost = submitted.cost(
+                    block.len(),
+                    started.as_ref(),
+                    &results,
+                    seen_done,
+                    gather_ms,
+                );
+                self.costs.lock().expect("costs").push(cost);
+                // the job directory served its purpose; the results are in the store
+                if results.iter().all(|r| r.result.is_ok()) {
+                    let _ = std::fs::remove_dir_all(&submitted.dir);
+                }
+                results
+            }
+            Ok(Gathered::Lost) => all(
+                block,
+                StepError::transient("the block's results vanished from the spool"),
+            ),
+            Err(e) => all(
+                block,
+                StepError::permanent(format!("gathering the block: {e}")),
+            ),
+        }
+    }
 }
 
 fn all(block: &[BlockStep], e: StepError) -> Vec<BlockResult> {
@@ -224,156 +317,152 @@ impl Fleet for SlurmFleet {
 
     fn run_block(&self, env: &Env<'_>, graph: &StepGraph, block: &[BlockStep]) -> Vec<BlockResult> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
-        let mut lost: Vec<Value> = Vec::new();
-        let mut exclude: Vec<String> = Vec::new();
-        let name = format!("cairn-{}", graph.study);
+        let mut losses = Losses::default();
         for attempt in 0..=self.node_retries {
             let dir = self.job_dir(env, n, attempt);
-            let t_write = Instant::now();
-            let written = {
-                let _one_at_a_time = self.shipping.lock().expect("shipping");
-                let shipped = self.spool.join(job::SHIPPED);
-                job::write_job(env, graph, &self.plan, &shipped, &dir, block)
-            };
-            let script = match written.and_then(|()| self.write_script(&dir)) {
+            let submitted = match self.submit(env, graph, block, dir, &losses.exclude) {
                 Ok(s) => s,
-                Err(e) => return all(block, StepError::permanent(format!("writing the job: {e}"))),
-            };
-            let write_ms = t_write.elapsed().as_secs_f64() * 1e3;
-            let submitted_at = SystemTime::now();
-            let output = dir.join("slurm.out");
-            let t_sbatch = Instant::now();
-            let id = match self.slurm.submit(&JobSpec {
-                name: &name,
-                run_id: env.run_id,
-                script: &script,
-                output: &output,
-                exclude: &exclude,
-            }) {
-                Ok(id) => id,
-                Err(e) => {
-                    return all(
-                        block,
-                        StepError::transient(format!("submitting to Slurm: {e}")),
-                    )
-                }
-            };
-            let sbatch_ms = t_sbatch.elapsed().as_secs_f64() * 1e3;
-            tracing::info!("slurm: block {n} ({} steps) is job {id}", block.len());
-            let finished = match self.wait(env, id, &dir) {
                 Err(e) => return all(block, e),
-                Ok(f) => f,
             };
-            let seen_done = match finished {
-                Ok(at) => at,
-                Err((node, why)) => {
-                    let tail = cairn_exec::command_runner::tail(&output, 5);
-                    lost.push(json!({
-                        "class": "transient",
-                        "error": format!("the block was lost on node {}: {why}{}", node.as_deref().unwrap_or("?"), if tail.trim().is_empty() { String::new() } else { format!("; the job's output ends: {}", tail.trim()) }),
-                        "node": node,
-                        "job": id,
-                    }));
+            tracing::info!(
+                "slurm: block {n} ({} steps) is job {}",
+                block.len(),
+                submitted.id
+            );
+            match self.wait(env, submitted.id, &submitted.dir) {
+                Err(e) => return all(block, e),
+                Ok(Ok(seen_done)) => {
+                    return self.gather(env, graph, block, &submitted, seen_done, &losses)
+                }
+                Ok(Err((node, why))) => {
                     tracing::warn!(
                         "slurm: block {n} lost ({why}); {} tries left",
                         self.node_retries - attempt
                     );
-                    if let Some(node) = node {
-                        if !exclude.contains(&node) {
-                            exclude.push(node);
-                        }
-                    }
-                    if exclude.len() >= self.nodes {
+                    losses.note(&submitted, node, &why);
+                    if losses.exclude.len() >= self.nodes {
                         break;
                     }
-                    continue;
-                }
-            };
-            let started: Option<Started> = job::read(&dir.join(job::STARTED)).ok();
-            let submit_to_start_ms = started
-                .as_ref()
-                .map_or(f64::NAN, |s| s.unix_ms - job::unix_ms(submitted_at));
-            let mut more = Map::new();
-            if !lost.is_empty() {
-                // the scheduler's own attempts (if any) come first
-                let mut attempts: Vec<Value> = block[0]
-                    .extra
-                    .get("attempts")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                attempts.extend(lost.iter().cloned());
-                more.insert("attempts".into(), json!(attempts));
-            }
-            more.insert(
-                "fleet".into(),
-                json!({"executor": "slurm", "job": id, "submit_to_start_ms": submit_to_start_ms}),
-            );
-            let t_gather = Instant::now();
-            let gathered = job::gather(env, graph, &dir, block, &more);
-            let gather_ms = t_gather.elapsed().as_secs_f64() * 1e3;
-            match gathered {
-                Ok(Gathered::Complete(results)) => {
-                    let node_ms: f64 = results.iter().map(|r| r.elapsed.as_secs_f64() * 1e3).sum();
-                    // when the block ended on its node: its done file's time
-                    let ended = std::fs::metadata(dir.join(job::DONE))
-                        .and_then(|m| m.modified())
-                        .map(job::unix_ms)
-                        .ok();
-                    let seen_ms = job::unix_ms(SystemTime::now())
-                        - seen_done.elapsed().as_secs_f64() * 1e3
-                        - gather_ms;
-                    let sbatch_returned = job::unix_ms(submitted_at) + sbatch_ms;
-                    let process = started.as_ref().and_then(|s| s.process_unix_ms);
-                    self.costs.lock().expect("costs").push(BlockCost {
-                        trials: block.len(),
-                        write_ms,
-                        sbatch_ms,
-                        slurm_start_ms: process.map_or(f64::NAN, |p| p - sbatch_returned),
-                        worker_start_ms: match (process, &started) {
-                            (Some(p), Some(s)) => s.unix_ms - p,
-                            _ => f64::NAN,
-                        },
-                        submit_to_start_ms,
-                        node_ms,
-                        worker_between_ms: match (ended, &started) {
-                            (Some(e), Some(s)) => (e - s.unix_ms - node_ms).max(0.0),
-                            _ => f64::NAN,
-                        },
-                        notice_ms: ended.map_or(f64::NAN, |e| (seen_ms - e).max(0.0)),
-                        gather_ms,
-                    });
-                    // the job directory served its purpose; the results are in the store
-                    if results.iter().all(|r| r.result.is_ok()) {
-                        let _ = std::fs::remove_dir_all(&dir);
-                    }
-                    return results;
-                }
-                Ok(Gathered::Lost) => {
-                    return all(
-                        block,
-                        StepError::transient("the block's results vanished from the spool"),
-                    )
-                }
-                Err(e) => {
-                    return all(
-                        block,
-                        StepError::permanent(format!("gathering the block: {e}")),
-                    )
                 }
             }
         }
-        let tries: Vec<String> = lost
+        all(block, losses.exhausted())
+    }
+}
+
+/// One try of a block: its job in Slurm and what its submission took.
+struct Submitted {
+    id: u64,
+    /// The try's job directory in the spool.
+    dir: PathBuf,
+    /// The job's output (`slurm.out`), whose end tells why a lost job ended.
+    output: PathBuf,
+    write_ms: f64,
+    submitted_at: SystemTime,
+    sbatch_ms: f64,
+}
+
+impl Submitted {
+    /// From calling `sbatch` until the worker was ready (NaN without its started file).
+    fn to_start_ms(&self, started: Option<&Started>) -> f64 {
+        started.map_or(f64::NAN, |s| s.unix_ms - job::unix_ms(self.submitted_at))
+    }
+
+    /// What the block of `trials` steps cost beyond them, from its job's timestamps and
+    /// this cairn's clocks; `seen_done` is when the block was seen done, `gather_ms` how
+    /// long gathering `results` took (just now).
+    fn cost(
+        &self,
+        trials: usize,
+        started: Option<&Started>,
+        results: &[BlockResult],
+        seen_done: Instant,
+        gather_ms: f64,
+    ) -> BlockCost {
+        let node_ms: f64 = results.iter().map(|r| r.elapsed.as_secs_f64() * 1e3).sum();
+        // when the block ended on its node: its done file's time
+        let ended = std::fs::metadata(self.dir.join(job::DONE))
+            .and_then(|m| m.modified())
+            .map(job::unix_ms)
+            .ok();
+        let seen_ms =
+            job::unix_ms(SystemTime::now()) - seen_done.elapsed().as_secs_f64() * 1e3 - gather_ms;
+        let sbatch_returned = job::unix_ms(self.submitted_at) + self.sbatch_ms;
+        let process = started.and_then(|s| s.process_unix_ms);
+        BlockCost {
+            trials,
+            write_ms: self.write_ms,
+            sbatch_ms: self.sbatch_ms,
+            slurm_start_ms: process.map_or(f64::NAN, |p| p - sbatch_returned),
+            worker_start_ms: match (process, started) {
+                (Some(p), Some(s)) => s.unix_ms - p,
+                _ => f64::NAN,
+            },
+            submit_to_start_ms: self.to_start_ms(started),
+            node_ms,
+            worker_between_ms: match (ended, started) {
+                (Some(e), Some(s)) => (e - s.unix_ms - node_ms).max(0.0),
+                _ => f64::NAN,
+            },
+            notice_ms: ended.map_or(f64::NAN, |e| (seen_ms - e).max(0.0)),
+            gather_ms,
+        }
+    }
+}
+
+/// The tries of a block lost so far.
+#[derive(Default)]
+struct Losses {
+    /// One entry per lost try, for the steps' `extra.attempts`.
+    lost: Vec<Value>,
+    /// The nodes that lost it: the next try goes elsewhere.
+    exclude: Vec<String>,
+}
+
+impl Losses {
+    /// Note that `submitted`'s job ended without its block, on `node`, for Slurm's reason `why`.
+    fn note(&mut self, submitted: &Submitted, node: Option<String>, why: &str) {
+        let tail = cairn_exec::command_runner::tail(&submitted.output, 5);
+        self.lost.push(json!({
+            "class": "transient",
+            "error": format!("the block was lost on node {}: {why}{}", node.as_deref().unwrap_or("?"), if tail.trim().is_empty() { String::new() } else { format!("; the job's output ends: {}", tail.trim()) }),
+            "node": node,
+            "job": submitted.id,
+        }));
+        if let Some(node) = node {
+            if !self.exclude.contains(&node) {
+                self.exclude.push(node);
+            }
+        }
+    }
+
+    /// The steps' `extra.attempts` when a try was lost: the scheduler's own attempts (if
+    /// any) come first.
+    fn attempts(&self, block: &[BlockStep]) -> Option<Value> {
+        if self.lost.is_empty() {
+            return None;
+        }
+        let mut attempts: Vec<Value> = block[0]
+            .extra
+            .get("attempts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        attempts.extend(self.lost.iter().cloned());
+        Some(json!(attempts))
+    }
+
+    /// The error of a block every try of which was lost.
+    fn exhausted(&self) -> StepError {
+        let tries: Vec<String> = self
+            .lost
             .iter()
             .filter_map(|l| l["error"].as_str().map(String::from))
             .collect();
-        all(
-            block,
-            StepError::transient(format!(
-                "the block was lost {} time(s), retries exhausted: {}",
-                lost.len(),
-                tries.join("; ")
-            )),
-        )
+        StepError::transient(format!(
+            "the block was lost {} time(s), retries exhausted: {}",
+            self.lost.len(),
+            tries.join("; ")
+        ))
     }
 }
