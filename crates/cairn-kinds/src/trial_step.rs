@@ -183,6 +183,7 @@ struct TrialSetup {
 }
 
 impl TrialSetup {
+    /// Read the trial's image and dataset from its inputs and check its server and workload.
     fn read(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<TrialSetup, StepError> {
         let image = image_of(ctx, step, inputs)?;
         let dataset: Option<DatasetOutput> = input(step, inputs, "dataset")
@@ -233,6 +234,8 @@ struct TrialServer {
 }
 
 impl TrialServer {
+    /// Start the plan's server (from the dataset's snapshot, if any), verify it is the
+    /// variant the plan names, and put the clients where the plan says.
     fn start(ctx: &Env<'_>, step: &Step, setup: &TrialSetup) -> Result<TrialServer, StepError> {
         let t_start = Instant::now();
         let mut live = LiveServer::start(
