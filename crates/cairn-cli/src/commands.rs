@@ -395,7 +395,7 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
         return Ok(INTERRUPTED);
     }
     machine.sweep_stale_containers_on_connect();
-    remove_stale_socket_dirs();
+    context::remove_stale_socket_dirs();
     if let Err(e) = cairn_exec::command_runner::prepare_work_root(machine.host.work.root()) {
         eprintln!(
             "error: cannot create {}: {e}",
@@ -566,20 +566,6 @@ fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
         }
     }
     Ok(if check && unformatted > 0 { FAILED } else { OK })
-}
-
-/// Remove the server socket directories that earlier, killed runs left in the temp directory
-/// (those of live runs stay), saying so on stderr.
-fn remove_stale_socket_dirs() {
-    let removed = cairn_exec::docker::cleanup::clean_stale_socket_dirs(&std::env::temp_dir());
-    if !removed.is_empty() {
-        eprintln!(
-            "removed what an earlier, killed run left: {} socket director{} {:?}",
-            removed.len(),
-            if removed.len() == 1 { "y" } else { "ies" },
-            removed
-        );
-    }
 }
 
 fn clean(cli: &Cli) -> Result<i32, Exit> {

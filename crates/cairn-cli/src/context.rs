@@ -296,7 +296,10 @@ impl Machine {
     }
 }
 
-/// Remove the containers and networks of runs whose process is gone, and say so.
+/// Remove the containers and networks of runs whose process is gone, then their socket
+/// directories, and say so. The directories again: a killed run's server container may
+/// still have been writing into its bind-mounted datadir there when the run's start
+/// removed them, before the engine was connected.
 fn sweep_stale_containers(d: &cairn_exec::docker::Docker) {
     match cairn_exec::docker::clean_stale(d) {
         Ok(r) if !r.is_empty() => eprintln!(
@@ -308,6 +311,21 @@ fn sweep_stale_containers(d: &cairn_exec::docker::Docker) {
         ),
         Ok(_) => {}
         Err(e) => eprintln!("warning: could not clean up after earlier runs: {e}"),
+    }
+    remove_stale_socket_dirs();
+}
+
+/// Remove the server socket directories that earlier, killed runs left in the temp directory
+/// (those of live runs stay), saying so on stderr.
+pub fn remove_stale_socket_dirs() {
+    let removed = cairn_exec::docker::cleanup::clean_stale_socket_dirs(&std::env::temp_dir());
+    if !removed.is_empty() {
+        eprintln!(
+            "removed what an earlier, killed run left: {} socket director{} {:?}",
+            removed.len(),
+            if removed.len() == 1 { "y" } else { "ies" },
+            removed
+        );
     }
 }
 
