@@ -2,6 +2,7 @@
 //! (`docker`) — and the database servers started there: server runtimes (`runtime`) and the
 //! database systems they run (`system`).
 
+pub mod allocator;
 pub mod cancel;
 pub mod command_runner;
 pub mod counters;

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use cairn_exec::docker::allocator::maps_fragment;
+use cairn_exec::allocator::maps_fragment;
 use cairn_exec::docker::{
     allocator_library, clean_all, clean_runs, BaseImage, BaseSpec, Connect, Docker, DockerError,
     LayerFile, ServerSpec, LABEL_KEY, LABEL_RUN,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cairn_exec::docker::allocator::maps_fragment;
+use cairn_exec::allocator::maps_fragment;
 use cairn_exec::runtime::{
     Address, ClientPath, Connect, Link, NativeClient, RunningServer, Runtimes, ServerAsk,
     ServerStart,

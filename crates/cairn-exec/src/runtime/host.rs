@@ -9,7 +9,7 @@ use super::{
     Address, AllocatorCache, ClientPath, Connect, Endpoint, Refusal, RunningServer, ServerAsk,
     ServerRuntime, ServerStart, ToolRun,
 };
-use crate::docker::allocator::host_allocator_library;
+use crate::allocator::host_allocator_library;
 use crate::host_server::{self, HostServer, HostServerSpec};
 use crate::system;
 use crate::usage::ResourceProbe;
@@ -109,9 +109,8 @@ impl ServerRuntime for HostRuntime {
         allocator: &str,
     ) -> Result<Option<String>, String> {
         // the host's own libraries: an image does not matter
-        self.allocators.get_or("", allocator, || {
-            host_allocator_library(allocator).map_err(|e| e.to_string())
-        })
+        self.allocators
+            .get_or("", allocator, || host_allocator_library(allocator))
     }
 
     fn start(&self, s: &ServerStart<'_>) -> Result<Box<dyn RunningServer>, String> {
