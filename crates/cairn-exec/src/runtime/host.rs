@@ -27,17 +27,24 @@ impl HostRuntime {
     }
 }
 
-/// The limits and connections a host server cannot honour, as the error the plan's author sees.
-fn refuse_unsupported(runtime: &HostRuntime, s: &ServerStart<'_>) -> Result<(), String> {
-    let ask = ServerAsk {
-        system: s.system,
-        connect: s.connect,
-        client: None,
-        link: None,
-        cpus: s.cpus.as_deref(),
-        memory: s.memory,
-    };
-    runtime.refuses(&ask).map_err(|r| r.message)
+/// The limits and connections a host server cannot honour, as the error the plan's author
+/// sees: asked by [`ServerRuntime::refuses`] before anything runs, and again by every start
+/// (whose server's own start checks the installed programs itself).
+fn refuse_settings(cpus: bool, memory: bool, connect: Connect) -> Result<(), Refusal> {
+    let limits = "`cpus` and `memory` limits need the Docker executor (cgroups); remove them or drop `executor \"process\"`";
+    if cpus {
+        return Err(Refusal::new("cpus", limits));
+    }
+    if memory {
+        return Err(Refusal::new("memory", limits));
+    }
+    if connect == Connect::Tls {
+        return Err(Refusal::new(
+            "connect",
+            "`connect \"tls\"` needs the Docker executor; the process executor's server listens on its socket",
+        ));
+    }
+    Ok(())
 }
 
 /// Why the process executor runs no external tools beside its server (also what its
@@ -80,19 +87,7 @@ impl ServerRuntime for HostRuntime {
                 "a `link` cannot apply: a server of the `process` executor has no network interface of its own to shape",
             ));
         }
-        let limits = "`cpus` and `memory` limits need the Docker executor (cgroups); remove them or drop `executor \"process\"`";
-        if ask.cpus.is_some() {
-            return Err(Refusal::new("cpus", limits));
-        }
-        if ask.memory.is_some() {
-            return Err(Refusal::new("memory", limits));
-        }
-        if ask.connect == Connect::Tls {
-            return Err(Refusal::new(
-                "connect",
-                "`connect \"tls\"` needs the Docker executor; the process executor's server listens on its socket",
-            ));
-        }
+        refuse_settings(ask.cpus.is_some(), ask.memory.is_some(), ask.connect)?;
         // the system's programs on this host, and that they are its own (a host MariaDB's
         // `mysqld` is no MySQL): refused here, named, rather than by the server's first start
         host_server::check_installed(ask.system)
@@ -114,7 +109,7 @@ impl ServerRuntime for HostRuntime {
     }
 
     fn start(&self, s: &ServerStart<'_>) -> Result<Box<dyn RunningServer>, String> {
-        refuse_unsupported(self, s)?;
+        refuse_settings(s.cpus.is_some(), s.memory.is_some(), s.connect).map_err(|r| r.message)?;
         let mut spec = HostServerSpec::new(s.socket_dir.join("server"));
         spec.system = s.system;
         spec.options = s.options.clone();
