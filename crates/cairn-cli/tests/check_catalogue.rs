@@ -43,25 +43,14 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
         // registry must not change a pinned diagnostic (the lists have one source)
         let rendered = cairn_plan::render(&err)
             .replace(
-                &allowed(&cairn_exec::system::names()),
+                &cairn_plan::allowed_values(&cairn_exec::system::names()),
                 "<the registered systems>",
             )
             .replace(
-                &allowed(&cairn_exec::runtime::Runtimes::registered().names()),
+                &cairn_plan::allowed_values(&cairn_exec::runtime::Runtimes::registered().names()),
                 "<the registered runtimes>",
             );
         let name = file.trim_end_matches(".kdl");
         insta::assert_snapshot!(name, rendered);
-    }
-}
-
-/// A diagnostic's list of allowed values, as the plan's diagnostics write it.
-fn allowed(names: &[&str]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    match quoted.split_last() {
-        Some((last, rest)) if !rest.is_empty() => {
-            format!("allowed values: {} or {last}", rest.join(", "))
-        }
-        _ => format!("allowed values: {}", quoted.join("")),
     }
 }

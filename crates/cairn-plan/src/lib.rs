@@ -16,4 +16,4 @@ pub use diagnostics::{problem_at, render, PlanError, Problem};
 pub use fmt::format_text;
 pub use imports::{load, parse_str};
 pub use model::*;
-pub use vocabulary::{check_vocabulary, Vocabulary};
+pub use vocabulary::{allowed_values, check_vocabulary, Vocabulary};

@@ -36,11 +36,16 @@ pub fn check_vocabulary(plan: &Plan, names: &Vocabulary<'_>) -> Result<(), PlanE
     }
 }
 
+/// The help line that lists a registry's names, as an unknown name's diagnostic writes it.
+pub fn allowed_values(names: &[&str]) -> String {
+    format!("allowed values: {}", one_of(names))
+}
+
 fn unknown(plan: &Plan, what: &str, value: &Sp<String>, allowed: &[&str]) -> Problem {
     let mut help = did_you_mean(&value.value, allowed.iter().copied())
         .map(|d| format!("{d}\n"))
         .unwrap_or_default();
-    help.push_str(&format!("allowed values: {}", one_of(allowed)));
+    help.push_str(&allowed_values(allowed));
     problem_at(
         plan,
         value.loc,
