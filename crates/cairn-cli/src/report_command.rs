@@ -106,7 +106,7 @@ fn export(
         let inputs = results
             .inputs(step)
             .ok_or_else(|| format!("the inputs of {} are not all here", step.address))?;
-        let report = report_step::exported(store, step, &record.outputs, &inputs, &source)
+        let report = report_step::exported(store, step, &inputs, &source)
             .map_err(|e| format!("rendering {}: {e}", step.address))?;
         let dir = report_dir(&cli.results, graph, step);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;

@@ -253,23 +253,15 @@ pub fn render(
 }
 
 /// The report of `step` as `cairn report` exports it: built again from its inputs (`inputs`,
-/// as the step had them) and titled as its `data.json` (among `outputs`, the step's record's)
-/// says, with `plan` first under its provenance.
+/// as the step had them) under the title of its definition, with `plan` first under its
+/// provenance.
 pub fn exported(
     store: &Store,
     step: &Step,
-    outputs: &BTreeMap<String, BlobRef>,
     inputs: &[&Done],
     plan: &PlanSource,
 ) -> Result<Report, StepError> {
-    /// The part of `data.json` read here: the title the step gave the report (its
-    /// definition's to say, read once, by the step).
-    #[derive(Deserialize)]
-    struct Titled {
-        title: String,
-    }
-    let Titled { title } = read_json(store, outputs, DATA_JSON)
-        .map_err(|e| failed(format!("reading the report's title: {e}")))?;
+    let title = step.def::<ReportDef>().map_err(failed)?.title;
     let inputs = read_inputs(store, step, inputs)?;
     Ok(build(&title, &inputs, Some(plan)))
 }
