@@ -60,6 +60,9 @@ pub struct LinkDef {
 
 /// The allocator of a server that names none.
 pub const DEFAULT_ALLOCATOR: &str = "system";
+/// The allocators a server can ask for (`allocator "…"`): the plan's choices and the ones
+/// the runtimes can preload.
+pub const ALLOCATORS: &[&str] = &[DEFAULT_ALLOCATOR, "tcmalloc", "jemalloc"];
 /// How clients reach a server that does not say.
 pub const DEFAULT_CONNECT: &str = "tcp";
 /// The executor of a server that names none.

@@ -4,8 +4,7 @@
 //! that finds it in a server's memory map (`maps_fragment`). The container runtime looks the
 //! same names up inside an image (`crate::docker::allocator`).
 
-/// The allocators a server can ask for.
-pub const ALLOCATORS: [&str; 3] = ["system", "tcmalloc", "jemalloc"];
+pub use cairn_defs::server::ALLOCATORS;
 
 /// For an allocator: the library file names to look for, in order of preference, and the
 /// Debian package that ships the first one.

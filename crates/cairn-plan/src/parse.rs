@@ -18,7 +18,6 @@ pub(crate) const TOP_LEVEL: &[&str] = &[
 /// The workload drivers' node names, from their one list in cairn-defs.
 static DRIVERS: std::sync::LazyLock<Vec<&'static str>> =
     std::sync::LazyLock::new(cairn_defs::driver_names);
-const ALLOCATORS: &[&str] = &["system", "tcmalloc", "jemalloc"];
 const CONNECTS: &[&str] = &["socket", "tcp", "tls"];
 const CLIENT_PATHS: &[&str] = &["loopback", "bridge", "host"];
 const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
@@ -1140,7 +1139,7 @@ impl FileParser<'_> {
                 "image" => s.image = self.one_string(c),
                 "option" => s.options.extend(self.value_props(c)),
                 "env" => s.env.extend(self.env_vars(c)),
-                "allocator" => s.allocator = self.choice(c, ALLOCATORS),
+                "allocator" => s.allocator = self.choice(c, cairn_defs::server::ALLOCATORS),
                 "connect" => s.connect = self.choice(c, CONNECTS),
                 // registry names, checked against the registries by `check_vocabulary`
                 "executor" => s.executor = self.one_string(c),
