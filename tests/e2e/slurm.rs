@@ -26,31 +26,59 @@ use crate::support::{engine_exclusive, engine_shared, Invocation, Live, Sandbox}
 const GUARD: Duration = Duration::from_secs(600);
 
 /// The cluster to this module's tests alone, once both nodes take jobs again: a node the
-/// fault test killed may still be coming back, or finishing its last job (`comp`).
+/// fault test killed may still be coming back, or finishing its last job (`comp`). A node
+/// whose slurmd is gone (not responding, `idle*`, with no live process behind its pid file)
+/// is started again, and says so on stderr with its log's tail: the tests are about cairn,
+/// and one lost daemon must not fail all of them; a node that stays unreachable fails the
+/// test with what its slurmd logged.
 fn slurm_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     let lock = LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let until = Instant::now() + Duration::from_secs(180);
     for node in ["cairn1", "cairn2"] {
+        let mut restarted = false;
         loop {
             // one line per partition the node is in (cairn1 is in two)
             let states = sh(&format!("sinfo -h -n {node} -o %t"));
-            let state = states.lines().next().unwrap_or_default().trim();
+            let state = states.lines().next().unwrap_or_default().trim().to_string();
             if !states.trim().is_empty() && states.lines().all(|l| l.trim() == "idle") {
                 break;
+            }
+            if state.ends_with('*') && !restarted && !slurmd_alive(node) {
+                eprintln!(
+                    "slurmd {node} is gone (node {state}): starting it again; its log ended:\n{}",
+                    slurmd_log_tail(node)
+                );
+                let _ = Command::new("/usr/sbin/slurmd").args(["-N", node]).status();
+                restarted = true;
             }
             if state.starts_with("down") || state.starts_with("drain") {
                 sh(&format!("scontrol update nodename={node} state=resume"));
             }
             assert!(
                 Instant::now() < until,
-                "node {node} is not idle but {state}:\n{}",
-                sh("sinfo -N; squeue")
+                "node {node} is not idle but {state} (slurmd alive: {}):\n{}\nits log ends:\n{}",
+                slurmd_alive(node),
+                sh("sinfo -N; squeue"),
+                slurmd_log_tail(node)
             );
             std::thread::sleep(Duration::from_millis(500));
         }
     }
     lock
+}
+
+/// Whether node `name`'s slurmd (the pid in its pid file) is a live process.
+fn slurmd_alive(name: &str) -> bool {
+    std::fs::read_to_string(format!("/run/slurmd-{name}.pid"))
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok())
+        // SAFETY: signal 0 only asks whether the process exists.
+        .is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0)
+}
+
+fn slurmd_log_tail(name: &str) -> String {
+    sh(&format!("tail -n 15 /var/log/slurm/slurmd-{name}.log"))
 }
 
 fn sh(cmd: &str) -> String {
