@@ -57,7 +57,7 @@ pub fn check(
     // the pass index seeds the workload's generators: passes differ, re-runs repeat
     let workload = Workload::from_def(&wdef, ds.as_ref(), u64::from(step.pass))?;
     workload.supports(crate::server_run::protocol_of(&sdef)?)?;
-    if matches!(workload, Workload::ExternalSysbench(_)) {
+    if workload.runs_external_tool() {
         let runtime = cairn_exec::runtime::Runtimes::registered()
             .get(sdef.executor_or_default())
             .map_err(cairn_workload::Error::Invalid)?;
@@ -217,7 +217,7 @@ impl TrialSetup {
 
     /// Whether an external tool runs the workload (in its own place, not cairn's threads).
     fn is_external(&self) -> bool {
-        matches!(self.workload, Workload::ExternalSysbench(_))
+        self.workload.runs_external_tool()
     }
 }
 

@@ -23,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 use cairn_workload::conn::IO_TIMEOUT;
-use cairn_workload::{Dataset, SysbenchDataset, Workload};
+use cairn_workload::{Dataset, Workload};
 
 /// Longest wait for one answer to a status read (`SHOW GLOBAL STATUS`/`VARIABLES`) or the
 /// database's creation around the workload.
@@ -75,11 +75,12 @@ pub fn recorded_overrun(
     let def: cairn_defs::TrialStepDef = serde_json::from_value(definition.clone()).ok()?;
     // the declared window does not depend on the dataset's size: any dataset of the
     // generator the driver needs will do
-    let dataset = match def.workload.driver.as_str() {
-        "sysbench" => Dataset::Sysbench(SysbenchDataset::new(1, 1)),
-        _ => return None,
-    };
-    let workload = Workload::from_def(&def.workload, Some(&dataset), 0).ok()?;
+    let dataset = Dataset::from_def(&cairn_workload::DatasetDef {
+        generator: def.workload.driver.clone(),
+        props: Default::default(),
+    })
+    .ok();
+    let workload = Workload::from_def(&def.workload, dataset.as_ref(), 0).ok()?;
     let (_, window) = workload.declared_run()?;
     let measured = figures.get(cairn_defs::figures::SECONDS.name)?.as_f64()?;
     check_window(window, measured).err()
@@ -113,12 +114,9 @@ impl Watchdog {
             None => timeout.unwrap_or(COUNT_RUN_TIMEOUT),
         }
         .min(IO_TIMEOUT);
-        let external_limit = match workload {
-            // the tool container's own limit: it starts a container and connects, more
-            // than a native driver's threads
-            Workload::ExternalSysbench(x) => x.limit(),
-            _ => None,
-        };
+        // an external tool's own limit: it starts a container and connects, more than a
+        // native driver's threads
+        let external_limit = workload.tool_limit();
         let (bound, bound_from) = match (timeout, external_limit, declared) {
             (Some(t), _, _) => (t, "the workload's `timeout`"),
             (None, Some(limit), _) => (limit, "the external tool's limit"),
@@ -251,7 +249,7 @@ mod tests {
             secs(2.0),
         );
         spec.warmup = secs(1.0);
-        let w = Watchdog::start(&Workload::Oltp(spec.clone()), None);
+        let w = Watchdog::start(&Workload::new(spec.clone()), None);
         assert_eq!(w.window, Some(secs(2.0)));
         assert_eq!(w.io_timeout, secs(5.0), "3 s run + 2 s margin");
         assert_eq!(w.bound, secs(65.0), "60 s setup + 3 s run + 2 s margin");
@@ -260,11 +258,11 @@ mod tests {
 
         // a long run: no single answer waits longer than the drivers' default
         spec.time = Some(secs(600.0));
-        let w = Watchdog::start(&Workload::Oltp(spec.clone()), None);
+        let w = Watchdog::start(&Workload::new(spec.clone()), None);
         assert_eq!(w.io_timeout, IO_TIMEOUT);
 
         // the plan's timeout bounds the whole run
-        let w = Watchdog::start(&Workload::Oltp(spec.clone()), Some(secs(900.0)));
+        let w = Watchdog::start(&Workload::new(spec.clone()), Some(secs(900.0)));
         assert_eq!(w.bound, secs(900.0));
         assert!(w.describe().contains("`timeout`"), "{}", w.describe());
     }
@@ -280,7 +278,7 @@ mod tests {
         );
         spec.time = None;
         spec.events = Some(100);
-        let w = Watchdog::start(&Workload::Oltp(spec.clone()), None);
+        let w = Watchdog::start(&Workload::new(spec.clone()), None);
         assert_eq!(w.window, None);
         assert_eq!(w.bound, COUNT_RUN_TIMEOUT);
         assert_eq!(w.io_timeout, IO_TIMEOUT);
@@ -292,9 +290,9 @@ mod tests {
         );
 
         // a short timeout also shortens the wait for one answer
-        let w = Watchdog::start(&Workload::Oltp(spec.clone()), Some(secs(30.0)));
+        let w = Watchdog::start(&Workload::new(spec.clone()), Some(secs(30.0)));
         assert_eq!((w.bound, w.io_timeout), (secs(30.0), secs(30.0)));
-        let w = Watchdog::start(&Workload::Oltp(spec), Some(Duration::ZERO));
+        let w = Watchdog::start(&Workload::new(spec), Some(Duration::ZERO));
         assert!(w.expired(), "a phase past its deadline has expired");
     }
 }

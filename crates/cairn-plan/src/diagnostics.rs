@@ -46,6 +46,30 @@ impl PlanError {
             PlanError::Io { .. } => &[],
         }
     }
+
+    /// The same error with every `from` in its messages, labels and help replaced by `to`:
+    /// tests that pin diagnostics put a placeholder where a registry's list of names stands
+    /// (see [`one_of`]), so adding a name changes no pinned text and no line wrapping.
+    pub fn with_placeholder(mut self, from: &str, to: &str) -> PlanError {
+        if let PlanError::Invalid { problems } = &mut self {
+            for p in problems {
+                p.message = p.message.replace(from, to);
+                p.help = p.help.take().map(|h| h.replace(from, to));
+                for l in &mut p.labels {
+                    if let Some(text) = l.label().filter(|t| t.contains(from)) {
+                        let span = miette::SourceSpan::new(l.offset().into(), l.len());
+                        let text = Some(text.replace(from, to));
+                        *l = if l.primary() {
+                            LabeledSpan::new_primary_with_span(text, span)
+                        } else {
+                            LabeledSpan::new_with_span(text, span)
+                        };
+                    }
+                }
+            }
+        }
+        self
+    }
 }
 
 /// One mistake in a plan file, with labels pointing at the offending text.
@@ -367,7 +391,7 @@ pub(crate) fn did_you_mean<'a>(
 }
 
 /// "one of `a`, `b` or `c`".
-pub(crate) fn one_of(allowed: &[&str]) -> String {
+pub fn one_of(allowed: &[&str]) -> String {
     let quoted: Vec<String> = allowed.iter().map(|a| format!("`{a}`")).collect();
     match quoted.len() {
         0 => String::new(),

@@ -12,7 +12,7 @@ pub mod values;
 mod vocabulary;
 
 pub use cache::load_cached;
-pub use diagnostics::{problem_at, render, PlanError, Problem};
+pub use diagnostics::{one_of, problem_at, render, PlanError, Problem};
 pub use fmt::format_text;
 pub use imports::{load, parse_str};
 pub use model::*;

@@ -6,6 +6,7 @@
 pub mod conn;
 pub mod cpu;
 pub mod dataset;
+pub mod drivers;
 pub mod external;
 pub mod metrics;
 pub mod oltp;

@@ -9,16 +9,13 @@ use cairn_defs::figures::{self as fig, Figures};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use std::any::Any;
+
 use crate::cpu::CpuTime;
-use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
-use crate::external::ExternalSysbench;
+use crate::drivers::{self, Loadable, Runnable};
 use crate::metrics::Metrics;
-use crate::oltp::{run_oltp_until, OltpSpec, OltpTest, StopCheck};
+use crate::oltp::StopCheck;
 use crate::rand::{Distribution, SpecialParams, PARETO_H, ZIPFIAN_EXP};
-use crate::smack::{
-    load_smack, run_select_index_until, smack_outcome, DictionaryOrder, SmackDataset, SmackSpec,
-};
-use crate::sqlbench::{run_sqlbench_until, SqlBenchSpec};
 use crate::{Error, Protocol, Target};
 
 // The definitions are the typed ones the resolver writes into keys (`cairn-defs`),
@@ -98,11 +95,12 @@ pub struct RunContext<'a> {
     pub tools: Option<&'a dyn ToolRunner>,
 }
 
-/// A dataset ready to load.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dataset {
-    Sysbench(SysbenchDataset),
-    Smack(SmackDataset),
+/// A dataset ready to load: what its generator ([`Driver::dataset`](drivers::Driver::dataset)) made of the plan's
+/// definition.
+#[derive(Debug)]
+pub struct Dataset {
+    generator: &'static str,
+    spec: Box<dyn Loadable>,
 }
 
 /// What loading a dataset did.
@@ -116,125 +114,66 @@ pub struct LoadReport {
 }
 
 impl Dataset {
+    /// The dataset its generator makes of `def`; unknown generators and parameters are
+    /// errors naming them.
     pub fn from_def(def: &DatasetDef) -> Result<Dataset, Error> {
-        let mut p = Params::new("dataset", &def.props);
-        let ds = match def.generator.as_str() {
-            "sysbench" => {
-                // every sysbench workload needs at least one table of at least one row
-                let mut s = SysbenchDataset::new(
-                    p.u32_within("tables", 1, 1, u32::MAX)?,
-                    p.u32_within("rows", 10_000, 1, u32::MAX)?,
-                );
-                s.engine = p.identifier("engine", "InnoDB")?;
-                s.create_secondary = p.bool("secondary", true)?;
-                s.seed = p.u64("seed", 0)?;
-                s.parallel = p.u32_within("parallel", 4, 1, MAX_LOAD_PARALLEL)?;
-                if let Some(d) = p.distribution("distribution")? {
-                    s.k_distribution = d;
-                }
-                // what the loader checks again before it loads
-                s.validate()?;
-                Dataset::Sysbench(s)
-            }
-            "smack" => {
-                // uid is a signed INTEGER holding the row number
-                let mut s = SmackDataset::new(p.u32_within(
-                    "rows",
-                    crate::smack::dataset::DEFAULT_ROWS,
-                    1,
-                    i32::MAX as u32,
-                )?);
-                // every dictionary word is a username: at most one a row
-                if p.has("words") {
-                    let words = p.u32_within("words", 1, 1, u32::MAX)?;
-                    if words > s.rows {
-                        return Err(p.error(
-                            "words",
-                            format!(
-                                "dataset parameter `words` ({words}) cannot exceed `rows` ({}): every word is a username",
-                                s.rows
-                            ),
-                        ));
-                    }
-                    s.words = Some(words);
-                }
-                s.file_size_equiv = p.u64("file-size-equiv", s.file_size_equiv)?;
-                if p.has("engine") {
-                    s.engine = Some(p.identifier("engine", "")?);
-                }
-                s.seed = p.u64("seed", 0)?;
-                s.parallel = p.u32_within("parallel", 4, 1, MAX_LOAD_PARALLEL)?;
-                s.validate()?;
-                Dataset::Smack(s)
-            }
-            other => {
-                return Err(Error::Invalid(format!(
-                    "datasets of generator `{other}` are not supported yet"
-                )))
-            }
+        let Some(driver) = drivers::driver(&def.generator) else {
+            return Err(Error::Invalid(format!(
+                "datasets of generator `{}` are not supported yet",
+                def.generator
+            )));
         };
+        let mut p = Params::new("dataset", &def.props);
+        let spec = driver.dataset(&mut p)?;
         p.finish()?;
-        Ok(ds)
+        Ok(Dataset {
+            generator: driver.name(),
+            spec,
+        })
+    }
+
+    /// The name of the driver that generates it.
+    pub fn generator(&self) -> &'static str {
+        self.generator
+    }
+
+    /// The generator's own spec, if it is a `T` (a driver reads its own datasets' sizes).
+    pub fn spec<T: Loadable>(&self) -> Option<&T> {
+        (self.spec.as_ref() as &dyn Any).downcast_ref()
     }
 
     /// Whether a server speaking `protocol` can hold it; the error names the generator (a
     /// `Param` of the dataset, so `cairn check` points at it).
     pub fn supports(&self, protocol: Protocol) -> Result<(), Error> {
-        match (self, protocol) {
-            (Dataset::Sysbench(_), _) | (Dataset::Smack(_), Protocol::Mysql) => Ok(()),
-            (Dataset::Smack(_), other) => Err(Error::Param {
-                what: "dataset",
-                name: "smack".into(),
-                message: format!(
-                    "super-smack datasets need a MariaDB or MySQL server, not a {} one: super-smack speaks only MySQL's protocol",
-                    other.as_str()
-                ),
-            }),
-        }
+        self.spec.supports(protocol)
     }
 
     /// The database the dataset lives in (and workloads connect to).
     pub fn database(&self) -> &str {
-        match self {
-            Dataset::Sysbench(_) => "sbtest",
-            Dataset::Smack(_) => "smack",
-        }
+        self.spec.database()
     }
 
     /// Create and fill the dataset's tables in `target`'s database.
     pub fn load(&self, target: &Target) -> Result<LoadReport, Error> {
-        match self {
-            Dataset::Sysbench(s) => {
-                let r = load_sysbench(target, s)?;
-                Ok(LoadReport {
-                    seconds: r.elapsed_s,
-                    rows: s.tables as u64 * s.table_size as u64,
-                    detail: serde_json::to_value(&r).expect("serialises"),
-                })
-            }
-            Dataset::Smack(s) => {
-                let r = load_smack(target, s)?;
-                Ok(LoadReport {
-                    seconds: r.elapsed_s,
-                    rows: r.rows,
-                    detail: serde_json::to_value(&r).expect("serialises"),
-                })
-            }
-        }
+        self.spec.load(target)
     }
 }
 
-/// A workload ready to run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Workload {
-    Oltp(OltpSpec),
-    Smack(SmackSpec),
-    SqlBench(SqlBenchSpec),
-    /// The image's own sysbench (`tool="external"`), run through [`RunContext::tools`].
-    ExternalSysbench(ExternalSysbench),
+/// A workload ready to run: what its driver ([`Driver::workload`](drivers::Driver::workload)) made of the plan's
+/// definition at one matrix point.
+#[derive(Debug)]
+pub struct Workload {
+    spec: Box<dyn Runnable>,
 }
 
 impl Workload {
+    /// A workload of a spec made directly (tests, benchmarks).
+    pub fn new(spec: impl Runnable) -> Workload {
+        Workload {
+            spec: Box::new(spec),
+        }
+    }
+
     /// The typed workload of `def` against `dataset` (which gives e.g. sysbench's
     /// `--tables`/`--table-size`). The trial's pass index seeds the generators.
     pub fn from_def(
@@ -242,119 +181,15 @@ impl Workload {
         dataset: Option<&Dataset>,
         seed: u64,
     ) -> Result<Self, Error> {
+        let Some(driver) = drivers::driver(&def.driver) else {
+            return Err(Error::Invalid(format!(
+                "workloads of driver `{}` are not supported yet",
+                def.driver
+            )));
+        };
         let mut p = Params::new("workload", &def.params);
-        let w = match def.driver.as_str() {
-            "sysbench" => {
-                let Some(test) = OltpTest::from_name(&def.test) else {
-                    return Err(Error::Invalid(format!(
-                        "sysbench test `{}` is not supported: use oltp_point_select, oltp_read_only, oltp_read_write or oltp_write_only",
-                        def.test
-                    )));
-                };
-                let Some(Dataset::Sysbench(ds)) = dataset else {
-                    return Err(Error::Invalid(format!(
-                        "sysbench `{}` needs a sysbench dataset (`dataset \"…\" {{ sysbench tables=… rows=… }}`)",
-                        def.test
-                    )));
-                };
-                let mut s = OltpSpec::new(
-                    test,
-                    ds.tables,
-                    ds.table_size,
-                    p.u32_within("threads", 1, 1, MAX_CLIENTS)?,
-                    std::time::Duration::from_secs(10),
-                );
-                s.time = Some(p.duration("duration", 10.0)?);
-                if let Some(n) = p.opt_u64("events")? {
-                    s.events = Some(n);
-                    if !p.has("duration") {
-                        s.time = None;
-                    }
-                }
-                s.warmup = p.duration("warmup", 0.0)?;
-                s.report_interval = p.positive_duration("report-interval", 1.0)?;
-                s.range_size = p.u32("range-size", s.range_size)?;
-                s.range_selects = p.bool("range-selects", s.range_selects)?;
-                s.point_selects = p.u32("point-selects", s.point_selects)?;
-                s.simple_ranges = p.u32("simple-ranges", s.simple_ranges)?;
-                s.sum_ranges = p.u32("sum-ranges", s.sum_ranges)?;
-                s.order_ranges = p.u32("order-ranges", s.order_ranges)?;
-                s.distinct_ranges = p.u32("distinct-ranges", s.distinct_ranges)?;
-                s.index_updates = p.u32("index-updates", s.index_updates)?;
-                s.non_index_updates = p.u32("non-index-updates", s.non_index_updates)?;
-                s.delete_inserts = p.u32("delete-inserts", s.delete_inserts)?;
-                s.skip_trx = p.bool("skip-trx", s.skip_trx)?;
-                s.max_retries = p.u32("max-retries", s.max_retries)?;
-                s.rate = p.u32("rate", 0)?;
-                if let Some(d) = p.distribution("distribution")? {
-                    s.rand = d;
-                }
-                s.seed = seed;
-                let mut d = Params::new("driver", &def.driver_props);
-                s.prepared = d.bool("prepared", true)?;
-                let tool = d.string("tool", "native")?;
-                match tool.as_str() {
-                    "native" => {}
-                    "external" => {}
-                    other => {
-                        return Err(d.error(
-                            "tool",
-                            format!("driver parameter `tool` must be \"native\" or \"external\", not {other:?}"),
-                        ))
-                    }
-                }
-                d.finish()?;
-                // what the driver checks again before it runs
-                s.validate()?;
-                if tool == "external" {
-                    let given: Vec<&str> = def.params.keys().map(String::as_str).collect();
-                    Workload::ExternalSysbench(ExternalSysbench::new(s, &given)?)
-                } else {
-                    Workload::Oltp(s)
-                }
-            }
-            "smack" => {
-                if def.test != "select_index" {
-                    return Err(Error::Invalid(format!(
-                        "smack test `{}` is not supported: use select_index",
-                        def.test
-                    )));
-                }
-                let Some(Dataset::Smack(ds)) = dataset else {
-                    return Err(Error::Invalid(
-                        "smack `select_index` needs a smack dataset (`dataset \"…\" { smack rows=… }`)"
-                            .into(),
-                    ));
-                };
-                let mut s = SmackSpec::new(
-                    ds.clone(),
-                    p.u32_within("clients", 10, 1, MAX_CLIENTS)?,
-                    p.u64("rounds", 1000)?,
-                );
-                s.report_interval = p.positive_duration("report-interval", 1.0)?;
-                s.seed = seed;
-                let mut d = Params::new("driver", &def.driver_props);
-                s.queries_per_round = d.u32_within("queries-per-round", 2, 1, u32::MAX)?;
-                s.dictionary = match d.string("dictionary", "rand")?.as_str() {
-                    "rand" => DictionaryOrder::Rand,
-                    "seq" => DictionaryOrder::Seq,
-                    other => {
-                        return Err(Error::Invalid(format!(
-                            "driver parameter `dictionary` must be rand or seq, not {other:?}"
-                        )))
-                    }
-                };
-                d.finish()?;
-                // what the driver checks again before it runs
-                s.validate()?;
-                Workload::Smack(s)
-            }
-            "sqlbench" => Workload::SqlBench(SqlBenchSpec::from_def(def, &mut p)?),
-            other => {
-                return Err(Error::Invalid(format!(
-                    "workloads of driver `{other}` are not supported yet"
-                )))
-            }
+        let w = Workload {
+            spec: driver.workload(def, dataset, seed, &mut p)?,
         };
         // the bound on the whole run (the trial's watchdog): longer than what the clock
         // declares, or every run would be stopped before its end
@@ -377,52 +212,38 @@ impl Workload {
         Ok(w)
     }
 
+    /// The driver's own spec, if it is a `T`.
+    pub fn spec<T: Runnable>(&self) -> Option<&T> {
+        (self.spec.as_ref() as &dyn Any).downcast_ref()
+    }
+
     /// Whether it can run against a server speaking `protocol`: sysbench's OLTP tests
     /// (native or external) run against every server; super-smack and sql-bench speak only
     /// MySQL's protocol. The error names the driver (a `Param` of the driver node, so
     /// `cairn check` points at it).
     pub fn supports(&self, protocol: Protocol) -> Result<(), Error> {
-        let driver = match (self, protocol) {
-            (Workload::Oltp(_) | Workload::ExternalSysbench(_), _) => return Ok(()),
-            (_, Protocol::Mysql) => return Ok(()),
-            (Workload::Smack(_), _) => "smack",
-            (Workload::SqlBench(_), _) => "sqlbench",
-        };
-        Err(Error::Param {
-            what: "driver",
-            name: driver.into(),
-            message: format!(
-                "the {driver} workload needs a MariaDB or MySQL server, not a {} one: it speaks only MySQL's protocol and SQL",
-                protocol.as_str()
-            ),
-        })
+        self.spec.supports(protocol)
     }
 
     /// The declared lengths of a run that the clock ends: its warmup and its measured
     /// window. `None` for runs that end after a count (events, rounds, a test suite).
     pub fn declared_run(&self) -> Option<(std::time::Duration, std::time::Duration)> {
-        let spec = match self {
-            Workload::Oltp(s) => s,
-            Workload::ExternalSysbench(x) => &x.spec,
-            Workload::Smack(_) | Workload::SqlBench(_) => return None,
-        };
-        spec.time.map(|t| (spec.warmup, t))
+        self.spec.declared_run()
+    }
+
+    /// Whether an external tool runs it (the server's runtime must run tools).
+    pub fn runs_external_tool(&self) -> bool {
+        self.spec.runs_external_tool()
+    }
+
+    /// The external tool's own bound on a run, if it has one.
+    pub fn tool_limit(&self) -> Option<std::time::Duration> {
+        self.spec.tool_limit()
     }
 
     /// Run it; fails with the cause if the server dies or the caller stops it.
     pub fn run(&self, cx: &RunContext<'_>) -> Result<Outcome, Error> {
-        match self {
-            Workload::Oltp(spec) => {
-                let m = run_oltp_until(cx.target, spec, cx.stop)?;
-                Ok(oltp_outcome(&m))
-            }
-            Workload::Smack(spec) => {
-                let r = run_select_index_until(cx.target, spec, cx.stop)?;
-                Ok(smack_outcome(&r))
-            }
-            Workload::SqlBench(spec) => Ok(run_sqlbench_until(cx.target, spec, cx.stop)?.outcome()),
-            Workload::ExternalSysbench(x) => x.run(cx),
-        }
+        self.spec.run(cx)
     }
 }
 
@@ -721,6 +542,8 @@ impl<'a> Params<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oltp::{OltpSpec, OltpTest};
+    use crate::SysbenchDataset;
     use serde_json::json;
 
     fn props(v: Value) -> Props {
@@ -763,9 +586,7 @@ mod tests {
             props: props(json!({"tables": 4, "rows": 1000, "engine": "MyISAM"})),
         })
         .unwrap();
-        let Dataset::Sysbench(s) = &ds else {
-            panic!("{ds:?}")
-        };
+        let s = ds.spec::<SysbenchDataset>().expect("a sysbench dataset");
         assert_eq!(
             (s.tables, s.table_size, s.engine.as_str()),
             (4, 1000, "MyISAM")
@@ -781,9 +602,7 @@ mod tests {
             7,
         )
         .unwrap();
-        let Workload::Oltp(o) = w else {
-            panic!("{w:?}")
-        };
+        let o = w.spec::<OltpSpec>().expect("an OLTP workload");
         assert_eq!(o.test, OltpTest::ReadOnly);
         assert_eq!((o.tables, o.table_size, o.threads), (4, 1000, 8));
         assert_eq!(o.time, Some(std::time::Duration::from_secs(5)));
@@ -806,12 +625,8 @@ mod tests {
             driver_props: Props::new(),
             params: props(params),
         };
-        Workload::from_def(&def, Some(&sysbench_ds()), 3).map(|w| {
-            let Workload::Oltp(o) = w else {
-                panic!("an OLTP workload")
-            };
-            o
-        })
+        Workload::from_def(&def, Some(&sysbench_ds()), 3)
+            .map(|w| w.spec::<OltpSpec>().expect("an OLTP workload").clone())
     }
 
     #[test]
@@ -884,9 +699,7 @@ mod tests {
             props: props(json!({"distribution": "zipfian", "zipfian-exp": 0.5})),
         })
         .unwrap();
-        let Dataset::Sysbench(s) = ds else {
-            panic!("a sysbench dataset")
-        };
+        let s = ds.spec::<SysbenchDataset>().expect("a sysbench dataset");
         assert_eq!(s.k_distribution, Distribution::Zipfian { exp: 0.5 });
     }
 

@@ -79,9 +79,9 @@ fn select_index_through_the_plan_entry_point_matches_server_counters() {
         "1000"
     );
     // every dictionary word is a key
-    let Dataset::Smack(spec_ds) = &ds else {
-        panic!("{ds:?}")
-    };
+    let spec_ds = ds
+        .spec::<cairn_workload::SmackDataset>()
+        .expect("a smack dataset");
     let words = spec_ds.dictionary();
     assert_eq!(words.len(), 1000);
     let list = words

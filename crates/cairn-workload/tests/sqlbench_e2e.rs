@@ -416,10 +416,11 @@ fn workload_entry_point_engine_fast_insert_and_stop() {
     assert!(!o.figures.contains_named("transactions_s"));
 
     // the tables really are MyISAM: look while a test runs
-    let spec = match Workload::from_def(&def("big-tables"), None, 0).unwrap() {
-        Workload::SqlBench(s) => s,
-        other => panic!("{other:?}"),
-    };
+    let w = Workload::from_def(&def("big-tables"), None, 0).unwrap();
+    let spec = w
+        .spec::<cairn_workload::SqlBenchSpec>()
+        .expect("a sql-bench workload")
+        .clone();
     let probe = target.clone();
     let seen = AtomicBool::new(false);
     let stop_when_created = || {

@@ -58,30 +58,26 @@ mod tests {
         let ds =
             dataset(json!({"rows": 5000, "words": 1000, "engine": "MyISAM", "seed": 9})).unwrap();
         assert_eq!(ds.database(), "smack");
-        let Dataset::Smack(d) = &ds else {
-            panic!("{ds:?}")
-        };
+        let d = ds.spec::<SmackDataset>().expect("a smack dataset");
         assert_eq!(
             (d.rows, d.words, d.engine.as_deref(), d.seed),
             (5000, Some(1000), Some("MyISAM"), 9)
         );
 
-        let Workload::Smack(s) = workload(Some(&ds), json!({}), json!({})).unwrap() else {
-            panic!()
-        };
+        let w = workload(Some(&ds), json!({}), json!({})).unwrap();
+        let s = w.spec::<SmackSpec>().expect("a smack workload");
         // super-smack select-key.smack 10 1000
         assert_eq!((s.clients, s.rounds, s.queries_per_round), (10, 1000, 2));
         assert_eq!((s.dictionary, s.seed), (DictionaryOrder::Rand, 3));
         assert_eq!(&s.dataset, d);
 
-        let Workload::Smack(s) = workload(
+        let w = workload(
             Some(&ds),
             json!({"clients": 4, "rounds": 200, "report-interval": 0.5}),
             json!({"queries-per-round": 1, "dictionary": "seq"}),
         )
-        .unwrap() else {
-            panic!()
-        };
+        .unwrap();
+        let s = w.spec::<SmackSpec>().expect("a smack workload");
         assert_eq!((s.clients, s.rounds, s.queries_per_round), (4, 200, 1));
         assert_eq!(s.dictionary, DictionaryOrder::Seq);
         assert_eq!(s.report_interval, std::time::Duration::from_millis(500));

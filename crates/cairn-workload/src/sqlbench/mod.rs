@@ -576,10 +576,8 @@ mod tests {
     }
 
     fn spec(test: &str, params: Value) -> Result<SqlBenchSpec, Error> {
-        match crate::Workload::from_def(&def(test, params), None, 9)? {
-            crate::Workload::SqlBench(s) => Ok(s),
-            other => panic!("{other:?}"),
-        }
+        let w = crate::Workload::from_def(&def(test, params), None, 9)?;
+        Ok(w.spec::<SqlBenchSpec>().expect("a sql-bench workload").clone())
     }
 
     #[test]
