@@ -26,17 +26,21 @@ use crate::support::{engine_exclusive, engine_shared, Invocation, Live, Sandbox}
 const GUARD: Duration = Duration::from_secs(600);
 
 /// The cluster to this module's tests alone, once both nodes take jobs again: a node the
-/// fault test killed may still be coming back, or finishing its last job (`comp`). A node
-/// whose slurmd is gone (not responding, `idle*`, with no live process behind its pid file)
-/// is started again, and says so on stderr with its log's tail: the tests are about cairn,
-/// and one lost daemon must not fail all of them; a node that stays unreachable fails the
-/// test with what its slurmd logged.
+/// fault test killed may still be coming back, or finishing its last job (`comp`).
+///
+/// A node slurmctld cannot reach (its state ends in `*`) is healed step by step, each step
+/// said on stderr with the daemons' log tails: a slurmd that is gone is started again at
+/// once; one still unreachable after 30 s is restarted; after 60 s slurmctld is restarted.
+/// The tests are about cairn, and one lost daemon must not fail all of them (CI once saw
+/// `cairn1` stay `idle*` through every Slurm test). A node still unreachable after 180 s
+/// fails the test with what its slurmd logged.
 fn slurm_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     let lock = LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let until = Instant::now() + Duration::from_secs(180);
     for node in ["cairn1", "cairn2"] {
-        let mut restarted = false;
+        let mut unreachable_since: Option<Instant> = None;
+        let mut healed = 0;
         loop {
             // one line per partition the node is in (cairn1 is in two)
             let states = sh(&format!("sinfo -h -n {node} -o %t"));
@@ -44,13 +48,20 @@ fn slurm_lock() -> MutexGuard<'static, ()> {
             if !states.trim().is_empty() && states.lines().all(|l| l.trim() == "idle") {
                 break;
             }
-            if state.ends_with('*') && !restarted && !slurmd_alive(node) {
-                eprintln!(
-                    "slurmd {node} is gone (node {state}): starting it again; its log ended:\n{}",
-                    slurmd_log_tail(node)
-                );
-                let _ = Command::new("/usr/sbin/slurmd").args(["-N", node]).status();
-                restarted = true;
+            if state.ends_with('*') {
+                let since = *unreachable_since.get_or_insert_with(Instant::now);
+                let step = match since.elapsed().as_secs() {
+                    _ if healed == 0 && !slurmd_alive(node) => 1,
+                    30.. if healed < 2 => 2,
+                    60.. if healed < 3 => 3,
+                    _ => 0,
+                };
+                if step > 0 {
+                    heal(node, &state, step);
+                    healed = step;
+                }
+            } else {
+                unreachable_since = None;
             }
             if state.starts_with("down") || state.starts_with("drain") {
                 sh(&format!("scontrol update nodename={node} state=resume"));
@@ -66,6 +77,48 @@ fn slurm_lock() -> MutexGuard<'static, ()> {
         }
     }
     lock
+}
+
+/// One step of healing an unreachable node (see [`slurm_lock`]): 1 starts its missing
+/// slurmd, 2 restarts its slurmd, 3 restarts slurmctld.
+fn heal(node: &str, state: &str, step: u32) {
+    let what = match step {
+        1 => "its slurmd is gone: starting it again",
+        2 => "still unreachable after 30 s: restarting its slurmd",
+        _ => "still unreachable after 60 s: restarting slurmctld",
+    };
+    eprintln!(
+        "node {node} is {state}, {what}; its slurmd log ended:\n{}\nslurmctld's:\n{}",
+        slurmd_log_tail(node),
+        sh("tail -n 15 /var/log/slurm/slurmctld.log")
+    );
+    match step {
+        1 => {}
+        2 => kill_pidfile(&format!("/run/slurmd-{node}.pid")),
+        _ => kill_pidfile("/run/slurmctld.pid"),
+    }
+    if step == 3 {
+        let _ = Command::new("/usr/sbin/slurmctld").status();
+    } else {
+        let _ = Command::new("/usr/sbin/slurmd").args(["-N", node]).status();
+    }
+}
+
+/// SIGKILL the process of a daemon's pid file and wait (up to 10 s) until it is gone.
+fn kill_pidfile(pidfile: &str) {
+    let Some(pid) = std::fs::read_to_string(pidfile)
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok())
+    else {
+        return;
+    };
+    // SAFETY: kill(2) on the pid a test-cluster daemon wrote; no memory is involved.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let until = Instant::now() + Duration::from_secs(10);
+    // SAFETY: signal 0 only asks whether the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Whether node `name`'s slurmd (the pid in its pid file) is a live process.
