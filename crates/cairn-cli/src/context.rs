@@ -40,7 +40,7 @@ pub fn load_graph_cached(
         None => (cairn_plan::load(path).map_err(report)?, false),
     };
     crate::preflight::names(&plan).map_err(report)?;
-    match cairn_graph::resolve(&plan) {
+    match cairn_graph::resolve_with_kinds(&plan, &cairn_kinds::plan_step_kinds()) {
         Ok(mut graph) => {
             graph.lock = read_lock(path)?;
             Ok((plan, graph))

@@ -110,6 +110,12 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
         _ => {
             let loc = match what {
                 "option" | "env" | "server" => server_entry(plan, step, what, name),
+                // a registered kind's step (`step "…" kind="…" name=…`)
+                "property" => plan
+                    .steps
+                    .iter()
+                    .find(|s| s.name.value == step.name)
+                    .map(|s| s.props.get(name).map_or(s.name.loc, |p| p.loc)),
                 "dataset" => ds.map(|d| d.props.get(name).map_or(d.generator.loc, |p| p.loc)),
                 "driver" => {
                     workload.map(|w| w.driver_props.get(name).map_or(w.driver.loc, |p| p.loc))
@@ -156,11 +162,16 @@ fn analysis_loc(plan: &Plan, step: &Step, what: &str, name: &str) -> Loc {
 pub fn names(plan: &Plan) -> Result<(), PlanError> {
     let systems = cairn_exec::system::names();
     let runtimes = cairn_exec::runtime::Runtimes::registered().names();
+    let kinds: Vec<&str> = cairn_kinds::plan_step_kinds()
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
     cairn_plan::check_vocabulary(
         plan,
         &cairn_plan::Vocabulary {
             systems: &systems,
             runtimes: &runtimes,
+            kinds: &kinds,
         },
     )
 }

@@ -35,8 +35,9 @@ pub struct Unusable {
 
 /// What a kind's check found wrong with a step's definition, before anything runs: which
 /// part of the definition (`what`: `option`, `env`, `server`, `dataset`, `driver`,
-/// `workload`, `analysis`, `claim`, … and the `name` under it; both empty when no one part
-/// is to blame) and why. The CLI places it at that part of the plan.
+/// `workload`, `analysis`, `claim`, `property` of a `step "…" kind="…"`, … and the `name`
+/// under it; both empty when no one part is to blame) and why. The CLI places it at that
+/// part of the plan.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct CheckError {
@@ -138,6 +139,8 @@ pub trait Kind: Send + Sync {
 #[derive(Default)]
 pub struct Registry {
     kinds: HashMap<StepKind, Box<dyn Kind>>,
+    /// The kinds a plan may declare steps of with `step "…" kind="…"`.
+    plan_steps: Vec<StepKind>,
     passes: Option<Box<dyn crate::adaptive::PassRule>>,
 }
 
@@ -151,6 +154,20 @@ impl Registry {
     pub fn with(mut self, step_kind: StepKind, kind: impl Kind + 'static) -> Registry {
         self.kinds.insert(step_kind, Box::new(kind));
         self
+    }
+
+    /// This registry with `kind` performing `step_kind` steps that plans declare themselves:
+    /// `step "name" kind="<name>" key=value …`, the properties its definition (the route
+    /// for a new kind that needs no node of its own in the plan language).
+    pub fn with_plan_step(mut self, step_kind: StepKind, kind: impl Kind + 'static) -> Registry {
+        self.plan_steps.retain(|k| k.as_str() != step_kind.as_str());
+        self.plan_steps.push(step_kind);
+        self.with(step_kind, kind)
+    }
+
+    /// The kinds plans may declare steps of (`step "…" kind="…"`), with their code versions.
+    pub fn plan_step_kinds(&self) -> &[StepKind] {
+        &self.plan_steps
     }
 
     /// This registry deciding conditional passes with `rule` (without one, every pass runs).

@@ -14,6 +14,8 @@ pub mod step;
 pub use cairn_plan::Value;
 pub use fingerprint::Fingerprint;
 pub use key::{definition_key, step_key, KeyInput, StepKey, DEFINITION_KEY_SCHEMA, KEY_SCHEMA};
-pub use resolve::{resolve, resolve_with_driver_versions, ResolveError, StepGraph};
+pub use resolve::{
+    resolve, resolve_with_driver_versions, resolve_with_kinds, ResolveError, StepGraph,
+};
 pub use select::Selector;
 pub use step::{AdaptivePasses, CommandSpec, InputFile, Step, StepId, StepKind};

@@ -33,6 +33,8 @@ pub enum ResolveError {
         path: PathBuf,
         why: cairn_plan::limits::HostFileError,
     },
+    #[error("step `{step}` is of kind `{kind}`, which no registry holds for plans' steps")]
+    UnknownKind { step: String, kind: String },
     #[error("dependency cycle through step `{0}`")]
     Cycle(String),
     #[error("the plan expands to {0} steps, more than the limit of {max}", max = cairn_plan::limits::MAX_STEPS)]
@@ -228,7 +230,13 @@ fn expansion_dir(step: &Step) -> String {
 
 /// Resolve `plan` with the drivers' code versions of [`cairn_defs::driver_code_version`].
 pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
-    resolve_with_driver_versions(plan, &driver_code_version)
+    resolve_all(plan, &driver_code_version, &[])
+}
+
+/// Resolve `plan` whose `step "…" kind="…"` steps are of `kinds` (the registry's
+/// `cairn_engine::Registry::plan_step_kinds`, with their code versions).
+pub fn resolve_with_kinds(plan: &Plan, kinds: &[StepKind]) -> Result<StepGraph, ResolveError> {
+    resolve_all(plan, &driver_code_version, kinds)
 }
 
 /// Resolve `plan`, taking each driver's code version from `driver_version` (trial keys carry
@@ -237,6 +245,14 @@ pub fn resolve(plan: &Plan) -> Result<StepGraph, ResolveError> {
 pub fn resolve_with_driver_versions(
     plan: &Plan,
     driver_version: &dyn Fn(&str) -> u32,
+) -> Result<StepGraph, ResolveError> {
+    resolve_all(plan, driver_version, &[])
+}
+
+fn resolve_all(
+    plan: &Plan,
+    driver_version: &dyn Fn(&str) -> u32,
+    kinds: &[StepKind],
 ) -> Result<StepGraph, ResolveError> {
     let mut b = Builder {
         steps: Vec::new(),
@@ -248,7 +264,7 @@ pub fn resolve_with_driver_versions(
     resolve_images(plan, &mut b)?;
     resolve_trials(plan, &mut b, driver_version);
     resolve_analyses(plan, &mut b);
-    resolve_commands(plan, &mut b)?;
+    resolve_commands(plan, &mut b, kinds)?;
     // the plan's validation bounds each declaration before expansion; this bounds what any
     // kind expanded to, so a kind that validation does not count still cannot exceed it
     if b.steps.len() as u128 > cairn_plan::limits::MAX_STEPS {
@@ -669,10 +685,20 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
     }
 }
 
-fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
+fn resolve_commands(plan: &Plan, b: &mut Builder, kinds: &[StepKind]) -> Result<(), ResolveError> {
     // First create every expansion, then wire `needs`, so order in the file does not matter.
     let mut pending: Vec<(StepId, &cairn_plan::CommandStep)> = Vec::new();
     for cs in &plan.steps {
+        if let Some(kind) = &cs.kind {
+            let Some(&kind) = kinds.iter().find(|k| k.as_str() == kind.value) else {
+                return Err(ResolveError::UnknownKind {
+                    step: cs.name.value.clone(),
+                    kind: kind.value.clone(),
+                });
+            };
+            pending.extend(kind_steps(cs, kind, b).into_iter().map(|id| (id, cs)));
+            continue;
+        }
         let mut files = Vec::new();
         for i in &cs.inputs {
             let abs = cs.dir.join(i.as_str());
@@ -729,14 +755,7 @@ fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
     for (id, cs) in pending {
         let mut inputs = Vec::new();
         for need in &cs.needs {
-            let targets: Vec<StepId> = {
-                let cmd = b.ids(StepKind::COMMAND, &need.step);
-                if cmd.is_empty() {
-                    b.ids(StepKind::ANALYSIS, &need.step).to_vec()
-                } else {
-                    cmd.to_vec()
-                }
-            };
+            let targets = needed(plan, b, kinds, &need.step);
             let single = targets.len() == 1;
             for from in targets {
                 let mount = if single {
@@ -750,4 +769,51 @@ fn resolve_commands(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
         b.steps[id].inputs = inputs;
     }
     Ok(())
+}
+
+/// The expansions of a registered kind's step `cs` (one per matrix point and pass), their
+/// definition its properties and the point: `{"props": {…}, "params": {…}}`.
+fn kind_steps(cs: &cairn_plan::CommandStep, kind: StepKind, b: &mut Builder) -> Vec<StepId> {
+    let axes = expand::varying_axes(&cs.matrix);
+    let props: BTreeMap<&str, &Value> = cs
+        .props
+        .iter()
+        .map(|(k, v)| (k.as_str(), &v.value))
+        .collect();
+    let base = format!("{}/{}", kind.as_str(), cs.name.value);
+    let mut ids = Vec::new();
+    for point in expand::points(&cs.matrix) {
+        for pass in 1..=cs.passes.value {
+            let address = expand::address(&base, &point, &axes, pass, cs.passes.value);
+            let mut s = base_step(kind, &cs.name, address, cs.name.loc);
+            s.pass = pass;
+            s.definition = json!({ "props": props, "params": point });
+            s.params = point.clone();
+            ids.push(b.push(s));
+        }
+    }
+    ids
+}
+
+/// The steps a `needs "name"` reads: a command step's expansions, else an analysis, else a
+/// registered kind's step of that name.
+fn needed(plan: &Plan, b: &Builder, kinds: &[StepKind], name: &str) -> Vec<StepId> {
+    let declared_kind = plan
+        .steps
+        .iter()
+        .find(|s| s.name.value == name)
+        .and_then(|s| s.kind.as_ref())
+        .and_then(|k| kinds.iter().find(|r| r.as_str() == k.value));
+    let candidates = [
+        Some(StepKind::COMMAND),
+        Some(StepKind::ANALYSIS),
+        declared_kind.copied(),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .map(|k| b.ids(k, name))
+        .find(|ids| !ids.is_empty())
+        .unwrap_or(&[])
+        .to_vec()
 }

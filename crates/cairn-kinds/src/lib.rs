@@ -105,6 +105,13 @@ pub fn standard_registry() -> Registry {
         .with_pass_rule(adaptive::CiRule)
 }
 
+/// The kinds of [`standard_registry`] that plans declare steps of themselves
+/// (`step "…" kind="…"`), with their code versions: what the plan's resolution and
+/// `cairn check`'s vocabulary read.
+pub fn plan_step_kinds() -> Vec<StepKind> {
+    standard_registry().plan_step_kinds().to_vec()
+}
+
 /// Something of this machine a step cannot run without.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Requirement {

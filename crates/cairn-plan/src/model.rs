@@ -341,11 +341,22 @@ pub struct Report {
     pub format: Option<Sp<String>>,
 }
 
-/// `step "name" { run "…"; needs "other"; input "f"; output "o"; … }`: a user's own command.
+/// `step "name" { run "…"; needs "other"; input "f"; output "o"; … }`: a user's own command;
+/// or, with `kind=`, `step "name" kind="note" key=value … { needs "other"; matrix …; passes … }`:
+/// a step of a kind some crate registers beside the plan language's own nodes (its
+/// properties are its definition, which the kind checks; `cairn check` refuses a kind no
+/// registry holds, see [`crate::Vocabulary`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CommandStep {
     pub name: Sp<String>,
-    /// Shell command, run with `sh -c` in a fresh working directory.
+    /// The registered kind (`kind="…"`); `None` for a command.
+    #[serde(default)]
+    pub kind: Option<Sp<String>>,
+    /// A registered kind's definition: the node's other properties.
+    #[serde(default)]
+    pub props: BTreeMap<String, Sp<Value>>,
+    /// Shell command, run with `sh -c` in a fresh working directory (empty for a registered
+    /// kind's step).
     pub run: Sp<String>,
     /// Outputs of other steps (or analyses), placed under `./<as>/`.
     pub needs: Vec<Need>,

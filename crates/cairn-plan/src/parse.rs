@@ -641,6 +641,11 @@ impl FileParser<'_> {
     /// The `"name"` of a declaration; records it in [`Declared`].
     fn decl_name(&mut self, node: &KdlNode, kind: &'static str) -> Option<Sp<String>> {
         self.props_only(node, &[]);
+        self.decl_name_of(node, kind)
+    }
+
+    /// [`Self::decl_name`] of a node whose properties the caller reads.
+    fn decl_name_of(&mut self, node: &KdlNode, kind: &'static str) -> Option<Sp<String>> {
         let name = self.single_arg(node).and_then(|e| self.string_of(e))?;
         // claims are named by a sentence; other names are addresses and directory names
         if let Some(why) = bad_name(&name, kind != "claim") {
@@ -1670,9 +1675,18 @@ impl FileParser<'_> {
         const CHILDREN: &[&str] = &[
             "run", "needs", "input", "output", "env", "matrix", "passes", "timeout", "measure",
         ];
-        let Some(name) = self.decl_name(node, "step") else {
+        // `kind="…"`: a registered kind's step, its other properties its definition
+        let kind_entry = props(node).find(|e| prop_name(e) == "kind");
+        let Some(name) = (if kind_entry.is_some() {
+            self.decl_name_of(node, "step")
+        } else {
+            self.decl_name(node, "step")
+        }) else {
             return;
         };
+        if let Some(e) = kind_entry {
+            return self.kind_step(node, name, e);
+        }
         let mut run = None;
         let mut needs = Vec::new();
         let mut inputs = Vec::new();
@@ -1692,23 +1706,7 @@ impl FileParser<'_> {
             }
             match node_name(c) {
                 "run" => run = self.one_string(c),
-                "needs" => {
-                    self.no_children(c);
-                    let Some(step) = self.single_arg(c).and_then(|e| self.string_of(e)) else {
-                        continue;
-                    };
-                    let mut as_dir = step.value.clone();
-                    for e in self.props_only(c, &["as"]) {
-                        if let Some(s) = self.string_of(e) {
-                            if s.is_empty() || s.contains('/') || escapes(&s) {
-                                self.bad_value(e, format!("`{}` is not a plain directory name", s.value), Some("`as` names one directory under the step's working directory".into()));
-                            } else {
-                                as_dir = s.value;
-                            }
-                        }
-                    }
-                    needs.push(Need { step, as_dir });
-                }
+                "needs" => needs.extend(self.need(c)),
                 "input" => {
                     for s in self.strings(c) {
                         if self.check_files && !self.dir.join(&s.value).exists() {
@@ -1739,23 +1737,7 @@ impl FileParser<'_> {
                     }
                 }
                 "env" => env.extend(self.env_vars(c)),
-                "matrix" => {
-                    self.props_only(c, &[]);
-                    self.no_args(c, "write the axes in a block: `matrix { threads 1 2 4 }`");
-                    let mut axes = Vec::new();
-                    for a in children(c) {
-                        if let Some(p) = self.axis(a) {
-                            axes.push(p);
-                        }
-                    }
-                    if c.children().is_none() {
-                        let p = problem("missing", "`matrix` needs a block of axes")
-                            .label(self.name_loc(c), "no block")
-                            .help("write `matrix { threads 1 2 4; size \"s\" \"m\" }`");
-                        self.push(p);
-                    }
-                    matrix.extend(axes);
-                }
+                "matrix" => matrix.extend(self.matrix(c)),
                 "passes" => passes = self.passes(c),
                 "timeout" => {
                     self.props_only(c, &[]);
@@ -1832,6 +1814,8 @@ impl FileParser<'_> {
         if let Some(run) = run {
             self.plan.steps.push(CommandStep {
                 name,
+                kind: None,
+                props: BTreeMap::new(),
                 run,
                 needs,
                 inputs,
@@ -1844,5 +1828,91 @@ impl FileParser<'_> {
                 dir: self.dir.clone(),
             });
         }
+    }
+
+    /// `needs "step"` or `needs "step" as="dir"`.
+    fn need(&mut self, c: &KdlNode) -> Option<Need> {
+        self.no_children(c);
+        let step = self.single_arg(c).and_then(|e| self.string_of(e))?;
+        let mut as_dir = step.value.clone();
+        for e in self.props_only(c, &["as"]) {
+            if let Some(s) = self.string_of(e) {
+                if s.is_empty() || s.contains('/') || escapes(&s) {
+                    self.bad_value(
+                        e,
+                        format!("`{}` is not a plain directory name", s.value),
+                        Some("`as` names one directory under the step's working directory".into()),
+                    );
+                } else {
+                    as_dir = s.value;
+                }
+            }
+        }
+        Some(Need { step, as_dir })
+    }
+
+    /// `matrix { threads 1 2 4; … }`: the axes of a step's expansion.
+    fn matrix(&mut self, c: &KdlNode) -> Vec<Param> {
+        self.props_only(c, &[]);
+        self.no_args(c, "write the axes in a block: `matrix { threads 1 2 4 }`");
+        let mut axes = Vec::new();
+        for a in children(c) {
+            if let Some(p) = self.axis(a) {
+                axes.push(p);
+            }
+        }
+        if c.children().is_none() {
+            let p = problem("missing", "`matrix` needs a block of axes")
+                .label(self.name_loc(c), "no block")
+                .help("write `matrix { threads 1 2 4; size \"s\" \"m\" }`");
+            self.push(p);
+        }
+        axes
+    }
+
+    /// `step "name" kind="…" key=value … { needs …; matrix …; passes … }`: a step of a
+    /// registered kind (see [`CommandStep`]). Its kind is checked against the registries
+    /// later ([`crate::check_vocabulary`]); its properties by the kind itself.
+    fn kind_step(&mut self, node: &KdlNode, name: Sp<String>, kind: &KdlEntry) {
+        const CHILDREN: &[&str] = &["needs", "matrix", "passes"];
+        let Some(kind) = self.string_of(kind) else {
+            return;
+        };
+        let mut step_props = BTreeMap::new();
+        for e in props(node).filter(|e| prop_name(e) != "kind") {
+            if let Some(v) = self.value_of(e) {
+                step_props.insert(prop_name(e).to_string(), v);
+            }
+        }
+        let (mut needs, mut matrix, mut passes) = (Vec::new(), Vec::new(), None);
+        let mut seen = BTreeMap::new();
+        for c in children(node) {
+            if !self.first_of(&mut seen, &["passes"], "step", c) {
+                continue;
+            }
+            match node_name(c) {
+                "needs" => needs.extend(self.need(c)),
+                "matrix" => matrix.extend(self.matrix(c)),
+                "passes" => passes = self.passes(c),
+                _ => self.unknown_child("step", c, CHILDREN),
+            }
+        }
+        self.check_duplicate_axes(&matrix, "matrix axis");
+        self.check_duplicate_values(&matrix);
+        self.plan.steps.push(CommandStep {
+            run: Sp::new(String::new(), name.loc),
+            passes: passes.unwrap_or_else(|| Sp::new(1, name.loc)),
+            name,
+            kind: Some(kind),
+            props: step_props,
+            needs,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            env: BTreeMap::new(),
+            matrix,
+            timeout: None,
+            measure: false,
+            dir: self.dir.clone(),
+        });
     }
 }

@@ -1,5 +1,5 @@
 //! The names a plan uses that other crates own: the database systems and server runtimes
-//! cairn-exec registers. The plan language cannot depend on the crate that runs servers, so
+//! cairn-exec registers, and the step kinds a `step "…" kind="…"` may name. The plan language cannot depend on the crate that runs servers, so
 //! the parser takes any name there and [`check_vocabulary`] — which every command that
 //! loads a plan runs with the registries' names — refuses an unknown one at its span.
 
@@ -13,6 +13,8 @@ pub struct Vocabulary<'a> {
     pub systems: &'a [&'a str],
     /// Server runtimes (`executor "…"` of a server).
     pub runtimes: &'a [&'a str],
+    /// Step kinds registered for plans' own steps (`step "…" kind="…"`).
+    pub kinds: &'a [&'a str],
 }
 
 /// Every server's `system` and `executor` against `names`; all unknown ones at once.
@@ -29,6 +31,15 @@ pub fn check_vocabulary(plan: &Plan, names: &Vocabulary<'_>) -> Result<(), PlanE
             }
         }
     }
+    for step in &plan.steps {
+        if let Some(k) = step
+            .kind
+            .as_ref()
+            .filter(|k| !names.kinds.contains(&k.value.as_str()))
+        {
+            problems.push(unknown(plan, "step kind", k, names.kinds));
+        }
+    }
     if problems.is_empty() {
         Ok(())
     } else {
@@ -38,6 +49,9 @@ pub fn check_vocabulary(plan: &Plan, names: &Vocabulary<'_>) -> Result<(), PlanE
 
 /// The help line that lists a registry's names, as an unknown name's diagnostic writes it.
 pub fn allowed_values(names: &[&str]) -> String {
+    if names.is_empty() {
+        return "none is registered".to_string();
+    }
     format!("allowed values: {}", one_of(names))
 }
 
@@ -63,6 +77,7 @@ mod tests {
     const NAMES: Vocabulary<'static> = Vocabulary {
         systems: &["mariadb", "mysql"],
         runtimes: &["docker", "process"],
+        kinds: &["note"],
     };
 
     fn plan(server: &str) -> Plan {

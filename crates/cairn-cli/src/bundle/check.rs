@@ -281,7 +281,8 @@ pub fn load_bundled_plan(path: &Path) -> Result<StepGraph, String> {
             p.value.display()
         ));
     }
-    cairn_graph::resolve(&plan).map_err(|e| e.to_string())
+    cairn_graph::resolve_with_kinds(&plan, &cairn_kinds::plan_step_kinds())
+        .map_err(|e| e.to_string())
 }
 
 type Index<'a> = (BTreeMap<String, usize>, BTreeMap<&'a str, String>);

@@ -7,8 +7,8 @@ use crate::dataset::sysbench::{load_sysbench, SysbenchDataset};
 use crate::external::ExternalSysbench;
 use crate::oltp::{run_oltp_until, OltpSpec, OltpTest};
 use crate::workload::{
-    oltp_outcome, Dataset, LoadReport, Outcome, Params, RunContext, WorkloadDef,
-    MAX_CLIENTS, MAX_LOAD_PARALLEL,
+    oltp_outcome, Dataset, LoadReport, Outcome, Params, RunContext, WorkloadDef, MAX_CLIENTS,
+    MAX_LOAD_PARALLEL,
 };
 use crate::{Error, Protocol, Target};
 

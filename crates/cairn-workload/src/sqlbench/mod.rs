@@ -577,7 +577,9 @@ mod tests {
 
     fn spec(test: &str, params: Value) -> Result<SqlBenchSpec, Error> {
         let w = crate::Workload::from_def(&def(test, params), None, 9)?;
-        Ok(w.spec::<SqlBenchSpec>().expect("a sql-bench workload").clone())
+        Ok(w.spec::<SqlBenchSpec>()
+            .expect("a sql-bench workload")
+            .clone())
     }
 
     #[test]
