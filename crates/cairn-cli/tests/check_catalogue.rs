@@ -30,11 +30,12 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
         // the plan itself is fine: only the kinds' checks can refuse it
         let plan = cairn_plan::load(&path)
             .unwrap_or_else(|e| panic!("{file} must parse: {}", cairn_plan::render(&e)));
-        let graph =
-            cairn_graph::resolve(&plan).unwrap_or_else(|e| panic!("{file} must resolve: {e}"));
         // what `cairn check` refuses first: names no registry holds, then the kinds' checks
-        let checked = cairn_cli::preflight::names(&plan)
-            .and_then(|()| cairn_cli::preflight::diagnose(&plan, &graph));
+        let checked = cairn_cli::preflight::names(&plan).and_then(|()| {
+            let graph = cairn_graph::resolve_with_kinds(&plan, &cairn_kinds::plan_step_kinds())
+                .unwrap_or_else(|e| panic!("{file} must resolve: {e}"));
+            cairn_cli::preflight::diagnose(&plan, &graph)
+        });
         let err = match checked {
             Ok(()) => panic!("{file} should be refused by `cairn check`"),
             Err(e) => e,
@@ -49,6 +50,15 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
             .replace(
                 &cairn_plan::allowed_values(&cairn_exec::runtime::Runtimes::registered().names()),
                 "<the registered runtimes>",
+            )
+            .replace(
+                &cairn_plan::allowed_values(
+                    &cairn_kinds::plan_step_kinds()
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect::<Vec<_>>(),
+                ),
+                "<the registered plan-step kinds>",
             );
         let name = file.trim_end_matches(".kdl");
         insta::assert_snapshot!(name, rendered);

@@ -101,6 +101,13 @@ mod tests {
         assert!(help.contains("`mariadb` or `mysql`"), "{help}");
         assert_eq!(problems[1].message(), "invalid executor `kubernetes`");
         let at = problems[0].loc().unwrap();
+        let k = crate::parse_str("k.kdl", "step \"n\" kind=\"nots\" text=\"x\"\n").unwrap();
+        let PlanError::Invalid { problems: kinds } = check_vocabulary(&k, &NAMES).unwrap_err()
+        else {
+            panic!("not a plan problem")
+        };
+        assert_eq!(kinds[0].message(), "invalid step kind `nots`");
+        assert!(kinds[0].help_text().unwrap().contains("did you mean `note`?"));
         assert_eq!(&p.sources[0].text[at.span.offset()..][..8], "\"mysqll\"");
     }
 }
