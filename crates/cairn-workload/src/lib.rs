@@ -1,4 +1,4 @@
-//! Native workload drivers on the `mysql` crate: sysbench-compatible datasets ([`dataset`]) and OLTP tests ([`oltp`]), with their metrics ([`metrics`]).
+//! The workload drivers: sysbench-compatible datasets ([`dataset`]) and OLTP tests ([`oltp`]), super-smack ([`smack`]) and sql-bench ([`sqlbench`]), behind one seam and registry ([`drivers`]), with their metrics ([`metrics`]).
 //!
 //! Everything is blocking and thread-based: one OS thread and one connection per client,
 //! as sysbench does. Nothing here knows about plans, the engine or the CLI.
