@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use cairn_defs::image::{Debian, ImageDef, LayerDef, SourceBuild, SourceOrigin};
 use cairn_defs::{LockedImage, VersionMismatch};
-use cairn_exec::docker::image::source_build::{BuildFacts, BuildHooks, BuildRecipe, RecipeSource};
+use cairn_exec::docker::image::source_build::{BuildFacts, BuildHooks, BuildRecipe};
 use cairn_exec::docker::{
     resolve_mirror, BaseSpec, Docker, ImageManifest, LayerFile, MirrorOrigin,
 };
@@ -562,31 +562,17 @@ fn last_build(env: &Env<'_>, step: &Step, source: &str) -> Option<LastBuild> {
         .map(|(_, l)| l)
 }
 
-/// What the executor needs of a build definition.
+/// What the executor needs of a build definition: it, and a tarball build's tarball.
 fn recipe_of(step: &Step, def: &SourceBuild) -> Result<BuildRecipe, StepError> {
-    let source = match &def.source {
-        SourceOrigin::Debian { package } => RecipeSource::Debian(package.clone()),
-        SourceOrigin::Tarball { digest, name } => {
-            let (_, contents) = step_file(step, digest, "a tarball build without its tarball")?;
-            RecipeSource::Tarball {
-                name: name.clone(),
-                contents,
-            }
+    let tarball = match &def.source {
+        SourceOrigin::Debian { .. } => None,
+        SourceOrigin::Tarball { digest, .. } => {
+            Some(step_file(step, digest, "a tarball build without its tarball")?.1)
         }
     };
     Ok(BuildRecipe {
-        source,
-        compiler: def.compiler.clone(),
-        cflags: def.cflags.clone(),
-        cxxflags: def.cxxflags.clone(),
-        ldflags: def.ldflags.clone(),
-        build_type: def.build_type.clone(),
-        configure: def.configure.clone(),
-        cmake: def.cmake.clone(),
-        link: def.link.clone(),
-        strip: def.strip,
-        deps: def.deps.clone(),
-        prefix: def.prefix.clone(),
+        def: def.clone(),
+        tarball,
     })
 }
 

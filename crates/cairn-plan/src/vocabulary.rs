@@ -107,7 +107,10 @@ mod tests {
             panic!("not a plan problem")
         };
         assert_eq!(kinds[0].message(), "invalid step kind `nots`");
-        assert!(kinds[0].help_text().unwrap().contains("did you mean `note`?"));
+        assert!(kinds[0]
+            .help_text()
+            .unwrap()
+            .contains("did you mean `note`?"));
         assert_eq!(&p.sources[0].text[at.span.offset()..][..8], "\"mysqll\"");
     }
 }

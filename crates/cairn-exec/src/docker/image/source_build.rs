@@ -31,6 +31,7 @@ use bollard::query_parameters::{
     CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder, LogsOptionsBuilder,
     UploadToContainerOptionsBuilder,
 };
+use cairn_defs::image::{SourceBuild, SourceOrigin};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -50,34 +51,14 @@ const REJECTED_FLAG_EXIT: i64 = 97;
 /// Lines of output kept for an error.
 const TAIL_LINES: usize = 40;
 
-/// Where the source comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecipeSource {
-    /// A Debian source package name (optionally `name=version`).
-    Debian(String),
-    /// A tarball's file name and content.
-    Tarball { name: String, contents: Vec<u8> },
-}
-
-/// What to build and how (the plan's `build` node, defaults filled in).
+/// What to build and how: the step's definition (the plan's `build` node, defaults filled
+/// in, as its key holds it) and, for a tarball build, the tarball's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildRecipe {
-    pub source: RecipeSource,
-    /// `gcc` or `clang`.
-    pub compiler: String,
-    pub cflags: Vec<String>,
-    pub cxxflags: Vec<String>,
-    pub ldflags: Vec<String>,
-    /// `release` or `debug`.
-    pub build_type: String,
-    pub configure: Vec<String>,
-    /// Non-empty: the build uses cmake.
-    pub cmake: Vec<String>,
-    /// `dynamic` or `static`.
-    pub link: String,
-    pub strip: bool,
-    pub deps: Vec<String>,
-    pub prefix: String,
+    pub def: SourceBuild,
+    /// The tarball of a `SourceOrigin::Tarball` build (the executor reads it from the step's
+    /// files).
+    pub tarball: Option<Vec<u8>>,
 }
 
 /// Callbacks of a running build.
@@ -154,36 +135,36 @@ fn sh_words(v: &[String]) -> String {
 
 impl BuildRecipe {
     fn compilers(&self) -> (&'static str, &'static str) {
-        match self.compiler.as_str() {
+        match self.def.compiler.as_str() {
             "clang" => ("clang", "clang++"),
             _ => ("gcc", "g++"),
         }
     }
 
     fn uses_cmake(&self) -> bool {
-        !self.cmake.is_empty()
+        !self.def.cmake.is_empty()
     }
 
     /// `debian:<pkg>` or `tarball:<name>`.
     pub fn source_label(&self) -> String {
-        match &self.source {
-            RecipeSource::Debian(p) => format!("debian:{p}"),
-            RecipeSource::Tarball { name, .. } => format!("tarball:{name}"),
+        match &self.def.source {
+            SourceOrigin::Debian { package } => format!("debian:{package}"),
+            SourceOrigin::Tarball { name, .. } => format!("tarball:{name}"),
         }
     }
 
     /// CFLAGS/CXXFLAGS as the build gets them: a debug build adds `-g`.
     fn effective(&self, flags: &[String]) -> Vec<String> {
         let mut v = flags.to_vec();
-        if self.build_type == "debug" && !v.iter().any(|f| f.starts_with("-g")) {
+        if self.def.build_type == "debug" && !v.iter().any(|f| f.starts_with("-g")) {
             v.push("-g".into());
         }
         v
     }
 
     fn effective_ldflags(&self) -> Vec<String> {
-        let mut v = self.ldflags.clone();
-        if self.link == "static" && !v.iter().any(|f| f == "-static") {
+        let mut v = self.def.ldflags.clone();
+        if self.def.link == "static" && !v.iter().any(|f| f == "-static") {
             v.push("-static".into());
         }
         v
@@ -222,11 +203,11 @@ impl BuildRecipe {
         s.push_str(&format!(
             "apt-get install -y -q --no-install-recommends {} {}\n",
             pkgs.join(" "),
-            sh_words(&self.deps)
+            sh_words(&self.def.deps)
         ));
         s.push_str("mkdir -p /cairn-build/src\ncd /cairn-build/src\n");
-        match &self.source {
-            RecipeSource::Debian(p) => {
+        match &self.def.source {
+            SourceOrigin::Debian { package: p } => {
                 let name = p.split('=').next().unwrap_or(p);
                 s.push_str(&format!(
                     "apt-get build-dep -y -q --no-install-recommends {n}\napt-get source -q {p}\n",
@@ -234,7 +215,7 @@ impl BuildRecipe {
                     p = sh_quote(p)
                 ));
             }
-            RecipeSource::Tarball { name, .. } => {
+            SourceOrigin::Tarball { name, .. } => {
                 s.push_str(&format!("tar xf /cairn-build/{}\n", sh_quote(name)));
             }
         }
@@ -249,8 +230,8 @@ impl BuildRecipe {
     /// The build container's script (phases `check-flags` … `install`).
     pub fn build_script(&self) -> String {
         let (cc, cxx) = self.compilers();
-        let cflags = self.effective(&self.cflags);
-        let cxxflags = self.effective(&self.cxxflags);
+        let cflags = self.effective(&self.def.cflags);
+        let cxxflags = self.effective(&self.def.cxxflags);
         let ldflags = self.effective_ldflags();
         let mut s = format!(
             "set -eu\nphase() {{ echo \"==> cairn phase: $1\"; }}\n\
@@ -263,31 +244,31 @@ impl BuildRecipe {
              printf 'int main(){{return 0;}}\\n' > p.cc\n\
              reject() {{ echo \"==> cairn rejected-flag: $1 $2\"; cat p.out; exit {REJECTED_FLAG_EXIT}; }}\n"
         );
-        for f in &self.cflags {
+        for f in &self.def.cflags {
             s.push_str(&format!(
                 "{cc} -Werror {q} -c p.c -o p.o >p.out 2>&1 || reject cflags {q}\n",
                 q = sh_quote(f)
             ));
         }
-        for f in &self.cxxflags {
+        for f in &self.def.cxxflags {
             s.push_str(&format!(
                 "{cxx} -Werror {q} -c p.cc -o p.o >p.out 2>&1 || reject cxxflags {q}\n",
                 q = sh_quote(f)
             ));
         }
-        for f in &self.ldflags {
+        for f in &self.def.ldflags {
             s.push_str(&format!(
                 "{cc} {q} p.c -o p >p.out 2>&1 || reject ldflags {q}\n",
                 q = sh_quote(f)
             ));
         }
-        if self.link == "static" {
+        if self.def.link == "static" {
             s.push_str(&format!(
                 "{cc} -static p.c -o p >p.out 2>&1 || reject link -static\n"
             ));
         }
         s.push_str("src=$(find /cairn-build/src -mindepth 1 -maxdepth 1 -type d)\ncd \"$src\"\n");
-        if matches!(self.source, RecipeSource::Debian(_)) {
+        if matches!(self.def.source, SourceOrigin::Debian { .. }) {
             s.push_str("echo \"==> cairn source-version: $(dpkg-parsechangelog -S Version)\"\n");
         }
         s.push_str("phase configure\n");
@@ -301,9 +282,9 @@ impl BuildRecipe {
         s.push_str(&export("CFLAGS", &cflags));
         s.push_str(&export("CXXFLAGS", &cxxflags));
         s.push_str(&export("LDFLAGS", &ldflags));
-        let prefix = sh_quote(&self.prefix);
+        let prefix = sh_quote(&self.def.prefix);
         if self.uses_cmake() {
-            let bt = if self.build_type == "debug" {
+            let bt = if self.def.build_type == "debug" {
                 "Debug"
             } else {
                 "Release"
@@ -312,7 +293,7 @@ impl BuildRecipe {
             // which would override the plan's -O level: a release build with flags gets the
             // plan's flags there instead, keeping -DNDEBUG
             let mut type_flags = String::new();
-            if self.build_type == "release" {
+            if self.def.build_type == "release" {
                 for (lang, v) in [("C", &cflags), ("CXX", &cxxflags)] {
                     if !v.is_empty() {
                         type_flags.push(' ');
@@ -328,19 +309,19 @@ impl BuildRecipe {
                  cmake .. -DCMAKE_INSTALL_PREFIX={prefix} -DCMAKE_BUILD_TYPE={bt}{type_flags} \
                  -DCMAKE_C_COMPILER={cc} -DCMAKE_CXX_COMPILER={cxx} \
                  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache {}\n",
-                sh_words(&self.cmake)
+                sh_words(&self.def.cmake)
             ));
         } else {
             s.push_str(&format!(
                 "[ -x ./configure ] || {{ echo 'the source has no ./configure (give `cmake` options for a cmake build)'; exit 1; }}\n\
                  ./configure --prefix={prefix} CC='ccache {cc}' CXX='ccache {cxx}' {}\n",
-                sh_words(&self.configure)
+                sh_words(&self.def.configure)
             ));
         }
         s.push_str(
             "phase build\nmake -j\"$(nproc)\"\nphase install\nmake install DESTDIR=/cairn-out\n",
         );
-        if self.strip {
+        if self.def.strip {
             s.push_str(
                 "find /cairn-out -type f | while read -r f; do \
                  if [ \"$(head -c4 \"$f\" | od -An -c | tr -d ' ')\" = '177ELF' ]; then \
@@ -484,7 +465,7 @@ impl Docker {
         h.update(parent_id.as_bytes());
         h.update(b"\0");
         h.update(tool_script.as_bytes());
-        if let RecipeSource::Tarball { contents, .. } = &recipe.source {
+        if let Some(contents) = &recipe.tarball {
             h.update(blake3::hash(contents).as_bytes());
         }
         let tool_key = h.finalize().to_hex()[..32].to_string();
@@ -495,13 +476,15 @@ impl Docker {
             if self.image_with_key(&tool_ref, &tool_key)?.is_some() {
                 true
             } else {
-                let upload = match &recipe.source {
-                    RecipeSource::Tarball { name, contents } => Some(tar_files(&[LayerFile {
-                        path: format!("cairn-build/{name}"),
-                        contents: contents.clone(),
-                        mode: 0o644,
-                    }])?),
-                    RecipeSource::Debian(_) => None,
+                let upload = match (&recipe.def.source, &recipe.tarball) {
+                    (SourceOrigin::Tarball { name, .. }, Some(contents)) => {
+                        Some(tar_files(&[LayerFile {
+                            path: format!("cairn-build/{name}"),
+                            contents: contents.clone(),
+                            mode: 0o644,
+                        }])?)
+                    }
+                    _ => None,
                 };
                 let mut markers = Markers::default();
                 self.block_on(async {
@@ -549,7 +532,7 @@ impl Docker {
                     if let Some((what, flag)) = &markers.rejected {
                         return Err(DockerError::Invalid(format!(
                             "the compiler ({}) rejects the {what} flag `{flag}`; its message:\n{}",
-                            recipe.compiler,
+                            recipe.def.compiler,
                             rejection_message(&tail)
                         )));
                     }
@@ -578,24 +561,24 @@ impl Docker {
             phases_s.insert(p.clone(), until.duration_since(*t).as_secs_f64());
         }
         let (build_system, options) = if recipe.uses_cmake() {
-            ("cmake", recipe.cmake.clone())
+            ("cmake", recipe.def.cmake.clone())
         } else {
-            ("configure", recipe.configure.clone())
+            ("configure", recipe.def.configure.clone())
         };
         let facts = BuildFacts {
             source: recipe.source_label(),
             source_version: markers.source_version,
-            compiler: recipe.compiler.clone(),
+            compiler: recipe.def.compiler.clone(),
             compiler_version: markers.compiler_version,
-            cflags: recipe.effective(&recipe.cflags),
-            cxxflags: recipe.effective(&recipe.cxxflags),
+            cflags: recipe.effective(&recipe.def.cflags),
+            cxxflags: recipe.effective(&recipe.def.cxxflags),
             ldflags: recipe.effective_ldflags(),
-            build_type: recipe.build_type.clone(),
+            build_type: recipe.def.build_type.clone(),
             build_system: build_system.into(),
             options,
-            link: recipe.link.clone(),
-            strip: recipe.strip,
-            prefix: recipe.prefix.clone(),
+            link: recipe.def.link.clone(),
+            strip: recipe.def.strip,
+            prefix: recipe.def.prefix.clone(),
             toolchain_reused,
             phases_s,
             build_s: t0.elapsed().as_secs_f64(),
@@ -805,7 +788,7 @@ pub fn verify_binaries(
                 ));
             }
         }
-        if recipe.strip && !b.elf.stripped {
+        if recipe.def.strip && !b.elf.stripped {
             return Err(format!(
                 "`strip #true` was asked, but {} still has a symbol table",
                 b.path
@@ -813,7 +796,7 @@ pub fn verify_binaries(
         }
     }
     for b in programs {
-        match (recipe.link.as_str(), &b.elf.interpreter) {
+        match (recipe.def.link.as_str(), &b.elf.interpreter) {
             ("static", Some(interp)) => {
                 return Err(format!(
                 "`link \"static\"` was asked, but {} is dynamically linked (interpreter {interp})",
@@ -828,13 +811,13 @@ pub fn verify_binaries(
             }
             _ => {}
         }
-        if !recipe.strip && b.elf.stripped {
+        if !recipe.def.strip && b.elf.stripped {
             return Err(format!(
                 "{} has no symbol table although `strip` was not asked: its install stripped it",
                 b.path
             ));
         }
-        if recipe.build_type == "debug" && !b.elf.debug_info {
+        if recipe.def.build_type == "debug" && !b.elf.debug_info {
             return Err(format!(
                 "`type \"debug\"` was asked, but {} has no debug information",
                 b.path
@@ -886,18 +869,23 @@ mod tests {
 
     fn recipe() -> BuildRecipe {
         BuildRecipe {
-            source: RecipeSource::Debian("hello".into()),
-            compiler: "gcc".into(),
-            cflags: vec!["-O2".into()],
-            cxxflags: vec![],
-            ldflags: vec!["-Wl,-O1".into()],
-            build_type: "release".into(),
-            configure: vec!["--disable-nls".into()],
-            cmake: vec![],
-            link: "static".into(),
-            strip: true,
-            deps: vec![],
-            prefix: "/usr/local".into(),
+            def: SourceBuild {
+                source: SourceOrigin::Debian {
+                    package: "hello".into(),
+                },
+                compiler: "gcc".into(),
+                cflags: vec!["-O2".into()],
+                cxxflags: vec![],
+                ldflags: vec!["-Wl,-O1".into()],
+                build_type: "release".into(),
+                configure: vec!["--disable-nls".into()],
+                cmake: vec![],
+                link: "static".into(),
+                strip: true,
+                deps: vec![],
+                prefix: "/usr/local".into(),
+            },
+            tarball: None,
         }
     }
 
@@ -985,15 +973,15 @@ mod tests {
         assert!(b.contains("'--disable-nls'"));
         assert!(b.contains("strip --strip-unneeded"));
         let mut d = recipe();
-        d.build_type = "debug".into();
-        d.strip = false;
-        d.cmake = vec!["-DX=1".into()];
-        d.configure.clear();
+        d.def.build_type = "debug".into();
+        d.def.strip = false;
+        d.def.cmake = vec!["-DX=1".into()];
+        d.def.configure.clear();
         let b = d.build_script();
         assert!(b.contains("export CFLAGS='-O2 -g'"), "{b}");
         assert!(b.contains("-DCMAKE_BUILD_TYPE=Debug"));
         assert!(!b.contains("FLAGS_RELEASE"));
-        d.build_type = "release".into();
+        d.def.build_type = "release".into();
         let b = d.build_script();
         assert!(b.contains("'-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG'"), "{b}");
         assert!(b.contains("'-DX=1'"));
