@@ -64,7 +64,7 @@ pub const DEFAULT_ALLOCATOR: &str = "system";
 /// the runtimes can preload.
 pub const ALLOCATORS: &[&str] = &[DEFAULT_ALLOCATOR, "tcmalloc", "jemalloc"];
 /// How clients reach a server that does not say.
-pub const DEFAULT_CONNECT: &str = "tcp";
+pub const DEFAULT_CONNECT: &str = Connect::Tcp.as_str();
 /// The executor of a server that names none.
 pub const DEFAULT_EXECUTOR: &str = "docker";
 /// The database system of a server that names none.
@@ -89,6 +89,115 @@ impl ServerDef {
     /// How clients connect: the way named, else [`DEFAULT_CONNECT`].
     pub fn connect_or_default(&self) -> &str {
         self.connect.as_deref().unwrap_or(DEFAULT_CONNECT)
+    }
+}
+
+/// How clients reach a server. The server always listens on its socket and on TCP; this says
+/// what clients are meant to use, and `Tls` also makes TCP require TLS.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Connect {
+    /// The server's unix socket (for a container: in the bind-mounted host directory).
+    Socket,
+    /// Plain TCP (for a container: to its address on the run's network).
+    #[default]
+    Tcp,
+    /// TCP with TLS (a CA and server certificate generated per start); plain TCP is refused.
+    Tls,
+}
+
+impl Connect {
+    /// `socket`, `tcp` or `tls`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Connect::Socket => "socket",
+            Connect::Tcp => "tcp",
+            Connect::Tls => "tls",
+        }
+    }
+}
+
+impl Connect {
+    /// Every way, in the order plans list them.
+    pub const ALL: [Connect; 3] = [Connect::Socket, Connect::Tcp, Connect::Tls];
+
+    /// Their names: what a plan's `connect "…"` may say.
+    pub fn names() -> Vec<&'static str> {
+        Connect::ALL.iter().map(|c| c.as_str()).collect()
+    }
+}
+
+impl std::str::FromStr for Connect {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Connect::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown connect `{s}`: expected {}",
+                    quoted(&Connect::names())
+                )
+            })
+    }
+}
+
+/// Where a trial's clients run relative to its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientPath {
+    /// In the server's own network namespace: TCP over its loopback interface.
+    Loopback,
+    /// In another container on the run's network: TCP across the bridge.
+    Bridge,
+    /// On the host: TCP from the host into the container's address.
+    Host,
+}
+
+impl ClientPath {
+    /// `loopback`, `bridge` or `host`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ClientPath::Loopback => "loopback",
+            ClientPath::Bridge => "bridge",
+            ClientPath::Host => "host",
+        }
+    }
+}
+
+impl ClientPath {
+    /// Every place, in the order plans list them.
+    pub const ALL: [ClientPath; 3] = [ClientPath::Loopback, ClientPath::Bridge, ClientPath::Host];
+
+    /// Their names: what a plan's `client "…"` may say.
+    pub fn names() -> Vec<&'static str> {
+        ClientPath::ALL.iter().map(|c| c.as_str()).collect()
+    }
+}
+
+impl std::str::FromStr for ClientPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ClientPath::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown client path `{s}`: expected {}",
+                    quoted(&ClientPath::names())
+                )
+            })
+    }
+}
+
+/// `"a", "b" or "c"`.
+fn quoted(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => q.join(""),
     }
 }
 

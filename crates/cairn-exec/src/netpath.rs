@@ -1,5 +1,5 @@
 //! The client's network path to a server: how clients connect ([`Connect`]: socket, TCP,
-//! TLS), where a trial's clients run relative to the server
+//! TLS; defined with the plan's names in cairn-defs), where a trial's clients run relative to the server
 //! ([`ClientPath`]: in its network namespace over loopback, in another container on the
 //! bridge, on the host), an emulated link on the server's interface ([`Link`]: tc netem), and
 //! running the native driver's threads inside another network namespace ([`run_in_netns`]).
@@ -12,83 +12,9 @@
 
 use std::path::Path;
 
-/// How clients reach a server. The server always listens on its socket and on TCP; this says
-/// what clients are meant to use, and `Tls` also makes TCP require TLS.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Connect {
-    /// The server's unix socket (for a container: in the bind-mounted host directory).
-    Socket,
-    /// Plain TCP (for a container: to its address on the run's network).
-    #[default]
-    Tcp,
-    /// TCP with TLS (a CA and server certificate generated per start); plain TCP is refused.
-    Tls,
-}
-
-impl Connect {
-    /// `socket`, `tcp` or `tls`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Connect::Socket => "socket",
-            Connect::Tcp => "tcp",
-            Connect::Tls => "tls",
-        }
-    }
-}
-
-impl std::str::FromStr for Connect {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "socket" => Ok(Connect::Socket),
-            "tcp" => Ok(Connect::Tcp),
-            "tls" => Ok(Connect::Tls),
-            _ => Err(format!(
-                "unknown connect `{s}`: expected \"socket\", \"tcp\" or \"tls\""
-            )),
-        }
-    }
-}
-
-/// Where a trial's clients run relative to its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClientPath {
-    /// In the server's own network namespace: TCP over its loopback interface.
-    Loopback,
-    /// In another container on the run's network: TCP across the bridge.
-    Bridge,
-    /// On the host: TCP from the host into the container's address.
-    Host,
-}
-
-impl ClientPath {
-    /// `loopback`, `bridge` or `host`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClientPath::Loopback => "loopback",
-            ClientPath::Bridge => "bridge",
-            ClientPath::Host => "host",
-        }
-    }
-}
-
-impl std::str::FromStr for ClientPath {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "loopback" => Ok(ClientPath::Loopback),
-            "bridge" => Ok(ClientPath::Bridge),
-            "host" => Ok(ClientPath::Host),
-            _ => Err(format!(
-                "unknown client path `{s}`: expected \"loopback\", \"bridge\" or \"host\""
-            )),
-        }
-    }
-}
+// The names of both are the plan's (`connect "…"`, `client "…"`): their one list is in
+// cairn-defs, which the parser reads.
+pub use cairn_defs::server::{ClientPath, Connect};
 
 /// An emulated link on the server's interface, so the server's replies leave at most at
 /// `rate` and `delay` later (one way: each request/reply round trip takes `delay` more). A

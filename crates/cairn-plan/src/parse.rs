@@ -18,8 +18,11 @@ pub(crate) const TOP_LEVEL: &[&str] = &[
 /// The workload drivers' node names, from their one list in cairn-defs.
 static DRIVERS: std::sync::LazyLock<Vec<&'static str>> =
     std::sync::LazyLock::new(cairn_defs::driver_names);
-const CONNECTS: &[&str] = &["socket", "tcp", "tls"];
-const CLIENT_PATHS: &[&str] = &["loopback", "bridge", "host"];
+/// How clients connect and where they run: the names of cairn-defs' `Connect` and `ClientPath`.
+static CONNECTS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(cairn_defs::server::Connect::names);
+static CLIENT_PATHS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(cairn_defs::server::ClientPath::names);
 const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
 const REPORT_FORMATS: &[&str] = &["markdown", "html"];
 const DISTRIBUTIONS: &[&str] = &["uniform", "gaussian", "special", "pareto", "zipfian"];
@@ -1145,11 +1148,11 @@ impl FileParser<'_> {
                 "option" => s.options.extend(self.value_props(c)),
                 "env" => s.env.extend(self.env_vars(c)),
                 "allocator" => s.allocator = self.choice(c, cairn_defs::server::ALLOCATORS),
-                "connect" => s.connect = self.choice(c, CONNECTS),
+                "connect" => s.connect = self.choice(c, &CONNECTS),
                 // registry names, checked against the registries by `check_vocabulary`
                 "executor" => s.executor = self.one_string(c),
                 "system" => s.system = self.one_string(c),
-                "client" => s.client = self.choice(c, CLIENT_PATHS),
+                "client" => s.client = self.choice(c, &CLIENT_PATHS),
                 "link" => {
                     self.no_args(c, "write `link rate=\"100mbit\" delay=\"2ms\"`");
                     self.no_children(c);
