@@ -10,17 +10,7 @@ use cairn_store::Store;
 
 use crate::BAD_INPUT;
 
-/// An error already reported to the user, carrying the exit code to use.
-#[derive(Debug)]
-pub struct Exit(pub i32);
-
-/// For `map_err`: print `error: …` and exit with `code`.
-pub fn fail<E: std::fmt::Display>(code: i32) -> impl FnOnce(E) -> Exit {
-    move |e| {
-        eprintln!("error: {e}");
-        Exit(code)
-    }
-}
+pub use crate::exit::{fail, Exit};
 
 pub fn load_graph(path: &Path) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
     load_graph_cached(path, None)

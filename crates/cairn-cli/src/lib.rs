@@ -11,6 +11,7 @@ mod commands;
 mod comparison;
 mod context;
 mod event_output;
+mod exit;
 mod fleet;
 mod history;
 mod lock_cmd;
@@ -25,12 +26,7 @@ use clap::Parser;
 
 pub use args::Cli;
 
-/// Exit codes.
-pub const OK: i32 = 0;
-pub const FAILED: i32 = 1;
-pub const BAD_INPUT: i32 = 2;
-/// Stopped by Ctrl-C, SIGTERM or SIGHUP (see `commands::run` for why one code for all).
-pub const INTERRUPTED: i32 = 130;
+pub use exit::{BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 pub fn main() -> i32 {
     let cli = Cli::parse();

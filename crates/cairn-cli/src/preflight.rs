@@ -6,8 +6,7 @@ use cairn_engine::CheckError as Error;
 use cairn_graph::{Step, StepGraph, StepKind};
 use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem, Value};
 
-use crate::context::Exit;
-use crate::BAD_INPUT;
+use crate::exit::{Exit, BAD_INPUT};
 
 /// A plan value as it is in a step's definition (JSON), to tell which server a step's
 /// option came from.
