@@ -28,7 +28,7 @@ use std::fmt;
 use cairn_defs::figures::Direction;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{passes_needed, percent, Comparison, PassesNeeded, Verdict};
+use crate::compare::{passes_needed, percent, Comparison, PassesNeeded, Reason, Verdict};
 use crate::summary::Interval;
 use crate::StatsError;
 
@@ -100,6 +100,9 @@ pub enum ClaimReason {
     Straddles,
     /// The CI clears the threshold, but the rank test does not confirm a shift.
     NotSignificant { verdict: Verdict },
+    /// The comparison's samples were not measured together (more than one class of machine,
+    /// or more than one campaign): its reason says which; nothing is decided.
+    NotTogether { why: Reason },
 }
 
 impl fmt::Display for ClaimReason {
@@ -126,6 +129,7 @@ impl fmt::Display for ClaimReason {
                 f,
                 "the CI clears the claimed size but the comparison's verdict is {verdict}"
             ),
+            ClaimReason::NotTogether { why } => write!(f, "{why}"),
         }
     }
 }
@@ -191,7 +195,17 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
     };
     let passes_needed = passes_needed(&comparison.baseline, &comparison.variant, difference, alpha);
     let passes = comparison.baseline.n.min(comparison.variant.n);
-    let (verdict, reason) = if test.min_p >= alpha {
+    let (verdict, reason) = if matches!(
+        comparison.reason,
+        Reason::MixedMachines { .. } | Reason::MixedCampaigns { .. }
+    ) {
+        (
+            ClaimVerdict::Inconclusive,
+            ClaimReason::NotTogether {
+                why: comparison.reason,
+            },
+        )
+    } else if test.min_p >= alpha {
         (
             ClaimVerdict::Inconclusive,
             ClaimReason::TooFewPasses {

@@ -156,6 +156,10 @@ pub enum Reason {
     /// Before the rules: the two samples were measured on more than one class of machine
     /// (a fleet's nodes differ), so a difference could be the machines'.
     MixedMachines { classes: usize },
+    /// Before the rules: the two samples were measured in more than one campaign (machine
+    /// instances or boots, or for records made before campaigns were recorded, days), so a
+    /// difference could be the moment's or the instance's.
+    MixedCampaigns { campaigns: usize },
 }
 
 impl fmt::Display for Reason {
@@ -186,6 +190,10 @@ impl fmt::Display for Reason {
             Reason::MixedMachines { classes } => write!(
                 f,
                 "measured on {classes} classes of machine: a difference could be the machines'; measure on one class, or pivot by `node`"
+            ),
+            Reason::MixedCampaigns { campaigns } => write!(
+                f,
+                "its sides were measured in {campaigns} campaigns (machine instances, boots or days), not together: a difference could be the moment's; measure both in one run"
             ),
         }
     }
@@ -272,6 +280,14 @@ impl Comparison {
     pub fn mixed_machines(mut self, classes: usize) -> Comparison {
         self.verdict = Verdict::Inconclusive;
         self.reason = Reason::MixedMachines { classes };
+        self
+    }
+
+    /// The comparison of samples measured in `campaigns` (> 1) campaigns: measurements are
+    /// observations of one machine at one moment, and these were not made together.
+    pub fn mixed_campaigns(mut self, campaigns: usize) -> Comparison {
+        self.verdict = Verdict::Inconclusive;
+        self.reason = Reason::MixedCampaigns { campaigns };
         self
     }
 }

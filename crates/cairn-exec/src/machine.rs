@@ -40,6 +40,10 @@ pub struct HostFacts {
     pub cgroup_memory_bytes: Option<u64>,
     /// Disk I/O schedulers of the paths asked about: label → scheduler.
     pub io_schedulers: BTreeMap<String, String>,
+    /// `/proc/sys/kernel/random/boot_id`: this machine instance since its last boot. Two
+    /// instances of one class (same fingerprint) can differ several-fold, so measurements
+    /// compare as made together only within one boot (a campaign).
+    pub boot_id: Option<String>,
 }
 
 fn read(path: impl AsRef<Path>) -> Option<String> {
@@ -138,6 +142,7 @@ pub fn probe(disks: &[(&str, &Path)]) -> HostFacts {
         cgroup_cpus,
         cgroup_memory_bytes,
         io_schedulers,
+        boot_id: read("/proc/sys/kernel/random/boot_id"),
     }
 }
 

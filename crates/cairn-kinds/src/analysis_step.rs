@@ -489,6 +489,10 @@ fn compare_with_baseline(
             )
         })
         .collect();
+    let campaigns: BTreeMap<(String, String), BTreeSet<&str>> = groups
+        .iter()
+        .map(|(at, g)| (at.clone(), g.iter().map(|p| p.campaign.as_str()).collect()))
+        .collect();
     let server_is_row = spec.rows == "server";
     let base_values: BTreeMap<(String, String), Vec<f64>> = cells
         .iter()
@@ -530,8 +534,17 @@ fn compare_with_baseline(
                 .flatten()
                 .collect::<BTreeSet<_>>()
                 .len();
+            let together = campaigns
+                .get(&base_place)
+                .into_iter()
+                .chain(campaigns.get(&place))
+                .flatten()
+                .collect::<BTreeSet<_>>()
+                .len();
             if classes > 1 {
                 cmp.mixed_machines(classes)
+            } else if together > 1 {
+                cmp.mixed_campaigns(together)
             } else {
                 cmp
             }

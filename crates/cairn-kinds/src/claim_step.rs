@@ -244,7 +244,8 @@ pub fn check(
             .iter()
             .all(|(k, v)| p.dimension(k).as_ref() == Some(v))
     };
-    let side = |server: &str| -> Result<(Vec<f64>, Vec<String>), String> {
+    type Side<'p> = (Vec<f64>, Vec<String>, Vec<&'p str>);
+    let side = |server: &str| -> Result<Side<'_>, String> {
         let mut chosen: Vec<&TrialPoint> = points
             .iter()
             .filter(|p| p.server == server)
@@ -262,10 +263,20 @@ pub fn check(
                     .ok_or_else(|| format!("{} recorded no `{}`", p.address, spec.metric.name))?,
             );
         }
-        Ok((values, chosen.iter().map(|p| p.key.clone()).collect()))
+        let campaigns: Vec<&str> = chosen.iter().map(|p| p.campaign.as_str()).collect();
+        Ok((
+            values,
+            chosen.iter().map(|p| p.key.clone()).collect(),
+            campaigns,
+        ))
     };
-    let (left, left_trials) = side(&spec.expectation.left)?;
-    let (right, right_trials) = side(&spec.expectation.right)?;
+    let (left, left_trials, left_campaigns) = side(&spec.expectation.left)?;
+    let (right, right_trials, right_campaigns) = side(&spec.expectation.right)?;
+    let campaigns = left_campaigns
+        .into_iter()
+        .chain(right_campaigns)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let (claim, negated) =
         analysis_claim(spec.expectation.operator, spec.size, spec.metric.direction);
     let criteria = Criteria {
@@ -276,8 +287,11 @@ pub fn check(
         },
         ..Criteria::default()
     };
-    let comparison =
+    let mut comparison =
         compare(&right, &left, spec.metric.direction, &criteria).map_err(|e| e.to_string())?;
+    if campaigns > 1 {
+        comparison = comparison.mixed_campaigns(campaigns);
+    }
     let check = check_claim(&comparison, claim).map_err(|e| e.to_string())?;
     let (verdict, reason) = if negated {
         match check.verdict {

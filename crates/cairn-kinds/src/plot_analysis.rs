@@ -390,6 +390,7 @@ mod tests {
             image: Value::Null,
             fingerprint: Value::Null,
             node: None,
+            campaign: String::new(),
         }
     }
 

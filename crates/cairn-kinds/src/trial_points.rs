@@ -50,6 +50,11 @@ pub struct TrialPoint {
     /// The fleet node it ran on (`extra.node.name`); `None` for a trial measured here.
     #[serde(default)]
     pub node: Option<String>,
+    /// The campaign it was measured in: the machine instance's boot (`extra.machine.boot_id`),
+    /// or for a record made before boots were recorded, the day it started. Comparisons
+    /// decide only between passes of one campaign.
+    #[serde(default)]
+    pub campaign: String,
 }
 
 impl TrialPoint {
@@ -94,6 +99,19 @@ pub fn parse_address(address: &str) -> (String, String, u32) {
     (trials.to_string(), server, pass)
 }
 
+/// The campaign a trial's record was measured in (see [`TrialPoint::campaign`]).
+fn campaign_of(record: &cairn_store::Record) -> String {
+    let boot = record
+        .extra
+        .get("machine")
+        .and_then(|m| m.get("boot_id"))
+        .and_then(Value::as_str);
+    match boot {
+        Some(b) => format!("boot {}", &b[..8.min(b.len())]),
+        None => format!("measured {}", record.started.get(..10).unwrap_or("?")),
+    }
+}
+
 /// The trials among `step`'s inputs, read from their records (in the inputs' order, which
 /// is the graph's declaration order).
 pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoint>, StepError> {
@@ -116,7 +134,9 @@ pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoi
         if record.kind != StepKind::TRIAL.as_str() {
             continue;
         }
-        let (trials, server, pass) = parse_address(&record.address);
+        // this study's address of the trial, not the record's: a record adopted from another
+        // study that shares its key carries that study's `trials` name
+        let (trials, server, pass) = parse_address(&input.mount);
         let params: BTreeMap<String, Value> = record
             .extra
             .get("params")
@@ -157,6 +177,7 @@ pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoi
                 .and_then(|n| n.get("name"))
                 .and_then(Value::as_str)
                 .map(String::from),
+            campaign: campaign_of(&record),
         });
     }
     Ok(out)

@@ -35,6 +35,7 @@ fn trial(server: &str, threads: i64, pass: u32, tps: f64, p95: f64) -> TrialPoin
         image: Value::Null,
         fingerprint: Value::Null,
         node: None,
+        campaign: "boot 0000aaaa".into(),
     }
 }
 
