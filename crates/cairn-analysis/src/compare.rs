@@ -171,11 +171,13 @@ impl fmt::Display for Reason {
             ),
             Reason::Shifted { p, alpha } => write!(
                 f,
-                "the rank test (p = {p:.3} < {alpha}) and the ratio's CI agree"
+                "the rank test (p {}, below α = {alpha}) and the ratio's CI agree",
+                p_text(p)
             ),
             Reason::EvidenceDisagrees { p, alpha } => write!(
                 f,
-                "the rank test (p = {p:.3}, α = {alpha}) and the ratio's CI disagree about a difference"
+                "the rank test (p {}, α = {alpha}) and the ratio's CI disagree about a difference",
+                p_text(p)
             ),
             Reason::WithinBand { band } => write!(
                 f,
@@ -184,7 +186,8 @@ impl fmt::Display for Reason {
             ),
             Reason::BandNotRuledOut { p, band } => write!(
                 f,
-                "not significant (p = {p:.3}), but the ratio's CI reaches beyond ±{}%: a difference that large is not ruled out",
+                "not significant (p {}), but the ratio's CI reaches beyond ±{}%: a difference that large is not ruled out",
+                p_text(p),
                 percent(band)
             ),
             Reason::MixedMachines { classes } => write!(
@@ -196,6 +199,16 @@ impl fmt::Display for Reason {
                 "its sides were measured in {campaigns} campaigns (machine instances, boots or days), not together: a difference could be the moment's; measure both in one run"
             ),
         }
+    }
+}
+
+/// A p-value as a reader should see it, with its relation: `< 0.001` below that (three
+/// decimals would print a misleading `0.000`), else `= 0.012`.
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".to_string()
+    } else {
+        format!("= {p:.3}")
     }
 }
 

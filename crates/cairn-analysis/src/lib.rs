@@ -14,6 +14,7 @@
 //! | passes needed to resolve a difference | [`compare::passes_needed`] | from the pooled CV, and at least what the rank test needs |
 //! | claim check: holds / fails / inconclusive | [`claim`] | rule below |
 //! | adaptive passes: which points need another pass | [`adaptive`] | relative t-CI half-width against `until-ci` |
+//! | drift across passes in run order; outlying passes | [`drift`] | exact Mann–Kendall test; modified z-score from the MAD above 3.5 |
 //!
 //! # Honest small samples
 //!
@@ -46,6 +47,7 @@ pub mod adaptive;
 pub mod bootstrap;
 pub mod claim;
 pub mod compare;
+pub mod drift;
 mod error;
 pub mod rank_test;
 mod sample;

@@ -29,8 +29,12 @@ impl StepKind {
     // 2: the loading server runs with load-only settings (`DbSystem::load_options`)
     pub const DATASET: StepKind = StepKind::new("dataset", "dataset/2");
     pub const TRIAL: StepKind = StepKind::new("trial", "trial/1");
-    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/1");
-    pub const CLAIM: StepKind = StepKind::new("claim", "claim/1");
+    // 2: a table's cells flag drift (Mann–Kendall across passes) and outlying passes, and
+    // comparisons across campaigns are inconclusive
+    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/2");
+    // 2: sides measured in different campaigns (or on different classes of machine) leave a
+    // claim undecided
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/2");
     // 2: report.html, series.csv and the plot files joined the outputs
     pub const REPORT: StepKind = StepKind::new("report", "report/2");
 

@@ -481,28 +481,28 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     let want = [
         (
             "analysis/per-op",
-            "b4519f336fa638375627ecd533e0d4b2de44e20b37504999461000f6a28cc82f",
+            "7195aaca617cb8db7dbbd631e3d4c247b2a65a2b2a0f1838d33c1692a5a81d65",
             r#"{"kind":"compare","props":{"baseline":"a"}}"#,
         ),
         (
             "analysis/scaling",
-            "9dd7c57c7ac79911bff0f72c7e5dc5ff00715c8d07da3296bdbc87bc2054d9f7",
+            "f3ca07e98f46b67b3e545e2c1ce2195653a25c35f30000e9e6fa1fdc3c5aad6f",
             r#"{"kind":"scaling","props":{"metric":"tps","style":"bar","x":"threads"}}"#,
         ),
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "9fab00381e34cefb9c3a949df90effa79a1534d6226d59c347ab03d840adfd46",
+            "625ee20ab05365f9b570952c2205003cafc0a5d29d66580f15346f8072389a80",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "bb87370171a53541668f9dd2fa025c7eac36a24155109eacc0f7d4e42ea763bf",
+            "b2886e35abd4c37be5f685e7c2a04adb563d2ea733bab9a7593c2d15355de05b",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "65f3f7450cc6ba03dd3c0a5a8b6a5aea1088014ebce63897d2f9367ad2ba22d6",
+            "f18fb92deab88c66f8cd91ad3e489826bec623f6e15c6463a781ec1c5fcd4f4e",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (
@@ -532,7 +532,7 @@ fn golden_analysis_key_json() {
             r#"{"schema":1,"kind":"analysis","definition":{"kind":"compare","props":{"baseline":"a"}},"#,
             r#""inputs":[{"mount":"trial/suite/a","digest":"c266b6011050d0f293322805c691ba664c8acb97c119c32ec2dd9c6fb1130b77"},"#,
             r#"{"mount":"trial/suite/b","digest":"ceb116e7b799dc648f534a0e78126f5bfa3a38d0d18e31ac122bd95100c09d0c"}],"#,
-            r#""code":"analysis/1","pass":1}"#
+            r#""code":"analysis/2","pass":1}"#
         )
     );
 }

@@ -627,12 +627,21 @@ fn summarize_cell(
         server: group[0].server.clone(),
         trials: group.iter().map(|p| p.key.clone()).collect(),
         addresses: group.iter().map(|p| p.address.clone()).collect(),
-        values,
         summary,
         noisy,
+        drift: cairn_analysis::drift::drift(&values, DRIFT_ALPHA),
+        outliers: cairn_analysis::drift::outliers(&values)
+            .into_iter()
+            .map(|i| i + 1)
+            .collect(),
+        values,
         comparison: None,
     })
 }
+
+/// The significance at which a cell's passes are flagged as drifting (see
+/// [`cairn_analysis::drift`]).
+const DRIFT_ALPHA: f64 = 0.05;
 
 /// The definition of an analysis step, as the resolver wrote it.
 fn analysis_def(step: &Step) -> Result<AnalysisDef, CheckError> {

@@ -101,11 +101,19 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
         for c in &table.columns.values {
             match table.cell(r, c) {
                 Some(cell) => {
-                    let noisy = if cell.noisy {
+                    let mut noisy = if cell.noisy {
                         " <span class=\"noisy\" title=\"noisy: CV above 5% or unknown\">⚠</span>"
                     } else {
                         ""
-                    };
+                    }
+                    .to_string();
+                    if let Some(t) = cell.drift {
+                        let arrow = if t.falling() { "↘" } else { "↗" };
+                        noisy.push_str(&format!(" <span class=\"noisy\">{arrow} drift</span>"));
+                    }
+                    if !cell.outliers.is_empty() {
+                        noisy.push_str(" <span class=\"noisy\">° outlier</span>");
+                    }
                     let _ = write!(
                         html,
                         "<td title=\"{}\">{} (n={}){noisy}</td>",
@@ -120,6 +128,10 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
         html.push_str("</tr>\n");
     }
     html.push_str("</tbody></table>\n");
+    let flags = crate::table::flags_markdown(table, &number);
+    for line in flags.lines().filter(|l| !l.is_empty()) {
+        let _ = writeln!(html, "<p class=\"noisy\">{}</p>", escape(line));
+    }
     if let Some(baseline) = &table.baseline {
         let _ = writeln!(
             html,

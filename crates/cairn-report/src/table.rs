@@ -35,6 +35,12 @@ pub struct Cell {
     pub summary: Summary,
     /// CV above [`NOISY_CV`] (or unknown from one pass): shown, flagged, never hidden.
     pub noisy: bool,
+    /// A monotone trend of the values in pass (run) order, significant at 5%: flagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<cairn_analysis::drift::Trend>,
+    /// Passes (1-based, in [`Cell::values`] order) far from the others: flagged, kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<usize>,
     /// Against the baseline server at the same point; `None` for the baseline's own cells
     /// and tables without a baseline.
     pub comparison: Option<Comparison>,
@@ -67,6 +73,66 @@ impl Table {
 /// A percentage with one decimal, signed: `+10.3%`.
 pub fn signed_percent(ratio: f64) -> String {
     format!("{:+.1}%", (ratio - 1.0) * 100.0)
+}
+
+/// The drift (↘ ↗) and outlier (°) flags of a table's cells, one line each, with their
+/// numbers (written by `number`); empty when no cell has one.
+pub fn flags_markdown(table: &Table, number: &dyn Fn(f64) -> String) -> String {
+    let mut md = String::new();
+    let place = |c: &Cell| {
+        format!(
+            "`{}` at {} = {}",
+            c.server,
+            flag_dimension(table, c),
+            flag_value(table, c)
+        )
+    };
+    for c in table.cells.iter().filter(|c| c.drift.is_some()) {
+        let t = c.drift.expect("filtered");
+        let _ = writeln!(
+            md,
+            "\n{} drift: {}: the later passes are {} (Kendall's τ = {:.2}, p {}, {} passes in run order). The variants were measured interleaved, so a drift of the machine affects them alike; `paired=#true` compares them within blocks.",
+            if t.falling() { "↘" } else { "↗" },
+            place(c),
+            if t.falling() { "lower" } else { "higher" },
+            t.tau,
+            cairn_analysis::compare::p_text(t.p_value),
+            t.passes
+        );
+    }
+    for c in table.cells.iter().filter(|c| !c.outliers.is_empty()) {
+        let passes: Vec<String> = c
+            .outliers
+            .iter()
+            .map(|&i| format!("pass {i} ({})", number(c.values[i - 1])))
+            .collect();
+        let _ = writeln!(
+            md,
+            "\n° outlier: {}: {} far from the others (modified z-score above {}; median {}); kept in every figure.",
+            place(c),
+            passes.join(", "),
+            cairn_analysis::drift::OUTLIER_Z,
+            number(c.summary.median)
+        );
+    }
+    md
+}
+
+/// The dimension of a cell that is not the server (the other axis of its table).
+fn flag_dimension<'a>(table: &'a Table, _: &Cell) -> &'a str {
+    if table.rows.name == "server" {
+        &table.columns.name
+    } else {
+        &table.rows.name
+    }
+}
+
+fn flag_value<'a>(table: &Table, c: &'a Cell) -> &'a str {
+    if table.rows.name == "server" {
+        &c.column
+    } else {
+        &c.row
+    }
 }
 
 /// `table.md` (titled `title`, if not empty): the absolute medians (noisy cells marked), then — with a baseline — each
@@ -111,7 +177,16 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
             match table.cell(r, c) {
                 Some(cell) => {
                     any_noisy |= cell.noisy;
-                    let mark = if cell.noisy { " ⚠" } else { "" };
+                    let mark = format!(
+                        "{}{}{}",
+                        if cell.noisy { " ⚠" } else { "" },
+                        match cell.drift {
+                            Some(t) if t.falling() => " ↘",
+                            Some(_) => " ↗",
+                            None => "",
+                        },
+                        if cell.outliers.is_empty() { "" } else { " °" }
+                    );
                     let _ = write!(
                         md,
                         " {} (n={}){mark} |",
@@ -131,6 +206,7 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
             table.noisy_cv * 100.0
         );
     }
+    md.push_str(&flags_markdown(table, &number));
     if let Some(baseline) = &table.baseline {
         let paired = table
             .cells
