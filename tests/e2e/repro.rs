@@ -678,3 +678,54 @@ trials "t" {{ servers "s"; dataset "sb"; workload "w"; passes 2 }}
     // with two passes a side the rule cannot flag a change
     assert!(!h.stdout.contains("beyond the noise"), "{}", h.stdout);
 }
+
+/// `cairn history --fail-on slower` as a CI regression check: 0 while nothing is flagged
+/// slower, 1 once the newest result set is (a real one: the same point measured again with
+/// its rate capped far below what the server does), naming the cell on stderr.
+#[test]
+fn history_fail_on_slower_exits_1_on_a_slower_result_set_and_0_otherwise() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    sb.write("mariadb.kdl", &std::fs::read_to_string(images).unwrap());
+    let plan = |rate: &str| {
+        format!(
+            r#"study "e2e-history-fail-on"
+import "mariadb.kdl"
+server "s" {{ image "mariadb-bookworm" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "w" {{ sysbench "oltp_point_select"; threads 1; duration "1s"; {rate} }}
+trials "t" {{ servers "s"; dataset "sb"; workload "w"; passes 4 }}
+"#
+        )
+    };
+    sb.write("plan.kdl", &plan(""));
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+    // one result set: nothing to compare, nothing flagged
+    sb.cairn(["history", "plan.kdl", "--fail-on", "slower"])
+        .guard(GUARD)
+        .success();
+    // the same point, its rate capped at 20 transactions a second
+    sb.write("plan.kdl", &plan("rate 20"));
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+    let h = sb
+        .cairn(["history", "plan.kdl", "--fail-on", "slower"])
+        .guard(GUARD)
+        .code(1);
+    assert!(
+        h.stdout.contains("slower  ← beyond the noise"),
+        "{}",
+        h.stdout
+    );
+    assert!(
+        h.stderr
+            .contains("the newest result of trial/t/s: slower (tps ratio 0.0"),
+        "{}",
+        h.stderr
+    );
+    // faster is not what happened
+    sb.cairn(["history", "plan.kdl", "--fail-on", "faster"])
+        .guard(GUARD)
+        .success();
+}

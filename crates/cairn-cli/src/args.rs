@@ -191,6 +191,10 @@ pub enum Command {
         /// The figure to follow.
         #[arg(long, default_value = "tps")]
         metric: String,
+        /// Exit 1 when the newest result set of any cell is flagged (by the tables' rule)
+        /// in this way against the one before it: a regression check for CI pipelines.
+        #[arg(long, value_enum, value_name = "CHANGE")]
+        fail_on: Option<FailOn>,
     },
     /// Write `PLAN.lock` beside the plan: the package versions of every image (built here
     /// first if need be) and the digest of every plan file. Later runs build exactly those
@@ -243,6 +247,17 @@ pub enum Fleet {
     Local,
     /// As Slurm batch jobs, a block per exclusive node.
     Slurm,
+}
+
+/// The changes `cairn history --fail-on` fails on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Flagged slower (or, for a figure without a better direction, lower).
+    Slower,
+    /// Flagged faster (or higher).
+    Faster,
+    /// Flagged either way.
+    Change,
 }
 
 /// `--on` and `--partition`, for `run` and `plan`.

@@ -117,7 +117,11 @@ pub fn dispatch(cli: Cli) -> i32 {
             fingerprint_b.as_deref(),
         ),
         Command::Clean => clean(&cli),
-        Command::History { plan, metric } => crate::history::history(&cli, plan, metric),
+        Command::History {
+            plan,
+            metric,
+            fail_on,
+        } => crate::history::history(&cli, plan, metric, *fail_on),
         Command::Machine { host } => crate::machine_cmd::machine(&cli, *host),
         Command::Gc {
             plans,

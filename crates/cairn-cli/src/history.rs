@@ -15,6 +15,10 @@
 //! same direction. Both must agree because either alone is fooled by a few noisy passes; it
 //! is the rule of the study's own tables, so history and report never disagree. With too
 //! few passes (3 vs 3 cannot reach p < 0.05) the change is "inconclusive", never flagged.
+//!
+//! `--fail-on slower` (`faster`, `change`) makes it a regression check, like `asv
+//! continuous`: the exit code is 1 when the newest result set of any cell is flagged that
+//! way against the one before it, and the cells are named on stderr.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,9 +29,9 @@ use cairn_kinds::trial_points::point_of;
 use cairn_store::Record;
 use serde_json::{json, Value};
 
-use crate::args::Cli;
+use crate::args::{Cli, FailOn};
 use crate::context::{self, Exit};
-use crate::OK;
+use crate::{FAILED, OK};
 
 /// One result set of one cell.
 struct Set {
@@ -51,7 +55,18 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
+/// Whether `verdict` is a change `fail_on` fails on.
+fn fails(fail_on: FailOn, verdict: Verdict) -> bool {
+    let slower = matches!(verdict, Verdict::Slower | Verdict::Lower);
+    let faster = matches!(verdict, Verdict::Faster | Verdict::Higher);
+    match fail_on {
+        FailOn::Slower => slower,
+        FailOn::Faster => faster,
+        FailOn::Change => slower || faster,
+    }
+}
+
+pub fn history(cli: &Cli, path: &Path, metric: &str, fail_on: Option<FailOn>) -> Result<i32, Exit> {
     let cache = context::cache_dir(cli.cache.as_deref());
     let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     let store = context::open_store(&cli.results)?;
@@ -115,12 +130,15 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
     let direction = cairn_defs::figures::lookup(metric)
         .map_or(cairn_defs::figures::Direction::Neither, |f| f.direction);
     let mut out = Vec::new();
+    // the cells whose newest result set is flagged the way `fail_on` fails on
+    let mut failing: Vec<String> = Vec::new();
     for (point, sets) in cells {
         let mut sets: Vec<Set> = sets.into_values().collect();
         sets.sort_by(|a, b| a.finished.cmp(&b.finished));
         let mut prev: Option<&Set> = None;
         let mut rows = Vec::new();
-        for s in &sets {
+        let newest = sets.len().saturating_sub(1);
+        for (i, s) in sets.iter().enumerate() {
             let change = prev.map(|p| {
                 match cairn_analysis::compare(&p.values, &s.values, direction, &Criteria::default())
                 {
@@ -129,6 +147,12 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
                             c.verdict,
                             Verdict::Inconclusive | Verdict::NoSignificantDifference
                         );
+                        if i == newest && fail_on.is_some_and(|f| fails(f, c.verdict)) {
+                            failing.push(format!(
+                                "{point}: {} ({metric} ratio {:.3} [{:.3}, {:.3}])",
+                                c.verdict, c.ratio.ratio, c.ratio.ci.low, c.ratio.ci.high
+                            ));
+                        }
                         json!({"ratio": c.ratio.ratio, "ci": [c.ratio.ci.low, c.ratio.ci.high],
                                "verdict": c.verdict.to_string(), "beyond_noise": flagged})
                     }
@@ -143,11 +167,15 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
         }
         out.push(json!({"point": point, "metric": metric, "results": rows}));
     }
+    let code = if failing.is_empty() { OK } else { FAILED };
+    for f in &failing {
+        eprintln!("history: the newest result of {f} against the one before it");
+    }
     if cli.json {
         for o in &out {
             println!("{o}");
         }
-        return Ok(OK);
+        return Ok(code);
     }
     if out.is_empty() {
         println!("no results of {} on this machine's class yet", graph.study);
@@ -189,5 +217,5 @@ pub fn history(cli: &Cli, path: &Path, metric: &str) -> Result<i32, Exit> {
         }
     }
     println!("a change is flagged when the rank test (p < 0.05) and the 95% CI of the ratio of medians agree it is not 1 (the tables' rule)");
-    Ok(OK)
+    Ok(code)
 }

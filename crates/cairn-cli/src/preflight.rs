@@ -181,7 +181,42 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
     diagnose(plan, graph).map_err(|e| {
         eprint!("{}", cairn_plan::render(&e));
         Exit(BAD_INPUT)
-    })
+    })?;
+    for w in design_warnings(plan) {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
+}
+
+/// The significance level of the study's comparisons and claims (the tables' rule).
+const ALPHA: f64 = 0.05;
+
+/// What the plan's design cannot do, said before anything is measured: a trials block whose
+/// servers are compared (a claim, or a table with a baseline) but which measures too few
+/// passes for the rank test ever to reach α, whatever the data.
+pub fn design_warnings(plan: &Plan) -> Vec<String> {
+    let compares = !plan.claims.is_empty()
+        || plan
+            .analyses
+            .iter()
+            .any(|a| a.kind.value == "compare" || a.props.contains_key("baseline"));
+    if !compares {
+        return Vec::new();
+    }
+    let enough = cairn_analysis::rank_test::min_passes_for(ALPHA);
+    plan.trials
+        .iter()
+        .filter(|t| t.servers.len() > 1 && (t.passes.value.max as usize) < enough)
+        .map(|t| {
+            let n = t.passes.value.max as usize;
+            format!(
+                "trials `{}` measures at most {n} pass{} per server: no comparison or claim over it can be decided at α = {ALPHA} (the rank test's smallest p with {n} against {n} is {:.3}); {enough} passes is the fewest that could (`passes {enough}`, or `passes min={enough} …`)",
+                t.name.value,
+                if n == 1 { "" } else { "es" },
+                cairn_analysis::rank_test::min_exact_p(n, n)
+            )
+        })
+        .collect()
 }
 
 /// What [`check`] reports: every problem the kinds' checks find, each at its place in the
@@ -214,4 +249,54 @@ pub fn diagnose(plan: &Plan, graph: &StepGraph) -> Result<(), PlanError> {
         return Ok(());
     }
     Err(PlanError::Invalid { problems })
+}
+
+#[cfg(test)]
+mod design_tests {
+    use super::design_warnings;
+
+    fn plan(passes: &str, compared: &str) -> cairn_plan::Plan {
+        let text = format!(
+            r#"image "i" {{ debian suite="bookworm"; packages "mariadb-server" }}
+server "a" {{ image "i" }}
+server "b" {{ image "i" }}
+dataset "d" {{ sysbench tables=1 rows=100 }}
+workload "w" {{ sysbench "oltp_point_select"; threads 1 2 }}
+trials "t" {{ servers "a" "b"; dataset "d"; workload "w"; {passes} }}
+{compared}
+"#
+        );
+        cairn_plan::parse_str("p.kdl", &text)
+            .unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)))
+    }
+
+    const CLAIM: &str = r#"claim "b is faster" { metric "tps"; where threads=1; expect "b > a" }"#;
+    const TABLE: &str = r#"analysis "tps" { table metric="tps" baseline="a" }"#;
+    const PLOT: &str = r#"analysis "tps" { plot metric="tps" x="threads" }"#;
+
+    /// A plan whose comparisons can never be decided is told so before it measures; one
+    /// that could, or that compares nothing, is not.
+    #[test]
+    fn passes_too_few_to_decide_are_named_before_measuring() {
+        for compared in [CLAIM, TABLE] {
+            let w = design_warnings(&plan("passes 3", compared));
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(
+                w[0].contains("trials `t` measures at most 3 passes per server"),
+                "{}",
+                w[0]
+            );
+            assert!(
+                w[0].contains("is 0.100); 4 passes is the fewest"),
+                "{}",
+                w[0]
+            );
+            // an adaptive rule whose max could decide is fine
+            assert!(
+                design_warnings(&plan("passes min=3 max=6 until-ci=\"3%\"", compared)).is_empty()
+            );
+            assert!(design_warnings(&plan("passes 4", compared)).is_empty());
+        }
+        assert!(design_warnings(&plan("passes 3", PLOT)).is_empty());
+    }
 }
