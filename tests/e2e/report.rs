@@ -341,3 +341,63 @@ fn report_never_measures_it_refuses_while_trials_have_no_result() {
     r.expect_code(2);
     assert!(r.stderr.contains("declares no report"), "{}", r.stderr);
 }
+
+/// An A/A study — two servers with one definition, the standard way to calibrate a
+/// machine's noise — measures each cell on its own (their trials have keys of their own, so
+/// nothing is "recorded twice under one key"), and the run's closing summary says of the
+/// claim what the claim step decided.
+#[test]
+fn an_aa_study_measures_each_server_and_its_summary_agrees_with_its_claim() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-aa"
+import "{}"
+server "a" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "b" {{ extends "a" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ps" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
+trials "aa" {{ servers "a" "b"; dataset "sb"; workload "ps"; passes 4 }}
+analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="a" }}
+claim "b keeps up with a" {{ metric "tps"; expect "b >= a" within="20%" }}
+report "summary" {{ analyses "tps" }}
+"#,
+            images.display()
+        ),
+    );
+    let run = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
+    run.expect_code(0);
+    for wrong in ["differs from the recorded", "not checked", "both kept"] {
+        assert!(
+            !run.stdout.contains(wrong) && !run.stderr.contains(wrong),
+            "{wrong:?} in\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    let dir = sb.results().join("e2e-aa");
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("data.json")).unwrap()).unwrap();
+    // eight trials, eight keys: each server's four passes measured on their own
+    let trials = data["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 8);
+    let keys: std::collections::BTreeSet<&str> =
+        trials.iter().filter_map(|t| t["key"].as_str()).collect();
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    // the claim step's verdict is the one the run's summary prints
+    let verdict = data["claims"]["b keeps up with a"]["verdict"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(verdict, "fails", "an A/A pair within 20% of itself");
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"b keeps up with a\""))
+        .unwrap_or_else(|| panic!("the claim in the summary:\n{}", run.stdout));
+    assert!(line.contains(&format!("**{verdict}**")), "{line} vs {verdict}");
+}

@@ -28,6 +28,12 @@ pub struct TrialStepDef {
     pub server: ServerDef,
     /// What runs against it.
     pub workload: WorkloadDef,
+    /// The server's name in the design, when another server of its trials block has the
+    /// same definition and image (an A/A study calibrating the machine's noise): each is
+    /// then a cell of its own, measured on its own, not one trial under one key. Absent
+    /// otherwise, so the keys of every other trial do not depend on names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
@@ -128,9 +134,12 @@ mod tests {
                     .unwrap()
                     .clone(),
             },
+            replica: None,
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["workload"]["params"]["clients"], 4);
+        // no replica, no field: keys made before replicas existed stay valid
+        assert!(v.get("replica").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);
     }
 }

@@ -516,6 +516,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
         };
         let axes = expand::varying_axes(&w.params);
         let points = expand::points(&w.params);
+        let replicas = replicas(t, &servers);
         for sname in &t.servers {
             let Some(server) = servers.get(sname.as_str()) else {
                 continue;
@@ -579,6 +580,9 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),
                         workload: workload_def(w, point),
+                        replica: replicas
+                            .contains(sname.as_str())
+                            .then(|| sname.value.clone()),
                     });
                     s.code = trial_code(
                         StepKind::TRIAL.code_version(),
@@ -592,6 +596,32 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
             }
         }
     }
+}
+
+/// The servers of trials block `t` that another of its servers equals (the same definition
+/// and image): their trials carry their names ([`TrialStepDef::replica`]).
+fn replicas<'p>(
+    t: &'p cairn_plan::Trials,
+    servers: &HashMap<&str, &Server>,
+) -> std::collections::BTreeSet<&'p str> {
+    let identity = |name: &str| {
+        servers.get(name).map(|s| {
+            let image = s.image.as_ref().map(|i| i.value.clone());
+            (
+                serde_json::to_string(&server_def(s)).expect("serialises"),
+                image,
+            )
+        })
+    };
+    let ids: Vec<(&str, _)> = t
+        .servers
+        .iter()
+        .map(|n| (n.as_str(), identity(n.as_str())))
+        .collect();
+    ids.iter()
+        .filter(|(n, id)| id.is_some() && ids.iter().any(|(m, other)| m != n && other == id))
+        .map(|(n, _)| *n)
+        .collect()
 }
 
 fn trial_inputs(b: &Builder, names: &[String]) -> Vec<Input> {
