@@ -399,5 +399,8 @@ report "summary" {{ analyses "tps" }}
         .lines()
         .find(|l| l.contains("\"b keeps up with a\""))
         .unwrap_or_else(|| panic!("the claim in the summary:\n{}", run.stdout));
-    assert!(line.contains(&format!("**{verdict}**")), "{line} vs {verdict}");
+    assert!(
+        line.contains(&format!("**{verdict}**")),
+        "{line} vs {verdict}"
+    );
 }

@@ -28,7 +28,9 @@ use std::fmt;
 use cairn_defs::figures::Direction;
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{passes_needed, percent, Comparison, PassesNeeded, Reason, Verdict};
+use crate::compare::{
+    passes_needed, passes_to_decide, percent, Comparison, PassesNeeded, Reason, Verdict,
+};
 use crate::summary::Interval;
 use crate::StatsError;
 
@@ -193,7 +195,22 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
     } else {
         comparison.criteria.equivalence
     };
-    let passes_needed = passes_needed(&comparison.baseline, &comparison.variant, difference, alpha);
+    // the guard: noisy data never decides a claim, whatever its CI happened to be
+    let resolving = passes_needed(&comparison.baseline, &comparison.variant, difference, alpha);
+    // what a reader is told: the passes that would decide this claim — enough to resolve
+    // its size (the guard) and for a CI at the observed noise to clear the bound from the
+    // estimate (their distance, not the claim's size from none)
+    let mut deciding = passes_to_decide(
+        &comparison.baseline,
+        &comparison.variant,
+        speedup,
+        threshold,
+        alpha,
+    );
+    deciding.per_variant = deciding
+        .per_variant
+        .zip(resolving.per_variant)
+        .map(|(a, b)| a.max(b));
     let passes = comparison.baseline.n.min(comparison.variant.n);
     let (verdict, reason) = if matches!(
         comparison.reason,
@@ -213,15 +230,12 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
                 alpha,
             },
         )
-    } else if passes_needed
-        .per_variant
-        .is_none_or(|needed| passes < needed)
-    {
+    } else if resolving.per_variant.is_none_or(|needed| passes < needed) {
         (
             ClaimVerdict::Inconclusive,
             ClaimReason::TooNoisy {
                 passes,
-                needed: passes_needed.per_variant,
+                needed: resolving.per_variant,
             },
         )
     } else if supports && comparison.verdict == claimed_verdict {
@@ -247,6 +261,6 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
         speedup,
         speedup_ci,
         threshold,
-        passes_needed,
+        passes_needed: deciding,
     })
 }

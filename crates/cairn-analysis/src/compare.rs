@@ -229,11 +229,38 @@ pub struct PassesNeeded {
     /// Passes per variant; `None` when no estimate is possible (no `pooled_cv`) or it is
     /// above [`PASSES_ESTIMATE_LIMIT`].
     pub per_variant: Option<usize>,
+    /// Set for a claim: `difference` is then the distance between the estimate and the
+    /// claimed bound, and the passes are those that would decide the claim (see
+    /// [`passes_to_decide`]); `false` for a table's difference from none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub to_bound: bool,
 }
 
 impl fmt::Display for PassesNeeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let size = percent(self.difference);
+        if self.to_bound {
+            return match (self.per_variant, self.pooled_cv) {
+                _ if self.difference <= 0.0 => write!(
+                    f,
+                    "no number of passes can be said to decide it: the estimate lies on the claimed bound"
+                ),
+                (Some(n), Some(cv)) => write!(
+                    f,
+                    "about {n} passes per variant would decide it at the observed noise (CV {}%): the estimate lies {size}% from the claimed bound",
+                    percent(cv)
+                ),
+                (None, Some(cv)) => write!(
+                    f,
+                    "more than {PASSES_ESTIMATE_LIMIT} passes per variant would be needed to decide it at the observed noise (CV {}%): the estimate lies {size}% from the claimed bound",
+                    percent(cv)
+                ),
+                _ => write!(
+                    f,
+                    "the noise cannot be estimated from fewer than two passes per variant"
+                ),
+            };
+        }
         match (self.per_variant, self.pooled_cv) {
             (Some(n), Some(cv)) => write!(
                 f,
@@ -461,7 +488,36 @@ pub fn passes_needed(
         difference,
         pooled_cv,
         per_variant,
+        to_bound: false,
     }
+}
+
+/// Passes per variant that would decide a claim whose bound is `threshold` (a speed-up, e.g.
+/// 1.2 for "faster by 20%") when the estimate is `speedup`: the sample size at which a CI of
+/// the observed noise would no longer reach from the estimate to the bound, i.e. the
+/// difference to resolve is their distance, |speedup / threshold − 1|, not the claim's size.
+/// An estimate on the bound cannot be decided by any number of passes (`per_variant` is
+/// `None`, `difference` 0).
+pub fn passes_to_decide(
+    baseline: &Summary,
+    variant: &Summary,
+    speedup: f64,
+    threshold: f64,
+    alpha: f64,
+) -> PassesNeeded {
+    let distance = (speedup / threshold - 1.0).abs();
+    let mut p = if distance > 1e-9 {
+        passes_needed(baseline, variant, distance, alpha)
+    } else {
+        PassesNeeded {
+            difference: 0.0,
+            pooled_cv: pooled_cv(baseline, variant),
+            per_variant: None,
+            to_bound: true,
+        }
+    };
+    p.to_bound = true;
+    p
 }
 
 /// The coefficients of variation of both sides pooled by their degrees of freedom.

@@ -33,10 +33,58 @@ fn three_passes_each_leave_a_claim_inconclusive_with_passes_needed() {
         check.reason.to_string(),
         "too few passes: the smallest p-value the rank test can give is 0.100, not below α = 0.05"
     );
-    assert_eq!(check.passes_needed.difference, 0.10);
+    // the passes that would decide it rest on the distance from the estimate to the bound
+    // (1.1), not on the claimed size from none
+    assert!(check.passes_needed.to_bound);
+    let distance = check.speedup / 1.1 - 1.0;
+    assert!((check.passes_needed.difference - distance).abs() < 1e-12);
     let n = check.passes_needed.per_variant.unwrap();
     assert!(n >= 4, "{:?}", check.passes_needed);
+    assert!(
+        check
+            .passes_needed
+            .to_string()
+            .contains("passes per variant would decide it at the observed noise"),
+        "{}",
+        check.passes_needed
+    );
     assert_eq!(check.claim.to_string(), "faster by at least 10%");
+}
+
+/// The word-size case: an estimate of 1.29 against a claimed 1.20, its CI reaching below
+/// the bound. Eight passes were run; the passes that would decide it are more than eight
+/// (they must bring the CI from 1.29 past 1.20), never the five that would tell 20% from
+/// none.
+#[test]
+fn passes_needed_answer_the_claims_question_not_a_difference_from_none() {
+    let mut noise = Noise::new(21);
+    let baseline = noise.sample(8, 1000.0, 0.12);
+    let variant: Vec<f64> = noise
+        .sample(8, 1000.0, 0.12)
+        .iter()
+        .map(|v| v * 1.29)
+        .collect();
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    let by_20 = Claim {
+        direction: ClaimDirection::Faster,
+        at_least: 0.20,
+    };
+    let check = check_claim(&c, by_20).unwrap();
+    if check.verdict == ClaimVerdict::Inconclusive {
+        let n = check.passes_needed.per_variant.expect("estimable");
+        assert!(n > 8, "{:?}", check.passes_needed);
+    }
+    let from_none = cairn_analysis::compare::passes_needed(&c.baseline, &c.variant, 0.20, 0.05);
+    assert!(
+        check.passes_needed.per_variant > from_none.per_variant,
+        "{:?} vs {:?}",
+        check.passes_needed,
+        from_none
+    );
+    // an estimate exactly on the bound cannot be decided by any number of passes
+    let on = cairn_analysis::compare::passes_to_decide(&c.baseline, &c.variant, 1.2, 1.2, 0.05);
+    assert_eq!(on.per_variant, None);
+    assert!(on.to_string().starts_with("no number of passes"), "{on}");
 }
 
 #[test]
