@@ -36,7 +36,8 @@ impl StepKind {
     // claim undecided
     pub const CLAIM: StepKind = StepKind::new("claim", "claim/2");
     // 2: report.html, series.csv and the plot files joined the outputs
-    pub const REPORT: StepKind = StepKind::new("report", "report/2");
+    // 3: data.json's trials say which campaign measured each
+    pub const REPORT: StepKind = StepKind::new("report", "report/3");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.
