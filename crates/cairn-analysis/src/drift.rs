@@ -125,7 +125,8 @@ pub fn outliers(values: &[f64]) -> Vec<usize> {
     let median = median_in_place(&mut values.to_vec());
     let mut deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
     let mad = median_in_place(&mut deviations);
-    if !(mad > 0.0) {
+    // identical passes (or a NaN) have no spread to measure distance by
+    if mad.is_nan() || mad <= 0.0 {
         return Vec::new();
     }
     values
