@@ -83,6 +83,10 @@ fn redact(text: &str) -> String {
             .replace(
                 "more than N passes per variant would be needed to resolve",
                 "about N passes per variant would resolve",
+            )
+            .replace(
+                "more than N passes per variant would be needed to decide it",
+                "about N passes per variant would decide it",
             );
     }
     // a dropped line may leave two blank lines in a row
