@@ -408,3 +408,64 @@ report "summary" {{ analyses "tps" }}
         "{line} vs {verdict}"
     );
 }
+
+/// Two studies whose trials have identical definitions: the second adopts the first's
+/// measurements of the servers they share (their keys agree), but a comparison between an
+/// adopted side and one the second study measured itself is not decided as if the two had
+/// been measured together — it is inconclusive and says why — and the adopted records bring
+/// no name of the first study into the second's analyses, which run.
+#[test]
+fn another_studys_measurements_are_never_compared_with_ours_as_if_made_together() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    let plan = |study: &str, block: &str, servers: &str| {
+        format!(
+            r#"study "{study}"
+import "{}"
+server "system" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "jemalloc" {{ extends "system"; allocator "jemalloc" }}
+server "tcmalloc" {{ extends "system"; allocator "tcmalloc" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ps" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
+trials "{block}" {{ servers {servers}; dataset "sb"; workload "ps"; passes 4 }}
+analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="system" }}
+report "summary" {{ analyses "tps" }}
+"#,
+            images.display()
+        )
+    };
+    sb.write("first.kdl", &plan("e2e-first", "m", r#""system" "jemalloc""#));
+    sb.cairn(["run", "first.kdl"]).guard(GUARD).success();
+    sb.write(
+        "second.kdl",
+        &plan("e2e-second", "ro", r#""system" "jemalloc" "tcmalloc""#),
+    );
+    let run = sb.cairn(["run", "second.kdl"]).guard(GUARD).run();
+    run.expect_code(0);
+    let data: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.results().join("e2e-second/data.json")).unwrap(),
+    )
+    .unwrap();
+    // this study's names only: the adopted records are read under this study's addresses
+    for t in data["trials"].as_array().unwrap() {
+        assert_eq!(t["trials"], "ro", "{t}");
+    }
+    let cells = data["tables"]["tps"]["cells"].as_array().unwrap();
+    let reason = |server: &str| {
+        let c = cells.iter().find(|c| c["server"] == server).unwrap();
+        (
+            c["comparison"]["verdict"].as_str().unwrap_or("").to_string(),
+            c["comparison"]["reason"]["reason"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    // tcmalloc (measured now) against system (adopted from the first study)
+    assert_eq!(
+        reason("tcmalloc"),
+        ("inconclusive".to_string(), "mixed_campaigns".to_string()),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("campaigns"), "{}", run.stdout);
+}

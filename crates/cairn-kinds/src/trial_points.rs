@@ -50,9 +50,9 @@ pub struct TrialPoint {
     /// The fleet node it ran on (`extra.node.name`); `None` for a trial measured here.
     #[serde(default)]
     pub node: Option<String>,
-    /// The campaign it was measured in: the machine instance's boot (`extra.machine.boot_id`),
-    /// or for a record made before boots were recorded, the day it started. Comparisons
-    /// decide only between passes of one campaign.
+    /// The campaign it was measured in: the study whose run measured it, and the machine
+    /// instance's boot (`extra.machine.boot_id`) or, for a record made before boots were
+    /// recorded, the day it started. Comparisons decide only between passes of one campaign.
     #[serde(default)]
     pub campaign: String,
 }
@@ -99,7 +99,10 @@ pub fn parse_address(address: &str) -> (String, String, u32) {
     (trials.to_string(), server, pass)
 }
 
-/// The campaign a trial's record was measured in (see [`TrialPoint::campaign`]).
+/// The campaign a trial's record was measured in (see [`TrialPoint::campaign`]): the study
+/// whose run measured it and the machine instance's boot, or for a record made before boots
+/// were recorded, its day. A record another study measured (adopted because their keys
+/// agree) is of that study's campaign, never of this one's.
 fn campaign_of(record: &cairn_store::Record) -> String {
     let boot = record
         .extra
@@ -107,8 +110,12 @@ fn campaign_of(record: &cairn_store::Record) -> String {
         .and_then(|m| m.get("boot_id"))
         .and_then(Value::as_str);
     match boot {
-        Some(b) => format!("boot {}", &b[..8.min(b.len())]),
-        None => format!("measured {}", record.started.get(..10).unwrap_or("?")),
+        Some(b) => format!("{} on boot {}", record.study, &b[..8.min(b.len())]),
+        None => format!(
+            "{}, measured {}",
+            record.study,
+            record.started.get(..10).unwrap_or("?")
+        ),
     }
 }
 
