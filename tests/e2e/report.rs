@@ -436,7 +436,10 @@ report "summary" {{ analyses "tps" }}
             images.display()
         )
     };
-    sb.write("first.kdl", &plan("e2e-first", "m", r#""system" "jemalloc""#));
+    sb.write(
+        "first.kdl",
+        &plan("e2e-first", "m", r#""system" "jemalloc""#),
+    );
     sb.cairn(["run", "first.kdl"]).guard(GUARD).success();
     sb.write(
         "second.kdl",
@@ -456,8 +459,14 @@ report "summary" {{ analyses "tps" }}
     let reason = |server: &str| {
         let c = cells.iter().find(|c| c["server"] == server).unwrap();
         (
-            c["comparison"]["verdict"].as_str().unwrap_or("").to_string(),
-            c["comparison"]["reason"]["reason"].as_str().unwrap_or("").to_string(),
+            c["comparison"]["verdict"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            c["comparison"]["reason"]["reason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
         )
     };
     // tcmalloc (measured now) against system (adopted from the first study)
