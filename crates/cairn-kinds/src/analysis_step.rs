@@ -479,20 +479,6 @@ fn compare_with_baseline(
     groups: &BTreeMap<(String, String), Vec<&TrialPoint>>,
     cells: &mut [Cell],
 ) -> Result<(), String> {
-    // the classes of machine each cell was measured on: a comparison never mixes them silently
-    let machines: BTreeMap<(String, String), BTreeSet<String>> = groups
-        .iter()
-        .map(|(at, g)| {
-            (
-                at.clone(),
-                g.iter().map(|p| p.fingerprint.to_string()).collect(),
-            )
-        })
-        .collect();
-    let campaigns: BTreeMap<(String, String), BTreeSet<&str>> = groups
-        .iter()
-        .map(|(at, g)| (at.clone(), g.iter().map(|p| p.campaign.as_str()).collect()))
-        .collect();
     let server_is_row = spec.rows == "server";
     let base_values: BTreeMap<(String, String), Vec<f64>> = cells
         .iter()
@@ -527,20 +513,19 @@ fn compare_with_baseline(
         } else {
             let cmp = compare(base, &cell.values, spec.metric.direction, &criteria)
                 .map_err(|e| format!("{at}: {e}"))?;
-            let classes = machines
-                .get(&base_place)
-                .into_iter()
-                .chain(machines.get(&place))
-                .flatten()
-                .collect::<BTreeSet<_>>()
-                .len();
-            let together = campaigns
-                .get(&base_place)
-                .into_iter()
-                .chain(campaigns.get(&place))
-                .flatten()
-                .collect::<BTreeSet<_>>()
-                .len();
+            // how many classes of machine, and campaigns, both sides' passes come from: a
+            // comparison never mixes either silently
+            let distinct = |of: fn(&TrialPoint) -> String| {
+                [&base_place, &place]
+                    .into_iter()
+                    .filter_map(|at| groups.get(at))
+                    .flatten()
+                    .map(|p| of(p))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+            };
+            let classes = distinct(|p| p.fingerprint.to_string());
+            let together = distinct(|p| p.campaign.clone());
             if classes > 1 {
                 cmp.mixed_machines(classes)
             } else if together > 1 {

@@ -90,6 +90,15 @@ pub trait Loadable: Debug + Send + Sync + Any {
     fn load(&self, target: &Target) -> Result<LoadReport, Error>;
 }
 
+/// What a loader reports of its load: its time and rows, and its own report as `detail`.
+pub fn load_report(seconds: f64, rows: u64, detail: &impl serde::Serialize) -> LoadReport {
+    LoadReport {
+        seconds,
+        rows,
+        detail: serde_json::to_value(detail).expect("serialises"),
+    }
+}
+
 /// The refusal of a workload whose driver speaks only MySQL's protocol: a `Param` of the
 /// driver node, so `cairn check` points at it.
 pub fn mysql_protocol_only(driver: &str, protocol: Protocol) -> Result<(), Error> {

@@ -113,11 +113,7 @@ impl Loadable for SmackDataset {
 
     fn load(&self, target: &Target) -> Result<LoadReport, Error> {
         let r = load_smack(target, self)?;
-        Ok(LoadReport {
-            seconds: r.elapsed_s,
-            rows: r.rows,
-            detail: serde_json::to_value(&r).expect("serialises"),
-        })
+        Ok(super::load_report(r.elapsed_s, r.rows, &r))
     }
 }
 

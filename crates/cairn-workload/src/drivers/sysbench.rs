@@ -121,11 +121,8 @@ impl Loadable for SysbenchDataset {
 
     fn load(&self, target: &Target) -> Result<LoadReport, Error> {
         let r = load_sysbench(target, self)?;
-        Ok(LoadReport {
-            seconds: r.elapsed_s,
-            rows: self.tables as u64 * self.table_size as u64,
-            detail: serde_json::to_value(&r).expect("serialises"),
-        })
+        let rows = self.tables as u64 * self.table_size as u64;
+        Ok(super::load_report(r.elapsed_s, rows, &r))
     }
 }
 
