@@ -507,12 +507,12 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         ),
         (
             "report/full",
-            "94eb74e1e378331da04cbd693c5d8db2481582c65a7a96b4074e72b091ac056f",
+            "b14ad02b435eae721d9c567ca16d5f9e1caefa445ff45e9b0bff78c2ba5331a5",
             r#"{"format":"markdown","title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "87a5478fed8beab7d554b459b64a883ade4b7fa68cba3c7f432e6cfa40a4a80b",
+            "8fa4c7e8cf0f43dce0211fb2856215618ff57cc618c22ee6d34017f484e18ffd",
             r#"{"format":null,"title":"Allocators, pinned"}"#,
         ),
     ];
