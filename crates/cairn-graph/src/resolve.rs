@@ -782,10 +782,20 @@ fn resolve_commands(plan: &Plan, b: &mut Builder, kinds: &[StepKind]) -> Result<
             }
         }
     }
+    // once, not per `needs`: a fan-in step may need ten thousand others
+    let kind_of: HashMap<&str, StepKind> = plan
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let k = s.kind.as_ref()?;
+            let kind = kinds.iter().find(|r| r.as_str() == k.value)?;
+            Some((s.name.as_str(), *kind))
+        })
+        .collect();
     for (id, cs) in pending {
         let mut inputs = Vec::new();
         for need in &cs.needs {
-            let targets = needed(plan, b, kinds, &need.step);
+            let targets = needed(b, &kind_of, &need.step);
             let single = targets.len() == 1;
             for from in targets {
                 let mount = if single {
@@ -826,24 +836,17 @@ fn kind_steps(cs: &cairn_plan::CommandStep, kind: StepKind, b: &mut Builder) -> 
 }
 
 /// The steps a `needs "name"` reads: a command step's expansions, else an analysis, else a
-/// registered kind's step of that name.
-fn needed(plan: &Plan, b: &Builder, kinds: &[StepKind], name: &str) -> Vec<StepId> {
-    let declared_kind = plan
-        .steps
-        .iter()
-        .find(|s| s.name.value == name)
-        .and_then(|s| s.kind.as_ref())
-        .and_then(|k| kinds.iter().find(|r| r.as_str() == k.value));
-    let candidates = [
+/// registered kind's step of that name (`kind_of`: the plan's steps of registered kinds).
+fn needed(b: &Builder, kind_of: &HashMap<&str, StepKind>, name: &str) -> Vec<StepId> {
+    [
         Some(StepKind::COMMAND),
         Some(StepKind::ANALYSIS),
-        declared_kind.copied(),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .map(|k| b.ids(k, name))
-        .find(|ids| !ids.is_empty())
-        .unwrap_or(&[])
-        .to_vec()
+        kind_of.get(name).copied(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|k| b.ids(k, name))
+    .find(|ids| !ids.is_empty())
+    .unwrap_or(&[])
+    .to_vec()
 }
