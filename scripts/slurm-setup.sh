@@ -119,21 +119,21 @@ for node in cairn1 cairn2; do
     /usr/sbin/slurmd -N "$node"
   fi
 done
-# each node answers (a `*` after its state means slurmctld cannot reach its slurmd), and
-# nodes left down (e.g. by a killed test) come back; a node that does not answer within 30 s
-# fails the set-up with its slurmd's log
+# each node takes jobs (a `*` after its state means slurmctld cannot reach its slurmd), and
+# nodes left down (e.g. by a killed test) come back; a node that does not within 30 s is
+# reported with its slurmd's log
 for node in cairn1 cairn2; do
   for i in $(seq 1 60); do
     state=$(sinfo -h -n "$node" -o '%t' 2>/dev/null | head -n 1 || true)
     case "$state" in
       down*|drain*|fail*) scontrol update nodename="$node" state=resume 2>/dev/null || true ;;
-      *'*'|'') ;;
-      *) break ;;
+      # registered and taking jobs (a `*` would mean slurmctld cannot reach it)
+      idle|alloc|mix|comp) break ;;
     esac
     if [ "$i" = 60 ]; then
-      echo "slurm-setup: node $node does not answer (state '$state'); its slurmd log ends:" >&2
+      # said, not fatal: the Slurm tests heal a node that stays unreachable, and say so
+      echo "slurm-setup: warning: node $node does not take jobs after 30 s (state '$state'); its slurmd log ends:" >&2
       tail -n 20 "/var/log/slurm/slurmd-$node.log" >&2 || true
-      exit 1
     fi
     sleep 0.5
   done
