@@ -188,9 +188,6 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
     Ok(())
 }
 
-/// The significance level of the study's comparisons and claims (the tables' rule).
-const ALPHA: f64 = 0.05;
-
 /// What the plan's design cannot do, said before anything is measured: a trials block whose
 /// servers are compared (a claim, or a table with a baseline) but which measures too few
 /// passes for the rank test ever to reach α, whatever the data.
@@ -203,14 +200,16 @@ pub fn design_warnings(plan: &Plan) -> Vec<String> {
     if !compares {
         return Vec::new();
     }
-    let enough = cairn_analysis::rank_test::min_passes_for(ALPHA);
+    // the significance level of the study's comparisons and claims (the tables' rule)
+    let alpha = cairn_analysis::Criteria::default().alpha;
+    let enough = cairn_analysis::rank_test::min_passes_for(alpha);
     plan.trials
         .iter()
         .filter(|t| t.servers.len() > 1 && (t.passes.value.max as usize) < enough)
         .map(|t| {
             let n = t.passes.value.max as usize;
             format!(
-                "trials `{}` measures at most {n} pass{} per server: no comparison or claim over it can be decided at α = {ALPHA} (the rank test's smallest p with {n} against {n} is {:.3}); {enough} passes is the fewest that could (`passes {enough}`, or `passes min={enough} …`)",
+                "trials `{}` measures at most {n} pass{} per server: no comparison or claim over it can be decided at α = {alpha} (the rank test's smallest p with {n} against {n} is {:.3}); {enough} passes is the fewest that could (`passes {enough}`, or `passes min={enough} …`)",
                 t.name.value,
                 if n == 1 { "" } else { "es" },
                 cairn_analysis::rank_test::min_exact_p(n, n)

@@ -117,9 +117,7 @@ impl Connect {
             Connect::Tls => "tls",
         }
     }
-}
 
-impl Connect {
     /// Every way, in the order plans list them.
     pub const ALL: [Connect; 3] = [Connect::Socket, Connect::Tcp, Connect::Tls];
 
@@ -165,9 +163,7 @@ impl ClientPath {
             ClientPath::Host => "host",
         }
     }
-}
 
-impl ClientPath {
     /// Every place, in the order plans list them.
     pub const ALL: [ClientPath; 3] = [ClientPath::Loopback, ClientPath::Bridge, ClientPath::Host];
 

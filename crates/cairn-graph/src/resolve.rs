@@ -605,13 +605,9 @@ fn replicas<'p>(
     servers: &HashMap<&str, &Server>,
 ) -> std::collections::BTreeSet<&'p str> {
     let identity = |name: &str| {
-        servers.get(name).map(|s| {
-            let image = s.image.as_ref().map(|i| i.value.clone());
-            (
-                serde_json::to_string(&server_def(s)).expect("serialises"),
-                image,
-            )
-        })
+        servers
+            .get(name)
+            .map(|s| (server_def(s), s.image.as_ref().map(|i| i.value.clone())))
     };
     let ids: Vec<(&str, _)> = t
         .servers
@@ -716,11 +712,22 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
 }
 
 fn resolve_commands(plan: &Plan, b: &mut Builder, kinds: &[StepKind]) -> Result<(), ResolveError> {
+    // the registered kind of each step that names one, looked up once (a fan-in step may
+    // need ten thousand others)
+    let kind_of: HashMap<&str, StepKind> = plan
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let k = s.kind.as_ref()?;
+            let kind = kinds.iter().find(|r| r.as_str() == k.value)?;
+            Some((s.name.as_str(), *kind))
+        })
+        .collect();
     // First create every expansion, then wire `needs`, so order in the file does not matter.
     let mut pending: Vec<(StepId, &cairn_plan::CommandStep)> = Vec::new();
     for cs in &plan.steps {
         if let Some(kind) = &cs.kind {
-            let Some(&kind) = kinds.iter().find(|k| k.as_str() == kind.value) else {
+            let Some(&kind) = kind_of.get(cs.name.as_str()) else {
                 return Err(ResolveError::UnknownKind {
                     step: cs.name.value.clone(),
                     kind: kind.value.clone(),
@@ -782,16 +789,6 @@ fn resolve_commands(plan: &Plan, b: &mut Builder, kinds: &[StepKind]) -> Result<
             }
         }
     }
-    // once, not per `needs`: a fan-in step may need ten thousand others
-    let kind_of: HashMap<&str, StepKind> = plan
-        .steps
-        .iter()
-        .filter_map(|s| {
-            let k = s.kind.as_ref()?;
-            let kind = kinds.iter().find(|r| r.as_str() == k.value)?;
-            Some((s.name.as_str(), *kind))
-        })
-        .collect();
     for (id, cs) in pending {
         let mut inputs = Vec::new();
         for need in &cs.needs {

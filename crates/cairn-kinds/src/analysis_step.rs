@@ -16,7 +16,7 @@
 
 use crate::trial_points::push_unique;
 use cairn_engine::CheckError;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Comparison, Criteria};
 use cairn_defs::figures::{self, Figure, Figures};
@@ -513,19 +513,17 @@ fn compare_with_baseline(
         } else {
             let cmp = compare(base, &cell.values, spec.metric.direction, &criteria)
                 .map_err(|e| format!("{at}: {e}"))?;
-            // how many classes of machine, and campaigns, both sides' passes come from: a
-            // comparison never mixes either silently
-            let distinct = |of: fn(&TrialPoint) -> String| {
+            // both sides' passes: a comparison never mixes classes of machine or campaigns
+            // silently
+            let both = || {
                 [&base_place, &place]
                     .into_iter()
                     .filter_map(|at| groups.get(at))
                     .flatten()
-                    .map(|p| of(p))
-                    .collect::<BTreeSet<_>>()
-                    .len()
+                    .copied()
             };
-            let classes = distinct(|p| p.fingerprint.to_string());
-            let together = distinct(|p| p.campaign.clone());
+            let classes = trial_points::machine_classes(both());
+            let together = trial_points::campaigns(both());
             if classes > 1 {
                 cmp.mixed_machines(classes)
             } else if together > 1 {

@@ -244,7 +244,8 @@ pub fn check(
             .iter()
             .all(|(k, v)| p.dimension(k).as_ref() == Some(v))
     };
-    type Side<'p> = (Vec<f64>, Vec<String>, Vec<&'p str>);
+    // a side's values and its trials, in pass order
+    type Side<'p> = (Vec<f64>, Vec<&'p TrialPoint>);
     let side = |server: &str| -> Result<Side<'_>, String> {
         let mut chosen: Vec<&TrialPoint> = points
             .iter()
@@ -263,20 +264,14 @@ pub fn check(
                     .ok_or_else(|| format!("{} recorded no `{}`", p.address, spec.metric.name))?,
             );
         }
-        let campaigns: Vec<&str> = chosen.iter().map(|p| p.campaign.as_str()).collect();
-        Ok((
-            values,
-            chosen.iter().map(|p| p.key.clone()).collect(),
-            campaigns,
-        ))
+        Ok((values, chosen))
     };
-    let (left, left_trials, left_campaigns) = side(&spec.expectation.left)?;
-    let (right, right_trials, right_campaigns) = side(&spec.expectation.right)?;
-    let campaigns = left_campaigns
-        .into_iter()
-        .chain(right_campaigns)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
+    let (left, left_points) = side(&spec.expectation.left)?;
+    let (right, right_points) = side(&spec.expectation.right)?;
+    let campaigns = trial_points::campaigns(left_points.iter().chain(&right_points).copied());
+    let keys = |points: &[&TrialPoint]| points.iter().map(|p| p.key.clone()).collect();
+    let (left_trials, right_trials): (Vec<String>, Vec<String>) =
+        (keys(&left_points), keys(&right_points));
     let (claim, negated) =
         analysis_claim(spec.expectation.operator, spec.size, spec.metric.direction);
     let criteria = Criteria {

@@ -119,6 +119,27 @@ fn campaign_of(record: &cairn_store::Record) -> String {
     }
 }
 
+/// How many classes of machine (fingerprints) `points` were measured on.
+pub fn machine_classes<'p>(points: impl IntoIterator<Item = &'p TrialPoint>) -> usize {
+    distinct(points, |p| p.fingerprint.to_string())
+}
+
+/// How many campaigns (see [`TrialPoint::campaign`]) `points` were measured in.
+pub fn campaigns<'p>(points: impl IntoIterator<Item = &'p TrialPoint>) -> usize {
+    distinct(points, |p| p.campaign.clone())
+}
+
+fn distinct<'p>(
+    points: impl IntoIterator<Item = &'p TrialPoint>,
+    of: fn(&TrialPoint) -> String,
+) -> usize {
+    points
+        .into_iter()
+        .map(of)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
 /// The trials among `step`'s inputs, read from their records (in the inputs' order, which
 /// is the graph's declaration order).
 pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoint>, StepError> {

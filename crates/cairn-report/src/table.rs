@@ -79,13 +79,14 @@ pub fn signed_percent(ratio: f64) -> String {
 /// numbers (written by `number`); empty when no cell has one.
 pub fn flags_markdown(table: &Table, number: &dyn Fn(f64) -> String) -> String {
     let mut md = String::new();
+    // the cell's other dimension (not the server) and its value there
     let place = |c: &Cell| {
-        format!(
-            "`{}` at {} = {}",
-            c.server,
-            flag_dimension(table, c),
-            flag_value(table, c)
-        )
+        let (dimension, value) = if table.rows.name == "server" {
+            (&table.columns.name, &c.column)
+        } else {
+            (&table.rows.name, &c.row)
+        };
+        format!("`{}` at {dimension} = {value}", c.server)
     };
     for c in table.cells.iter().filter(|c| c.drift.is_some()) {
         let t = c.drift.expect("filtered");
@@ -116,23 +117,6 @@ pub fn flags_markdown(table: &Table, number: &dyn Fn(f64) -> String) -> String {
         );
     }
     md
-}
-
-/// The dimension of a cell that is not the server (the other axis of its table).
-fn flag_dimension<'a>(table: &'a Table, _: &Cell) -> &'a str {
-    if table.rows.name == "server" {
-        &table.columns.name
-    } else {
-        &table.rows.name
-    }
-}
-
-fn flag_value<'a>(table: &Table, c: &'a Cell) -> &'a str {
-    if table.rows.name == "server" {
-        &c.column
-    } else {
-        &c.row
-    }
 }
 
 /// `table.md` (titled `title`, if not empty): the absolute medians (noisy cells marked), then — with a baseline — each
