@@ -53,11 +53,22 @@ pub struct RatioEstimate {
     pub seed: u64,
 }
 
-/// The ratio of medians with its seeded bootstrap CI. Both samples need positive values.
+/// The ratio of medians with its seeded bootstrap 95% CI. Both samples need positive values.
 pub fn median_ratio(
     baseline: &[f64],
     variant: &[f64],
     settings: BootstrapSettings,
+) -> Result<RatioEstimate, StatsError> {
+    median_ratio_at(baseline, variant, settings, CONFIDENCE)
+}
+
+/// [`median_ratio`] with a CI of coverage `level` (a sequential design's look asks for more
+/// than 95%: [`crate::sequential`]).
+pub fn median_ratio_at(
+    baseline: &[f64],
+    variant: &[f64],
+    settings: BootstrapSettings,
+    level: f64,
 ) -> Result<RatioEstimate, StatsError> {
     check_positive(baseline, "baseline")?;
     check_positive(variant, "variant")?;
@@ -75,7 +86,7 @@ pub fn median_ratio(
             median_in_place(&mut variant_draw) / median_in_place(&mut baseline_draw)
         })
         .collect();
-    Ok(estimate(ratio, ratios, settings))
+    Ok(estimate(ratio, ratios, settings, level))
 }
 
 /// The median of within-block ratios (each pair: variant / baseline of the same block) with
@@ -84,6 +95,15 @@ pub fn median_ratio(
 pub fn paired_median_ratio(
     pairs: &[(f64, f64)],
     settings: BootstrapSettings,
+) -> Result<RatioEstimate, StatsError> {
+    paired_median_ratio_at(pairs, settings, CONFIDENCE)
+}
+
+/// [`paired_median_ratio`] with a CI of coverage `level`.
+pub fn paired_median_ratio_at(
+    pairs: &[(f64, f64)],
+    settings: BootstrapSettings,
+    level: f64,
 ) -> Result<RatioEstimate, StatsError> {
     let baseline: Vec<f64> = pairs.iter().map(|p| p.0).collect();
     let variant: Vec<f64> = pairs.iter().map(|p| p.1).collect();
@@ -101,7 +121,7 @@ pub fn paired_median_ratio(
             median_in_place(&mut draw)
         })
         .collect();
-    Ok(estimate(ratio, medians, settings))
+    Ok(estimate(ratio, medians, settings, level))
 }
 
 /// A bootstrap needs enough resamples to place the interval's ends.
@@ -115,16 +135,22 @@ fn check_resamples(settings: BootstrapSettings) -> Result<(), StatsError> {
     Ok(())
 }
 
-/// The estimate `ratio` with the percentile interval of its bootstrap `draws`.
-fn estimate(ratio: f64, mut draws: Vec<f64>, settings: BootstrapSettings) -> RatioEstimate {
+/// The estimate `ratio` with the percentile interval of coverage `level` of its bootstrap
+/// `draws`.
+fn estimate(
+    ratio: f64,
+    mut draws: Vec<f64>,
+    settings: BootstrapSettings,
+    level: f64,
+) -> RatioEstimate {
     draws.sort_by(f64::total_cmp);
-    let tail = (1.0 - CONFIDENCE) / 2.0;
+    let tail = (1.0 - level) / 2.0;
     RatioEstimate {
         ratio,
         ci: Interval {
             low: quantile_of_sorted(&draws, tail),
             high: quantile_of_sorted(&draws, 1.0 - tail),
-            level: CONFIDENCE,
+            level,
         },
         resamples: settings.resamples,
         seed: settings.seed,
@@ -133,7 +159,7 @@ fn estimate(ratio: f64, mut draws: Vec<f64>, settings: BootstrapSettings) -> Rat
 
 /// PCG-64 started from `seed`, spelled out (state and stream) rather than through
 /// `SeedableRng::seed_from_u64`, whose seed expansion is not promised to stay the same.
-fn generator(seed: u64) -> Pcg64 {
+pub(crate) fn generator(seed: u64) -> Pcg64 {
     // one fixed stream for every seed; the seed sets the state
     const STREAM: u128 = 0x0a02_bdbf_7bb3_c0a7_ac28_fa16_a64a_bf96;
     Pcg64::new(

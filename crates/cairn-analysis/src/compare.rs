@@ -51,8 +51,7 @@ use std::fmt;
 use cairn_defs::figures::Direction;
 use serde::{Deserialize, Serialize};
 
-use crate::bootstrap::paired_median_ratio;
-use crate::bootstrap::{median_ratio, BootstrapSettings, RatioEstimate};
+use crate::bootstrap::{median_ratio_at, paired_median_ratio_at, BootstrapSettings, RatioEstimate};
 use crate::rank_test::{mann_whitney, min_passes_for, signed_rank, MannWhitney, SignedRank};
 use crate::summary::{summarize, t_quantile, Summary};
 use crate::StatsError;
@@ -86,6 +85,17 @@ impl Default for Criteria {
 }
 
 impl Criteria {
+    /// The coverage of the ratio's CI: 1 − α, so that the CI and the rank test decide at the
+    /// same level (95% at the default α; more at a sequential design's early looks).
+    pub fn level(&self) -> f64 {
+        if self.alpha == 0.05 {
+            // the literal, so that results computed before levels followed α keep their bits
+            crate::summary::CONFIDENCE
+        } else {
+            1.0 - self.alpha
+        }
+    }
+
     fn check(&self) -> Result<(), StatsError> {
         if !(self.alpha > 0.0 && self.alpha < 0.5) {
             return Err(StatsError::Setting(format!(
@@ -341,7 +351,7 @@ pub fn compare(
     criteria: &Criteria,
 ) -> Result<Comparison, StatsError> {
     criteria.check()?;
-    let ratio = median_ratio(baseline, variant, criteria.bootstrap)?;
+    let ratio = median_ratio_at(baseline, variant, criteria.bootstrap, criteria.level())?;
     let test = mann_whitney(baseline, variant)?;
     let baseline = summarize(baseline, "baseline")?;
     let variant = summarize(variant, "variant")?;
@@ -383,7 +393,7 @@ pub fn compare_paired(
     let baseline: Vec<f64> = pairs.iter().map(|p| p.0).collect();
     let variant: Vec<f64> = pairs.iter().map(|p| p.1).collect();
     let unpaired = compare(&baseline, &variant, direction, criteria)?;
-    let ratio = paired_median_ratio(pairs, criteria.bootstrap)?;
+    let ratio = paired_median_ratio_at(pairs, criteria.bootstrap, criteria.level())?;
     let logs: Vec<f64> = pairs.iter().map(|(b, v)| v.ln() - b.ln()).collect();
     let test = signed_rank(&logs)?;
     let evidence = Evidence {

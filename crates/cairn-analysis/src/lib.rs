@@ -15,6 +15,7 @@
 //! | claim check: holds / fails / inconclusive | [`claim`] | rule below |
 //! | adaptive passes: which points need another pass | [`adaptive`] | relative t-CI half-width against `until-ci` |
 //! | drift across passes in run order; outlying passes | [`drift`] | exact Mann–Kendall test; modified z-score from the MAD above 3.5 |
+//! | a sequential design: looks, boundaries, when passes stop; its simulation | [`sequential`] | Lan–DeMets O'Brien–Fleming-type α spending, boundaries by numerical integration |
 //!
 //! # Honest small samples
 //!
@@ -51,6 +52,7 @@ pub mod drift;
 mod error;
 pub mod rank_test;
 mod sample;
+pub mod sequential;
 pub mod summary;
 
 pub use adaptive::{next_passes, Action, PassDecision, PassRule, Why};

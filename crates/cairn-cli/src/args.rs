@@ -237,6 +237,15 @@ pub enum Command {
         /// spent measuring (warmup and measured windows) and each trial's setup around it.
         #[arg(long, value_name = "PLAN", conflicts_with = "slurm")]
         study: Option<PathBuf>,
+        /// Instead: simulate studies through the sequential design of `until="decided"`
+        /// (its stopping and verdict code) and print its false-positive rate, power and
+        /// passes used against a fixed design and against testing after every pass.
+        #[arg(long, conflicts_with_all = ["slurm", "study"])]
+        sequential: bool,
+        /// With `--sequential`: simulated studies per scenario (A/A scenarios; A/B get a
+        /// third as many).
+        #[arg(long, default_value_t = 1000, requires = "sequential")]
+        studies: usize,
     },
 }
 

@@ -80,6 +80,30 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Median time of one durable small-file write as the store makes it — create a file in a
+/// fresh directory, write 100 bytes, fsync, rename it beside — over `runs` writes. A first
+/// run's per-step overhead is mostly such writes (a record, a blob, their directories), and
+/// their cost on a virtual disk moves several-fold from minute to minute; this is the
+/// yardstick measured in the same run.
+fn durable_write_floor(runs: usize) -> Option<Duration> {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().ok()?;
+    let mut v = Vec::new();
+    for i in 0..runs {
+        let t = Instant::now();
+        let sub = dir.path().join(format!("d{i}"));
+        std::fs::create_dir(&sub).ok()?;
+        let tmp = sub.join("tmp");
+        let mut f = std::fs::File::create(&tmp).ok()?;
+        f.write_all(&[b'x'; 100]).ok()?;
+        f.sync_all().ok()?;
+        drop(f);
+        std::fs::rename(&tmp, sub.join("record")).ok()?;
+        v.push(t.elapsed());
+    }
+    Some(median(v))
+}
+
 /// Time of `runs` bare process starts of `cmd` (the floor under any CLI).
 fn process_floor(cmd: &Path, args: &[&str], runs: usize) -> Duration {
     let mut v = Vec::new();
@@ -102,11 +126,14 @@ pub fn bench(cli: &Cli, sizes: &[usize], jobs: usize, cached: &Path) -> Result<i
     })?;
     let floor_cairn = process_floor(&exe, &["--version"], 20);
     let floor_sh = process_floor(Path::new("sh"), &["-c", "echo 1 > /dev/null"], 50);
+    let floor_write = durable_write_floor(50);
     println!(
-        "reference, same run: `cairn --version` {:.2} ms; `sh -c 'echo 1'` {:.2} ms",
+        "reference, same run: `cairn --version` {:.2} ms; `sh -c 'echo 1'` {:.2} ms; a durable small-file write (mkdir, create, write, fsync, rename) {}",
         ms(floor_cairn),
-        ms(floor_sh)
+        ms(floor_sh),
+        floor_write.map_or("not measured".to_string(), |d| format!("{:.2} ms", ms(d)))
     );
+
     // every scratch store lives until the end: removing one makes the filesystem slower to
     // allocate inodes for a while (ext4 without a journal skips recently deleted inodes one by
     // one), which would bill the next repetition for the benchmark's own cleanup
@@ -116,6 +143,8 @@ pub fn bench(cli: &Cli, sizes: &[usize], jobs: usize, cached: &Path) -> Result<i
         // fsync latency here varies run to run: repeat small first runs, each on a fresh store
         let reps = if n <= 1000 { 5 } else { 1 };
         let mut overheads = Vec::new();
+        // the disk's speed drifts between repetitions: each is set against writes timed just before it
+        let mut in_writes = Vec::new();
         let mut first_walls = Vec::new();
         let mut last_dir = None;
         for _ in 0..reps {
@@ -127,10 +156,15 @@ pub fn bench(cli: &Cli, sizes: &[usize], jobs: usize, cached: &Path) -> Result<i
                 eprintln!("error: writing plan: {e}");
                 Exit(FAILED)
             })?;
+            let write_now = durable_write_floor(20);
             // first run with one job: wall − Σ command time = cairn's own work
             let first = checked(cairn_run(&exe, dir.path(), 1))?;
             let command_ms = first.summary["command_ms"].as_f64().unwrap_or(0.0);
-            overheads.push((ms(first.wall) - command_ms) / steps as f64);
+            let overhead = (ms(first.wall) - command_ms) / steps as f64;
+            overheads.push(overhead);
+            if let Some(w) = write_now {
+                in_writes.push(overhead / ms(w));
+            }
             first_walls.push(first.wall);
             if let Some(d) = last_dir.replace(dir) {
                 scratch.push(d);
@@ -152,12 +186,21 @@ pub fn bench(cli: &Cli, sizes: &[usize], jobs: usize, cached: &Path) -> Result<i
         let cached_min = *cached.iter().min().expect("five runs");
         println!("{steps} steps ({n} independent + 1 fan-in):");
         println!(
-            "  first run (--jobs 1, {reps}× on fresh stores): median wall {:.0} ms; cairn's overhead excluding the commands' own time: median {:.3} ms/step (range {:.3}..{:.3}; {:.2}× a bare `sh` start)",
+            "  first run (--jobs 1, {reps}× on fresh stores): median wall {:.0} ms; cairn's overhead excluding the commands' own time: median {:.3} ms/step (range {:.3}..{:.3}; {:.2}× a bare `sh` start{})",
             ms(median(first_walls)),
             overhead,
             overheads[0],
             overheads[overheads.len() - 1],
-            overhead / ms(floor_sh)
+            overhead / ms(floor_sh),
+            if in_writes.len() == reps {
+                in_writes.sort_by(f64::total_cmp);
+                format!(
+                    "; {:.1}× a durable file write timed just before it",
+                    in_writes[in_writes.len() / 2]
+                )
+            } else {
+                String::new()
+            }
         );
         println!(
             "  fully cached re-run (--jobs {jobs}, whole process): median {:.1} ms, min {:.1} ms over 5 ({:.1}× a bare `cairn --version`)",

@@ -137,6 +137,12 @@ pub fn dispatch(cli: Cli) -> i32 {
             study: Some(plan), ..
         } => crate::bench::bench_study(plan),
         Command::Bench {
+            sequential: true,
+            studies,
+            jobs,
+            ..
+        } => crate::bench_sequential::bench_sequential(*studies, *jobs),
+        Command::Bench {
             steps,
             jobs,
             cached,

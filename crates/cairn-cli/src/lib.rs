@@ -5,6 +5,7 @@
 
 mod args;
 mod bench;
+mod bench_sequential;
 mod budget_line;
 mod bundle;
 mod commands;
