@@ -110,6 +110,47 @@ fn rows<'a>(graph: &'a StepGraph, env: &cairn_engine::Env<'_>) -> Vec<Row<'a>> {
         .collect()
 }
 
+/// The level at which a point's passes are said to drift (as in the analyses' tables).
+const DRIFT_ALPHA: f64 = 0.05;
+
+/// What the analyses would flag, by the same rules, in the first table figure (`tps` where
+/// trials have it): each row that is an outlying pass of its point, and each point whose
+/// passes drift in run order, with its trend. Rows of one point are its passes in order.
+struct Flags {
+    outlier: Vec<bool>,
+    drifting: Vec<(String, cairn_analysis::drift::Trend)>,
+}
+
+fn flags(rows: &[Row<'_>], figure: Option<&'static figures::Figure>) -> Flags {
+    let mut out = Flags {
+        outlier: vec![false; rows.len()],
+        drifting: Vec::new(),
+    };
+    let Some(figure) = figure else {
+        return out;
+    };
+    let mut points: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let point = r.address.split('#').next().unwrap_or(r.address);
+        points.entry(point.to_string()).or_default().push(i);
+    }
+    for (point, mut members) in points {
+        members.sort_by_key(|&i| rows[i].pass);
+        let measured: Vec<(usize, f64)> = members
+            .iter()
+            .filter_map(|&i| rows[i].figures.get(figure).map(|v| (i, v)))
+            .collect();
+        let values: Vec<f64> = measured.iter().map(|m| m.1).collect();
+        for o in cairn_analysis::drift::outliers(&values) {
+            out.outlier[measured[o].0] = true;
+        }
+        if let Some(trend) = cairn_analysis::drift::drift(&values, DRIFT_ALPHA) {
+            out.drifting.push((point, trend));
+        }
+    }
+    out
+}
+
 /// Parameters whose value differs between trials (the study's axes), in name order.
 fn axes(rows: &[Row<'_>]) -> Vec<String> {
     let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
@@ -141,8 +182,9 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
     let rows = rows(&graph, &machine.env(&graph, &store, &fp));
+    let flagged = flags(&rows, table_columns(&rows).first().copied());
     if cli.json {
-        for r in &rows {
+        for (i, r) in rows.iter().enumerate() {
             let variant = r.record.as_ref().and_then(|rec| rec.extra.get("variant"));
             println!(
                 "{}",
@@ -155,6 +197,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
                     "word_size": variant.and_then(|v| v["checks"]["word_size"].as_u64()),
                     "allocator": variant.and_then(|v| v["allocator"].as_str()),
                     "client": r.record.as_ref().and_then(|rec| rec.extra.get("client")),
+                    "outlier": flagged.outlier[i],
                 })
             );
         }
@@ -181,8 +224,12 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     header.push("pass".into());
     header.extend(figure_cols.iter().map(|f| f.name.to_string()));
     header.push("result".into());
+    let any_outlier = flagged.outlier.iter().any(|o| *o);
+    if any_outlier {
+        header.push("flag".into());
+    }
     let mut table: Vec<Vec<String>> = vec![header];
-    for (r, client) in rows.iter().zip(&clients) {
+    for (i, (r, client)) in rows.iter().zip(&clients).enumerate() {
         let f = &r.figures;
         let mut line = vec![r.trials.to_string(), r.server.clone()];
         if client_col {
@@ -198,6 +245,9 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
                 .map_or("-".into(), |v| figures::format_number(c, v))
         }));
         line.push(r.state.to_string());
+        if any_outlier {
+            line.push(if flagged.outlier[i] { "outlier" } else { "" }.to_string());
+        }
         table.push(line);
     }
     let widths: Vec<usize> = (0..table[0].len())
@@ -230,6 +280,22 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
         "{measured} of {} trials measured for this definition on this machine",
         rows.len()
     );
+    if let (true, Some(figure)) = (any_outlier, figure_cols.first()) {
+        println!(
+            "`outlier`: the pass's {} lies far from its point's other passes (modified z-score above 3.5, as the analyses flag it); kept, never dropped",
+            figure.name
+        );
+    }
+    for (point, trend) in &flagged.drifting {
+        println!(
+            "drift: {point}: {} {} across its {} passes in run order (Mann–Kendall τ = {:.2}, p {}): the machine may have changed during the study; a paired table (`paired=#true`) compares within blocks",
+            figure_cols.first().map_or("the figure", |f| f.name),
+            if trend.falling() { "falls" } else { "rises" },
+            trend.passes,
+            trend.tau,
+            cairn_analysis::compare::p_text(trend.p_value)
+        );
+    }
     if rows.iter().any(|r| r.state == "other machine") {
         println!("`other machine`: figures measured elsewhere (another fingerprint); run the plan to measure here");
     }
@@ -335,5 +401,55 @@ mod tests {
             cols,
             ["tps", "qps", "latency_p95_ms", "latency_mean_ms", "errors"]
         );
+    }
+
+    #[test]
+    fn outlying_passes_and_drift_are_flagged_and_clean_passes_are_not() {
+        let params = BTreeMap::new();
+        let addresses: Vec<String> = (1..=7)
+            .flat_map(|p| {
+                [
+                    format!("trial/t/a#{p}"),
+                    format!("trial/t/b#{p}"),
+                    format!("trial/t/c#{p}"),
+                ]
+            })
+            .collect();
+        // a: steady with one stall at pass 4; b: falls pass by pass; c: clean noise
+        let value = |server: &str, pass: u32| match server {
+            "a" if pass == 4 => 600.0,
+            "a" => 1000.0 + f64::from(pass % 3),
+            "b" => 1000.0 - 20.0 * f64::from(pass),
+            _ => [1003.0, 997.0, 1001.0, 999.0, 1004.0, 996.0, 1000.0][pass as usize - 1],
+        };
+        let rows: Vec<Row<'_>> = addresses
+            .iter()
+            .map(|address| {
+                let (point, pass) = address.split_once('#').unwrap();
+                let pass: u32 = pass.parse().unwrap();
+                let server = server_of(point, "t");
+                Row {
+                    address,
+                    trials: "t",
+                    figures: figures_in(Some(&json!({ "tps": value(&server, pass) }))),
+                    server,
+                    params: &params,
+                    pass,
+                    state: "cached",
+                    record: None,
+                }
+            })
+            .collect();
+        let f = flags(&rows, table_columns(&rows).first().copied());
+        let flagged: Vec<&str> = rows
+            .iter()
+            .zip(&f.outlier)
+            .filter(|(_, o)| **o)
+            .map(|(r, _)| r.address)
+            .collect();
+        assert_eq!(flagged, ["trial/t/a#4"]);
+        let drifting: Vec<&str> = f.drifting.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(drifting, ["trial/t/b"]);
+        assert!(f.drifting[0].1.falling());
     }
 }
