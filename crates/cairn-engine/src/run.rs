@@ -444,11 +444,46 @@ impl<'g> Books<'g> {
     /// goes to its lane at once: whether it runs is decided at its turn, and what it reads
     /// is asked then, only if it does.
     fn enqueue(&mut self, id: StepId, reporter: &mut dyn Reporter) {
-        if !self.graph.steps[id].is_conditional() && !self.inputs_here(id, reporter) {
+        if self.graph.steps[id].is_conditional() {
+            // counted as a reader of an input that runs again, or reading one: it waits
+            if self.missing[id] > 0 || self.waits_for_inputs_running_again(id) {
+                self.state[id] = State::Waiting;
+                return;
+            }
+        } else if !self.inputs_here(id, reporter) {
             return;
         }
         self.state[id] = State::Queued;
         self.queue_in_lane(id);
+    }
+
+    /// Whether step `id` reads an input that runs again (served first, then found gone for
+    /// another reader, so not done now): then it waits for each such input, as a reader
+    /// released when it is done, and is keyed again.
+    fn waits_for_inputs_running_again(&mut self, id: StepId) -> bool {
+        let mut again: Vec<StepId> = self.graph.steps[id]
+            .inputs
+            .iter()
+            .map(|i| i.from)
+            .filter(|&from| {
+                self.done[from].is_none()
+                    && matches!(
+                        self.state[from],
+                        State::Waiting | State::Queued | State::Running
+                    )
+            })
+            .collect();
+        again.sort_unstable();
+        again.dedup();
+        if again.is_empty() {
+            return false;
+        }
+        self.state[id] = State::Waiting;
+        for from in again {
+            self.missing[id] += 1;
+            self.waiters.entry(from).or_default().push(id);
+        }
+        true
     }
 
     /// Whether what step `id` reads is here, so it can run now. An input served from its
@@ -460,6 +495,9 @@ impl<'g> Books<'g> {
         let mut inputs: Vec<StepId> = graph.steps[id].inputs.iter().map(|i| i.from).collect();
         inputs.sort_unstable();
         inputs.dedup();
+        if self.waits_for_inputs_running_again(id) {
+            return false; // back when they are done
+        }
         let mut rekey = false;
         let mut gone = Vec::new();
         for from in inputs {

@@ -545,6 +545,44 @@ fn a_run_that_runs_nothing_asks_only_whether_its_goals_are_here() {
     assert_eq!(rec.with("finished"), BTreeSet::from(["c".to_string()]));
 }
 
+/// A trial's shape: it reads an image and a dataset that reads the image.
+const DIAMOND: &str = r#"
+study "fake"
+step "image" { run "x"; output "o" }
+step "dataset" { run "x"; output "o"; needs "image" }
+step "trial" { run "x"; output "o"; needs "image"; needs "dataset"; matrix { n 1 2 3 } }
+step "other" { run "x"; output "o"; needs "image" }
+step "more" { run "x"; output "o"; needs "image"; needs "other"; matrix { n 1 2 3 } }
+step "all" { run "x"; output "o"; needs "trial"; needs "more" }
+"#;
+
+#[test]
+fn inputs_whose_products_are_gone_run_again_in_order_when_one_reads_the_other() {
+    let g = graph(DIAMOND);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[]);
+    assert!(sb.run(&g, fake, &opts(1)).0.ok());
+    // the image and the dataset were served, then found gone when the trial (--fresh) asks:
+    // the dataset must wait for the image running again (it once started without it)
+    let (mut fake, log) = Fake::new(&[]);
+    fake.absent.insert("image".into());
+    fake.absent.insert("dataset".into());
+    fake.absent.insert("other".into());
+    let mut o = opts(1);
+    o.fresh = vec![
+        cairn_graph::Selector::parse("trial").unwrap(),
+        cairn_graph::Selector::parse("more").unwrap(),
+    ];
+    let (summary, rec) = sb.run(&g, fake, &o);
+    assert!(summary.ok(), "{summary:?}");
+    assert_eq!(rec.with("finished").len(), 9, "{:?}", rec.with("finished"));
+    let lines = log.0.lock().unwrap().lines.clone();
+    let pos = |l: &str| lines.iter().position(|x| x.starts_with(l)).unwrap();
+    assert!(pos("end image") < pos("start dataset"), "{lines:?}");
+    assert!(pos("end dataset") < pos("start trial"), "{lines:?}");
+    assert!(pos("end other") < pos("start more"), "{lines:?}");
+}
+
 #[test]
 fn an_input_whose_product_is_gone_runs_again_before_the_step_that_reads_it() {
     let g = graph(CHAIN);
