@@ -112,7 +112,8 @@ impl fmt::Display for ClaimReason {
         match self {
             ClaimReason::TooFewPasses { min_p, alpha } => write!(
                 f,
-                "too few passes: the smallest p-value the rank test can give is {min_p:.3}, not below α = {alpha}"
+                "too few passes: the smallest p-value the rank test can give is {min_p:.3}, not below α = {}",
+                crate::compare::alpha_shown(*alpha)
             ),
             ClaimReason::TooNoisy { passes, needed } => match needed {
                 Some(needed) => write!(

@@ -177,17 +177,20 @@ impl fmt::Display for Reason {
         match *self {
             Reason::TooFewPasses { min_p, alpha } => write!(
                 f,
-                "too few passes: the smallest p-value the rank test can give with these samples is {min_p:.3}, not below α = {alpha}"
+                "too few passes: the smallest p-value the rank test can give with these samples is {min_p:.3}, not below α = {}",
+                alpha_shown(alpha)
             ),
             Reason::Shifted { p, alpha } => write!(
                 f,
-                "the rank test (p {}, below α = {alpha}) and the ratio's CI agree",
-                p_text(p)
+                "the rank test (p {}, below α = {}) and the ratio's CI agree",
+                p_text(p),
+                alpha_shown(alpha)
             ),
             Reason::EvidenceDisagrees { p, alpha } => write!(
                 f,
-                "the rank test (p {}, α = {alpha}) and the ratio's CI disagree about a difference",
-                p_text(p)
+                "the rank test (p {}, α = {}) and the ratio's CI disagree about a difference",
+                p_text(p),
+                alpha_shown(alpha)
             ),
             Reason::WithinBand { band } => write!(
                 f,
@@ -209,6 +212,16 @@ impl fmt::Display for Reason {
                 "its sides were measured in {campaigns} campaigns (machine instances, boots or days), not together: a difference could be the moment's; measure both in one run"
             ),
         }
+    }
+}
+
+/// α as the verdicts print it: as written for a plain level (`0.05`), three significant
+/// digits for a sequential look's nominal level.
+pub(crate) fn alpha_shown(alpha: f64) -> String {
+    if alpha == 0.05 {
+        "0.05".to_string()
+    } else {
+        crate::sequential::alpha_text(alpha)
     }
 }
 
@@ -311,6 +324,10 @@ pub struct Comparison {
     /// stays the unpaired one, for reference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired: Option<Paired>,
+    /// Set when it was made at a look of a sequential design (`until="decided"`): its α is
+    /// that look's nominal level ([`crate::sequential`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look: Option<crate::sequential::Look>,
 }
 
 /// The evidence of a comparison paired within blocks.
@@ -378,6 +395,7 @@ pub fn compare(
         reason,
         passes_needed,
         paired: None,
+        look: None,
     })
 }
 

@@ -138,6 +138,14 @@ impl Design {
             .collect()
     }
 
+    /// The look that `passes` per side stand at: the planned one, else the first (fewer
+    /// passes than `min`, e.g. after failed trials) or the last (more than `max`).
+    pub fn look_for(&self, passes: usize) -> Look {
+        let looks = self.looks();
+        let i = passes.clamp(self.min, self.max) - self.min;
+        looks[i]
+    }
+
     /// The look at `passes` per side, if one is planned there.
     pub fn look_at(&self, passes: usize) -> Option<Look> {
         (self.min..=self.max)
@@ -286,7 +294,7 @@ impl Question {
 
 /// `passes` (which grow with the noise's variance) at the variance's lower 80% confidence
 /// bound from `df` degrees of freedom: `df / χ²(0.9, df)` of it.
-fn optimistic(passes: usize, df: usize) -> usize {
+pub fn optimistic(passes: usize, df: usize) -> usize {
     if df == 0 {
         return passes;
     }
@@ -361,6 +369,12 @@ pub fn criteria_at(base: &Criteria, look: &Look) -> Criteria {
         alpha: look.nominal_alpha,
         ..*base
     }
+}
+
+/// A comparison made at `look` of a sequential design: it says so.
+pub fn at_look(mut c: Comparison, look: Look) -> Comparison {
+    c.look = Some(look);
+    c
 }
 
 /// How a simulated pass's noise is drawn.

@@ -237,8 +237,17 @@ pub fn describe(r: &Reason) -> String {
         Reason::Conditional {
             min,
             max,
+            until_decided: true,
+            ..
+        } => format!(
+            "conditional: a pass beyond min={min} (max={max}); runs only if a table comparison or claim at its matrix point is then undecided"
+        ),
+        Reason::Conditional {
+            min,
+            max,
             until_ci,
             metric,
+            ..
         } => format!(
             "conditional: a pass beyond min={min} (max={max}); runs only if the point's {metric} CI half-width is then above {}",
             until_ci.map_or_else(|| "its target".to_string(), |t| format!("{}%", t * 100.0))

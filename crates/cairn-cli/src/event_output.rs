@@ -111,6 +111,16 @@ pub(crate) fn efficiency_line(measuring_ms: f64, wall_ms: f64) -> String {
 /// `needed  trial/ro/a#3: tps CI ±4.1% (target 2%) after 2 passes: CI half-width above the
 /// target` — an adaptive decision and the CI behind it.
 pub(crate) fn decision_line(d: &cairn_engine::adaptive::Decision) -> String {
+    if let Some(look) = &d.look {
+        // `until="decided"`: the look, and the questions behind the decision
+        return format!(
+            "{} {}: after {} passes per side, {look}: {}",
+            if d.needed { "needed " } else { "not needed" },
+            d.step,
+            d.passes,
+            d.why
+        );
+    }
     let ci = d.ci_half_width.map_or_else(
         || "not estimable".to_string(),
         |w| format!("±{:.2}%", w * 100.0),

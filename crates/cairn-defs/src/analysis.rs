@@ -20,6 +20,19 @@ pub struct AnalysisDef {
     /// The kind node's properties, e.g. `metric`, `rows`, `columns`, `baseline`.
     #[serde(default)]
     pub props: Props,
+    /// The sequential design of the trials it reads (`passes … until="decided"`): its
+    /// comparisons decide at the level of the look their passes stand at. Absent otherwise,
+    /// so analyses of other plans keep their keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<Sequential>,
+}
+
+/// The looks of `passes min max until="decided"`: after every block from `min` to `max`
+/// passes per side (the design itself is `cairn_analysis::sequential`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sequential {
+    pub min: u32,
+    pub max: u32,
 }
 
 impl AnalysisDef {
@@ -86,6 +99,7 @@ mod tests {
         AnalysisDef {
             kind: kind.into(),
             props: props.as_object().unwrap().clone(),
+            sequential: None,
         }
     }
 

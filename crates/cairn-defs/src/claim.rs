@@ -24,6 +24,10 @@ pub struct ClaimDef {
     /// The least size of `>` and `<`, a fraction (`by="5%"` is 0.05).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<f64>,
+    /// The sequential design of the trials it reads, as for an analysis
+    /// ([`crate::analysis::Sequential`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::analysis::Sequential>,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub mod server;
 pub mod value;
 pub mod workload;
 
-pub use analysis::AnalysisDef;
+pub use analysis::{AnalysisDef, Sequential};
 pub use claim::ClaimDef;
 pub use dataset::{DatasetDef, DatasetStepDef};
 pub use image::{Debian, ImageDef, LayerDef};

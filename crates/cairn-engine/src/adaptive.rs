@@ -36,6 +36,10 @@ pub struct Decision {
     /// Relative 95% CI half-width of the metric's mean at this moment, if estimable.
     pub ci_half_width: Option<f64>,
     pub until_ci: Option<f64>,
+    /// Under `until="decided"`: the look of the sequential design the decision was made at
+    /// ("look 3 of 9 (6 passes per side, nominal α 0.0027)").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub look: Option<String>,
     /// Whether the pass runs.
     pub needed: bool,
     /// Why, in words (`cairn_analysis::adaptive::Why`).
@@ -48,15 +52,23 @@ impl Decision {
     }
 }
 
-/// The rule that decides whether a conditional pass runs: given the pass and the `metric`
-/// of each earlier pass of its point (`None` for one not measured), its decision.
+/// The rule that decides whether a conditional pass runs: given the pass and, for any
+/// earlier step, the key of its record (`None` for one not measured, not needed or not
+/// finished), its decision. A precision rule reads the point's own earlier passes; a rule
+/// aimed at the plan's questions reads every trial its tables and claims compare.
 pub trait PassRule: Send + Sync {
-    fn decide(&self, step: &Step, earlier: &[f64]) -> Decision;
+    fn decide(
+        &self,
+        store: &Store,
+        graph: &StepGraph,
+        step: &Step,
+        record_key: &dyn Fn(StepId) -> Option<String>,
+    ) -> Decision;
 }
 
-/// Decides whether the conditional pass `step` runs, from the records of its point's
-/// earlier passes in `done`, by the registry's rule. `None` when `step` is not conditional
-/// (or there is no rule: every pass runs).
+/// Decides whether the conditional pass `step` runs, from the records of the steps finished
+/// in `done`, by the registry's rule. `None` when `step` is not conditional (or there is no
+/// rule: every pass runs).
 pub fn decide(
     store: &Store,
     rule: Option<&dyn PassRule>,
@@ -64,30 +76,27 @@ pub fn decide(
     step: &Step,
     done: &[Option<Arc<Done>>],
 ) -> Option<Decision> {
-    let metric = &step.adaptive.as_ref()?.metric;
-    decide_with(rule, graph, step, |id| {
+    decide_with(store, rule, graph, step, |id| {
         done[id]
             .as_deref()
-            .and_then(|d| metric_of(store, d, metric))
+            .filter(|d| !d.is_not_needed())
+            .map(|d| d.key.clone())
     })
 }
 
-/// [`decide`] with the earlier passes' figures from `metric_of_pass` (a step id → its
-/// `metric`, `None` for a pass not measured): the run asks its finished steps, `cairn plan`
-/// the records its statuses found.
+/// [`decide`] with the earlier steps' record keys from `record_key` (`None` for one not
+/// measured): the run asks its finished steps, `cairn plan` the records its statuses found.
 pub fn decide_with(
+    store: &Store,
     rule: Option<&dyn PassRule>,
     graph: &StepGraph,
     step: &Step,
-    metric_of_pass: impl Fn(StepId) -> Option<f64>,
+    record_key: impl Fn(StepId) -> Option<String>,
 ) -> Option<Decision> {
     if !step.is_conditional() {
         return None;
     }
-    let sample: Vec<f64> = earlier_passes(graph, step)
-        .filter_map(|s| metric_of_pass(s.id))
-        .collect();
-    Some(rule?.decide(step, &sample))
+    Some(rule?.decide(store, graph, step, &record_key))
 }
 
 /// The passes of `step`'s point before it.
@@ -96,15 +105,6 @@ pub fn earlier_passes<'g>(graph: &'g StepGraph, step: &'g Step) -> impl Iterator
     graph.steps.iter().filter(move |s| {
         s.pass < step.pass && s.adaptive.as_ref().map(|a| a.point.as_str()) == point
     })
-}
-
-/// The `metric` figure of a finished trial, from its record; `None` for a pass that was
-/// not needed, a record gone, or a trial without that figure.
-fn metric_of(store: &Store, done: &Done, metric: &str) -> Option<f64> {
-    if done.is_not_needed() {
-        return None;
-    }
-    recorded_metric(store, &done.key, metric)
 }
 
 /// The `metric` figure of the trial record under `key`, if it has one.

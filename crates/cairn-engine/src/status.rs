@@ -89,6 +89,9 @@ pub enum Reason {
         min: u32,
         max: u32,
         until_ci: Option<f64>,
+        /// `until="decided"`: it runs only if a question at its matrix point is undecided.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        until_decided: bool,
         metric: String,
     },
     /// The adaptive rule's decision on a conditional pass from its point's recorded passes.
@@ -213,6 +216,7 @@ impl Survey<'_, '_> {
                         min: a.min,
                         max: a.max,
                         until_ci: a.until_ci,
+                        until_decided: a.until_decided,
                         metric: a.metric.clone(),
                     },
                 );
@@ -314,19 +318,14 @@ impl Survey<'_, '_> {
                 Some(Status::Cached | Status::NotNeeded)
             )
         });
-        let metric = step
-            .adaptive
-            .as_ref()
-            .map(|a| a.metric.clone())
-            .unwrap_or_default();
         let decision = settled
             .then(|| {
-                crate::adaptive::decide_with(env.kinds.pass_rule(), graph, step, |id| {
-                    let o = out[id].as_ref()?;
+                crate::adaptive::decide_with(env.store, env.kinds.pass_rule(), graph, step, |id| {
+                    let o = out.get(id)?.as_ref()?;
                     if o.status != Status::Cached {
                         return None;
                     }
-                    crate::adaptive::recorded_metric(env.store, o.key.as_deref()?, &metric)
+                    o.key.clone()
                 })
             })
             .flatten();

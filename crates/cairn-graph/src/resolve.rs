@@ -567,6 +567,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     min: passes.min,
                     max: passes.max,
                     until_ci: passes.until_ci,
+                    until_decided: passes.until_decided,
                     metric: passes.metric.clone(),
                     point: expand::address(&base, point, &axes, 1, 1),
                 });
@@ -633,6 +634,20 @@ fn trial_inputs(b: &Builder, names: &[String]) -> Vec<Input> {
     out
 }
 
+/// The sequential design of the first of the trials blocks `names` whose passes stop when
+/// decided, if any: the analyses and claims reading them decide at its looks' levels.
+fn sequential_of(plan: &Plan, names: &[String]) -> Option<cairn_defs::Sequential> {
+    plan.trials
+        .iter()
+        .filter(|t| names.contains(&t.name.value))
+        .map(|t| &t.passes.value)
+        .find(|p| p.until_decided && p.max > p.min)
+        .map(|p| cairn_defs::Sequential {
+            min: p.min,
+            max: p.max,
+        })
+}
+
 fn resolve_analyses(plan: &Plan, b: &mut Builder) {
     let all_trials: Vec<String> = plan.trials.iter().map(|t| t.name.value.clone()).collect();
     for a in &plan.analyses {
@@ -650,6 +665,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         s.definition = definition_json(&AnalysisDef {
             kind: a.kind.value.clone(),
             props: plan_props(&a.props),
+            sequential: sequential_of(plan, &names),
         });
         s.inputs = trial_inputs(b, &names);
         b.push(s);
@@ -667,6 +683,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             expect: c.expect.value.clone(),
             within: c.within.as_ref().map(|w| w.value),
             by: c.by.as_ref().map(|b| b.value),
+            sequential: sequential_of(plan, &all_trials),
         });
         s.inputs = trial_inputs(b, &all_trials);
         b.push(s);

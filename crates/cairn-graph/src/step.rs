@@ -138,6 +138,9 @@ pub struct AdaptivePasses {
     pub max: u32,
     /// Target relative CI half-width (0.02 = 2%).
     pub until_ci: Option<f64>,
+    /// `until="decided"`: the point's passes go on while a question the plan's tables and
+    /// claims ask of its matrix point is undecided (the registry's rule decides).
+    pub until_decided: bool,
     /// The figure whose CI is watched.
     pub metric: String,
     /// The point (one variant at one matrix point): the address without its `#pass`.

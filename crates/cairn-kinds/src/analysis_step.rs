@@ -18,6 +18,7 @@ use crate::trial_points::push_unique;
 use cairn_engine::CheckError;
 use std::collections::BTreeMap;
 
+use cairn_analysis::sequential::{self, Design, Look};
 use cairn_analysis::{compare, compare_paired, summarize, BootstrapSettings, Comparison, Criteria};
 use cairn_defs::figures::{self, Figure, Figures};
 use cairn_defs::AnalysisDef;
@@ -369,14 +370,40 @@ pub fn cell_seed(definition: &impl Serialize, row: &str, column: &str) -> u64 {
     u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
-/// The criteria of one cell's comparison: the defaults, with the cell's own seed.
-fn cell_criteria(definition: &AnalysisDef, row: &str, column: &str) -> Criteria {
-    Criteria {
+/// The criteria of one cell's comparison: the defaults, with the cell's own seed; under a
+/// sequential design (`until="decided"`), α is the nominal level of the look its `passes`
+/// per side stand at, and that look is returned too.
+fn cell_criteria(
+    definition: &AnalysisDef,
+    row: &str,
+    column: &str,
+    passes: usize,
+) -> (Criteria, Option<Look>) {
+    let criteria = Criteria {
         bootstrap: BootstrapSettings {
             seed: cell_seed(definition, row, column),
             ..BootstrapSettings::default()
         },
         ..Criteria::default()
+    };
+    sequential_criteria(criteria, definition.sequential, passes)
+}
+
+/// `criteria` at the look `passes` per side stand at, under `design` (if any).
+pub(crate) fn sequential_criteria(
+    criteria: Criteria,
+    design: Option<cairn_defs::Sequential>,
+    passes: usize,
+) -> (Criteria, Option<Look>) {
+    let Some(d) = design else {
+        return (criteria, None);
+    };
+    match Design::new(d.min as usize, d.max as usize, criteria.alpha) {
+        Ok(design) => {
+            let look = design.look_for(passes);
+            (sequential::criteria_at(&criteria, &look), Some(look))
+        }
+        Err(_) => (criteria, None),
     }
 }
 
@@ -506,8 +533,9 @@ fn compare_with_baseline(
             "comparing {} with {baseline} at {dimension} = {value}",
             cell.server
         );
-        let criteria = cell_criteria(definition, &cell.row, &cell.column);
-        cell.comparison = Some(if spec.paired {
+        let passes = base.len().min(cell.values.len());
+        let (criteria, look) = cell_criteria(definition, &cell.row, &cell.column, passes);
+        let comparison = if spec.paired {
             let pairs = block_pairs(spec, &groups[&base_place], &groups[&place])?;
             paired_comparison(spec, &pairs, &criteria, &at)?
         } else {
@@ -531,6 +559,10 @@ fn compare_with_baseline(
             } else {
                 cmp
             }
+        };
+        cell.comparison = Some(match look {
+            Some(look) => sequential::at_look(comparison, look),
+            None => comparison,
         });
     }
     Ok(())

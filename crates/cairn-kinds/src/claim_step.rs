@@ -282,8 +282,17 @@ pub fn check(
         },
         ..Criteria::default()
     };
+    // under a sequential design: at the level of the look the passes stand at
+    let (criteria, look) = crate::analysis_step::sequential_criteria(
+        criteria,
+        definition.sequential,
+        left.len().min(right.len()),
+    );
     let mut comparison =
         compare(&right, &left, spec.metric.direction, &criteria).map_err(|e| e.to_string())?;
+    if let Some(look) = look {
+        comparison = cairn_analysis::sequential::at_look(comparison, look);
+    }
     if campaigns > 1 {
         comparison = comparison.mixed_campaigns(campaigns);
     }
@@ -302,6 +311,11 @@ pub fn check(
         }
     } else {
         (check.verdict, check.reason.to_string())
+    };
+    // under a sequential design: which look decided it
+    let reason = match comparison.look {
+        Some(look) => format!("{reason} (sequential design, {look})"),
+        None => reason,
     };
     Ok(ClaimResult {
         metric: spec.metric.name.to_string(),

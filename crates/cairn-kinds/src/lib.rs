@@ -10,6 +10,7 @@ pub mod build_check;
 pub mod claim_step;
 pub mod command_step;
 pub mod dataset_step;
+pub mod decided_rule;
 pub mod image_step;
 pub mod plot_analysis;
 pub mod report_step;
@@ -102,7 +103,7 @@ pub fn standard_registry() -> Registry {
         .with(StepKind::ANALYSIS, analysis_step::AnalysisKind)
         .with(StepKind::CLAIM, claim_step::ClaimKind)
         .with(StepKind::REPORT, report_step::ReportKind)
-        .with_pass_rule(adaptive::CiRule)
+        .with_pass_rule(adaptive::PassRules)
 }
 
 /// The kinds of [`standard_registry`] that plans declare steps of themselves

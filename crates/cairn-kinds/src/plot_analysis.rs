@@ -415,6 +415,7 @@ mod tests {
         AnalysisDef {
             kind: kind.into(),
             props: props.as_object().expect("properties are a map").clone(),
+            sequential: None,
         }
     }
 

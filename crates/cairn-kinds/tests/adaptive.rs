@@ -18,6 +18,8 @@ use serde_json::json;
 /// never reach a key, so identical servers would share their trials.)
 struct FakeTrial {
     noisy: Vec<String>,
+    /// Servers whose throughput is 1.5× the others'.
+    faster: Vec<String>,
     ran: Arc<Mutex<Vec<String>>>,
 }
 
@@ -40,7 +42,12 @@ impl Kind for FakeTrial {
             -1.0
         };
         let swing = if noisy { 0.3 } else { 0.0001 };
-        let tps = 1000.0 * (1.0 + sign * swing * (1.0 + step.pass as f64 / 10.0));
+        let faster = self
+            .faster
+            .iter()
+            .any(|n| step.address.contains(&format!("/{n}[")));
+        let level = if faster { 1500.0 } else { 1000.0 };
+        let tps = level * (1.0 + sign * swing * (1.0 + step.pass as f64 / 10.0));
         let blob = env
             .store
             .put_blob(format!("{} {tps}", step.address).as_bytes())
@@ -125,17 +132,30 @@ impl Sandbox {
 
     /// Runs `g`; returns the summary, the events and the trials the fake measured.
     fn run(&self, g: &StepGraph) -> (cairn_engine::RunSummary, Recorder, Vec<String>) {
+        self.run_with(g, &["noisy"], &[])
+    }
+
+    /// Runs `g` with the servers `noisy` swinging ±30% and `faster` at 1.5×.
+    fn run_with(
+        &self,
+        g: &StepGraph,
+        noisy: &[&str],
+        faster: &[&str],
+    ) -> (cairn_engine::RunSummary, Recorder, Vec<String>) {
         let ran = Arc::new(Mutex::new(Vec::new()));
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         let kinds = Registry::empty()
             .with(
                 StepKind::TRIAL,
                 FakeTrial {
-                    noisy: vec!["noisy".into()],
+                    noisy: names(noisy),
+                    faster: names(faster),
                     ran: ran.clone(),
                 },
             )
             .with(StepKind::ANALYSIS, cairn_kinds::analysis_step::AnalysisKind)
-            .with_pass_rule(cairn_kinds::adaptive::CiRule);
+            .with(StepKind::CLAIM, cairn_kinds::claim_step::ClaimKind)
+            .with_pass_rule(cairn_kinds::adaptive::PassRules);
         let env = Env {
             study: &g.study,
             store: &self.store,
@@ -280,4 +300,87 @@ fn variants_and_points_interleave_pass_by_pass() {
     assert!(servers
         .windows(4)
         .any(|w| w.iter().any(|&n| n) && w.iter().any(|&n| !n)));
+}
+
+/// `plan` with a claim at two threads beside the table.
+fn plan_with_claim(passes: &str) -> String {
+    format!(
+        "{}claim \"noisy is faster\" {{ metric \"tps\"; where threads=2; expect \"noisy > quiet\" by=\"10%\" }}\n",
+        plan(passes)
+    )
+}
+
+/// The table of the run's analysis step, from the store.
+fn table_of(sb: &Sandbox, g: &StepGraph) -> serde_json::Value {
+    let step = g
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::ANALYSIS)
+        .unwrap();
+    let names = sb.store.names("adaptive").unwrap();
+    let record = sb.store.get_record(&names[&step.address]).unwrap().unwrap();
+    let blob = &record.outputs["table.json"];
+    serde_json::from_slice(&sb.store.read_blob(blob).unwrap()).unwrap()
+}
+
+#[test]
+fn until_decided_stops_a_point_when_its_questions_are_decided_with_balanced_passes() {
+    let g = graph(&plan_with_claim(r#"passes min=4 max=10 until="decided""#));
+    let sb = Sandbox::new();
+    // `noisy` here is quiet and 1.5× faster: every question is decided after a few looks
+    let (summary, rec, ran) = sb.run_with(&g, &[], &["noisy"]);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    let (quiet, fast) = (passes_of(&ran, "quiet"), passes_of(&ran, "noisy"));
+    assert_eq!(quiet, fast, "passes stay balanced: {ran:?}");
+    assert!(
+        quiet > 2 * 4 && quiet < 2 * 10,
+        "{ran:?} {:?}",
+        rec.decisions
+    );
+    for d in &rec.decisions {
+        assert!(d.look.is_some(), "{d:?}");
+        assert_eq!(d.ci_half_width, None);
+    }
+    let stop = rec.decisions.iter().find(|d| !d.needed).expect("a stop");
+    assert!(
+        stop.why.contains("every question on it is decided"),
+        "{stop:?}"
+    );
+    // the table decided at the look its passes stand at, and says so
+    let table = table_of(&sb, &g);
+    for cell in table["cells"].as_array().unwrap() {
+        let Some(c) = cell.get("comparison").filter(|c| !c.is_null()) else {
+            continue;
+        };
+        assert_eq!(c["verdict"], json!("faster"), "{c}");
+        let look = &c["look"];
+        assert!(look["nominal_alpha"].as_f64().unwrap() < 0.05, "{look}");
+        assert_eq!(look["passes"].as_u64().unwrap() as usize, quiet / 2);
+    }
+}
+
+#[test]
+fn until_decided_stops_early_when_max_passes_cannot_decide() {
+    let g = graph(&plan(r#"passes min=4 max=8 until="decided""#));
+    let sb = Sandbox::new();
+    // both servers swing ±30% the same way: a 5% band could never be resolved in 8 passes
+    let (summary, rec, ran) = sb.run_with(&g, &["quiet", "noisy"], &[]);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    assert_eq!(
+        passes_of(&ran, "quiet"),
+        2 * 4,
+        "{ran:?} {:?}",
+        rec.decisions
+    );
+    assert_eq!(passes_of(&ran, "noisy"), 2 * 4, "{ran:?}");
+    let first = &rec.decisions[0];
+    assert!(
+        !first.needed && first.why.contains("cannot decide"),
+        "{first:?}"
+    );
+    // later passes of a stopped point are not needed either, without a new look
+    assert!(rec
+        .decisions
+        .iter()
+        .any(|d| d.why.contains("stopped at an earlier look")));
 }

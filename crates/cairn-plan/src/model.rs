@@ -283,6 +283,11 @@ pub struct Passes {
     /// Target relative CI half-width (0.02 for "2%"); `None`: exactly `min` passes…
     /// unless `max` is above `min`, then the passes beyond `min` are never needed.
     pub until_ci: Option<f64>,
+    /// `until="decided"`: passes beyond `min` run while a question the plan's tables and
+    /// claims ask of the point is undecided, under the sequential design of
+    /// `cairn_analysis::sequential` (its error rates kept over every look).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub until_decided: bool,
     /// The figure whose CI the rule watches (`metric="tps"`, the default).
     pub metric: String,
 }
@@ -297,6 +302,7 @@ impl Passes {
             min: n,
             max: n,
             until_ci: None,
+            until_decided: false,
             metric: Passes::DEFAULT_METRIC.to_string(),
         }
     }

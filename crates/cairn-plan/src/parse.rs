@@ -460,7 +460,7 @@ impl FileParser<'_> {
     /// (`metric="tps"` names the figure whose CI is watched). `1 <= min <= max`; a `max`
     /// above `min` needs `until-ci` (else the extra passes could never be needed).
     fn trial_passes(&mut self, node: &KdlNode) -> Option<Sp<Passes>> {
-        const PROPS: &[&str] = &["min", "max", "until-ci", "metric"];
+        const PROPS: &[&str] = &["min", "max", "until-ci", "until", "metric"];
         let loc = self.name_loc(node);
         if args(node).next().is_some() || props(node).next().is_none() {
             return self
@@ -469,12 +469,25 @@ impl FileParser<'_> {
         }
         self.no_children(node);
         let (mut min, mut max, mut until_ci, mut metric) = (None, None, None, None);
+        let mut until_decided: Option<Sp<()>> = None;
         let mut ok = true;
         for e in self.props_only(node, PROPS) {
             match prop_name(e) {
                 "min" => min = self.int_of("min", e, 1, u32::MAX as i128),
                 "max" => max = self.int_of("max", e, 1, u32::MAX as i128),
                 "metric" => metric = self.string_of(e),
+                "until" => match self.string_of(e) {
+                    Some(s) if s.value == "decided" => until_decided = Some(Sp::new((), s.loc)),
+                    Some(s) => {
+                        ok = false;
+                        self.bad_value(
+                            e,
+                            format!("`until` takes \"decided\", not `{}`", s.value),
+                            Some("`until=\"decided\"` stops a point's passes when the questions its tables and claims ask are decided; `until-ci=\"2%\"` on a CI target".into()),
+                        );
+                    }
+                    None => ok = false,
+                },
                 _ => {
                     let Some(s) = self.string_of(e) else {
                         ok = false;
@@ -530,13 +543,23 @@ impl FileParser<'_> {
                 self.push(p);
                 return None;
             }
-            if max.value > min.value && until_ci.is_none() && ok {
+            if let (Some(decided), Some(ci)) = (&until_decided, &until_ci) {
+                let p = problem(
+                    "conflict",
+                    "`passes`: `until=\"decided\"` and `until-ci` are two rules for the same passes; pick one".to_string(),
+                )
+                .label(decided.loc, "stops when the questions are decided")
+                .label(ci.loc, "stops on a CI target");
+                self.push(p);
+                return None;
+            }
+            if max.value > min.value && until_ci.is_none() && until_decided.is_none() && ok {
                 let p = problem(
                     "missing",
-                    "`passes`: max above min needs `until-ci`, the CI target that decides whether a point needs more passes".to_string(),
+                    "`passes`: max above min needs a rule for the passes beyond min: `until=\"decided\"` or `until-ci`".to_string(),
                 )
-                .label(max.loc, "no `until-ci` to decide on")
-                .help("add `until-ci=\"2%\"`, or write `passes N` for a fixed number".to_string());
+                .label(max.loc, "no rule to decide on")
+                .help("add `until=\"decided\"` (stop when the plan's comparisons and claims are decided) or `until-ci=\"2%\"` (a CI target), or write `passes N` for a fixed number".to_string());
                 self.push(p);
                 return None;
             }
@@ -549,6 +572,7 @@ impl FileParser<'_> {
                 min: min.value as u32,
                 max: max_value as u32,
                 until_ci: until_ci.map(|u| u.value),
+                until_decided: until_decided.is_some(),
                 metric: metric.map_or_else(|| Passes::DEFAULT_METRIC.to_string(), |m| m.value),
             },
             loc,

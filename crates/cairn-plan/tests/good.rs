@@ -316,6 +316,7 @@ workload "w" { sysbench "oltp_read_only" }
 trials "a" { servers "s"; workload "w"; passes min=3 max=12 until-ci="2%" }
 trials "b" { servers "s"; workload "w"; passes min=2 max=4 until-ci="5%" metric="latency_p95_ms" }
 trials "c" { servers "s"; workload "w"; passes min=3 }
+trials "d" { servers "s"; workload "w"; passes min=4 max=12 until="decided" }
 "#;
     let plan =
         parse_str("adaptive.kdl", text).unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
@@ -329,4 +330,10 @@ trials "c" { servers "s"; workload "w"; passes min=3 }
     assert_eq!((b.min, b.max, b.metric.as_str()), (2, 4, "latency_p95_ms"));
     // `min` alone is a fixed number of passes, as `passes 3` is
     assert_eq!(plan.trials[2].passes.value, cairn_plan::Passes::fixed(3));
+    let d = &plan.trials[3].passes.value;
+    assert_eq!(
+        (d.min, d.max, d.until_ci, d.until_decided),
+        (4, 12, None, true)
+    );
+    assert!(d.is_adaptive() && !a.until_decided);
 }

@@ -240,9 +240,14 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
                     .as_ref()
                     .map(|p| format!(" ({} pairs)", p.pairs))
                     .unwrap_or_default();
+                // under a sequential design: which look decided it
+                let look = cmp
+                    .look
+                    .map(|l| format!(" (sequential design, {l})"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     md,
-                    "- {} at {}{pairs}: {} — {}; {}.",
+                    "- {} at {}{pairs}: {}{look} — {}; {}.",
                     cell.server,
                     point_label(table, cell),
                     cmp.verdict,

@@ -1,0 +1,175 @@
+//! `passes min max until="decided"`: a conditional pass runs while a question the plan asks
+//! at its matrix point is undecided — every comparison of a table that reads the block, every
+//! claim — evaluated on the passes measured so far by the same code the analysis and claim
+//! steps run, at the level of this look of the sequential design
+//! (`cairn_analysis::sequential`).
+//!
+//! Every variant at one matrix point gets the same answer (the questions are those of the
+//! point, not of one variant), so the passes of a comparison's two sides stay balanced, and
+//! the analyses that read them later decide at the same look with the same data.
+
+use std::collections::BTreeSet;
+
+use cairn_analysis::adaptive::Action;
+use cairn_analysis::sequential::{self, Design, Question};
+use cairn_analysis::Criteria;
+use cairn_defs::{AnalysisDef, ClaimDef};
+use cairn_engine::adaptive::Decision;
+use cairn_engine::execute::Done;
+use cairn_graph::{Step, StepGraph, StepId, StepKind};
+use cairn_store::Store;
+
+use crate::analysis_step::{build_table, table_spec};
+use crate::claim_step::{check, claim_spec};
+use crate::{plot_analysis, trial_points};
+
+/// The decision on conditional pass `step` of a block whose passes stop when decided.
+pub fn decide(
+    store: &Store,
+    graph: &StepGraph,
+    step: &Step,
+    record_key: &dyn Fn(StepId) -> Option<String>,
+) -> Decision {
+    let rule = step
+        .adaptive
+        .as_ref()
+        .expect("the engine asks only about conditional passes");
+    let passes = step.pass.saturating_sub(1) as usize;
+    let decision = |needed: bool, look: Option<String>, why: String| Decision {
+        step: step.address.clone(),
+        point: rule.point.clone(),
+        pass: step.pass,
+        metric: rule.metric.clone(),
+        passes,
+        ci_half_width: None,
+        until_ci: None,
+        look,
+        needed,
+        why,
+    };
+    let design = match Design::new(
+        rule.min as usize,
+        rule.max as usize,
+        Criteria::default().alpha,
+    ) {
+        Ok(d) => d,
+        Err(e) => return decision(true, None, format!("no decision possible ({e})")),
+    };
+    let look = design.look_for(passes);
+    // a point that stopped at an earlier look stays stopped: its previous pass was not run
+    let stopped = step.pass > rule.min + 1
+        && graph.steps.iter().any(|s| {
+            s.kind == StepKind::TRIAL
+                && s.adaptive.as_ref().map(|a| &a.point) == Some(&rule.point)
+                && s.pass == step.pass - 1
+                && record_key(s.id).is_none()
+        });
+    if stopped {
+        return decision(
+            false,
+            Some(look.to_string()),
+            "its matrix point stopped at an earlier look".to_string(),
+        );
+    }
+    match questions(store, graph, step, record_key, &design) {
+        Ok(questions) => {
+            let (action, why) = sequential::next(&design, passes, &questions);
+            let decided = questions.iter().filter(|q| q.decided).count();
+            decision(
+                action == Action::AnotherPass,
+                Some(look.to_string()),
+                format!("{why} ({decided} of {} decided)", questions.len()),
+            )
+        }
+        // measure rather than guess
+        Err(e) => decision(
+            true,
+            Some(look.to_string()),
+            format!("no decision possible ({e})"),
+        ),
+    }
+}
+
+/// The questions at `step`'s matrix point, on the passes before it: each comparison of a
+/// table (with a baseline) and each claim that reads the trials of its block there.
+fn questions(
+    store: &Store,
+    graph: &StepGraph,
+    step: &Step,
+    record_key: &dyn Fn(StepId) -> Option<String>,
+    design: &Design,
+) -> Result<Vec<Question>, String> {
+    let earlier = |s: &Step| s.kind == StepKind::TRIAL && s.pass < step.pass;
+    // the point's trials so far, every variant: the group whose passes stop together
+    let group: Vec<StepId> = graph
+        .steps
+        .iter()
+        .filter(|s| earlier(s) && s.name == step.name && s.params == step.params)
+        .map(|s| s.id)
+        .collect();
+    let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
+    let final_alpha = design
+        .looks()
+        .last()
+        .map_or(design.alpha, |l| l.nominal_alpha);
+    let mut out = Vec::new();
+    for reader in graph.steps.iter().filter(|c| {
+        matches!(c.kind, StepKind::ANALYSIS | StepKind::CLAIM)
+            && c.inputs.iter().any(|i| group.contains(&i.from))
+    }) {
+        // its inputs as a run would hand them over, with only the passes measured before
+        // this one (the others as not needed: nothing to read)
+        let dones: Vec<Done> = reader
+            .inputs
+            .iter()
+            .map(|i| {
+                earlier(&graph.steps[i.from])
+                    .then(|| record_key(i.from))
+                    .flatten()
+                    .map_or_else(Done::not_needed, |key| Done {
+                        key,
+                        output_digest: String::new(),
+                        outputs: Default::default(),
+                        headline: None,
+                    })
+            })
+            .collect();
+        let inputs: Vec<&Done> = dones.iter().collect();
+        let points = trial_points::read(store, reader, &inputs).map_err(|e| e.to_string())?;
+        if points.is_empty() {
+            continue;
+        }
+        let (servers, params) = trial_points::dimensions(&points);
+        let ours = |keys: &[String]| keys.iter().any(|k| group_keys.contains(k));
+        if reader.kind == StepKind::ANALYSIS {
+            let def: AnalysisDef = reader.def()?;
+            if plot_analysis::Flavour::of(&def.kind).is_some() {
+                continue; // charts compare nothing
+            }
+            let spec = table_spec(&def, &servers, &params).map_err(|e| e.to_string())?;
+            let table = build_table(&spec, &def, &points)?;
+            for cell in &table.cells {
+                if let Some(c) = &cell.comparison {
+                    if ours(&cell.trials) {
+                        out.push(Question::of_comparison(c, final_alpha));
+                    }
+                }
+            }
+        } else {
+            let def: ClaimDef = reader.def()?;
+            let spec = claim_spec(&def, &servers, &params).map_err(|e| e.to_string())?;
+            let result = check(&spec, &def, &points)?;
+            if ours(&result.left_trials) || ours(&result.right_trials) {
+                let df = (2 * result.passes).saturating_sub(2);
+                out.push(Question {
+                    decided: result.verdict != cairn_analysis::ClaimVerdict::Inconclusive,
+                    passes_to_decide: result
+                        .passes_needed
+                        .per_variant
+                        .map(|n| sequential::optimistic(n, df)),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
