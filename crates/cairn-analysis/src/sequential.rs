@@ -76,6 +76,9 @@ pub struct Look {
     pub nominal_alpha: f64,
     /// α spent up to and including this look.
     pub spent: f64,
+    /// The last look's nominal level: where an undecided question would be decided.
+    #[serde(default)]
+    pub final_alpha: f64,
 }
 
 impl fmt::Display for Look {
@@ -88,6 +91,32 @@ impl fmt::Display for Look {
             self.passes,
             alpha_text(self.nominal_alpha)
         )
+    }
+}
+
+impl Look {
+    /// The most passes per side the design allows (`max`).
+    pub fn max_passes(&self) -> usize {
+        self.passes + (self.looks - self.look)
+    }
+
+    /// What a comparison made at this look says of it: the look, and for one left
+    /// undecided before the last look, that its passes stopped there because `max` could
+    /// not decide it at the observed ratio and noise (with the passes per side that would,
+    /// `passes_to_decide`, when known).
+    pub fn note(&self, undecided: bool, passes_to_decide: Option<usize>) -> String {
+        if !(undecided && self.look < self.looks) {
+            return format!("sequential design, {self}");
+        }
+        let max = self.max_passes();
+        match passes_to_decide {
+            Some(n) => format!(
+                "sequential design, {self}; its passes stopped here: at the observed ratio and noise about {n} passes per side would decide it, more than the {max} (max) allowed"
+            ),
+            None => format!(
+                "sequential design, {self}; its passes stopped here: {max} (max) could not decide it at the observed noise"
+            ),
+        }
     }
 }
 
@@ -122,6 +151,7 @@ impl Design {
         let passes: Vec<usize> = (self.min..=self.max).collect();
         let fractions: Vec<f64> = passes.iter().map(|&n| n as f64 / self.max as f64).collect();
         let bounds = boundaries(self.alpha, &fractions);
+        let final_alpha = bounds.last().map_or(self.alpha, |&z| two_sided(z));
         passes
             .iter()
             .zip(&fractions)
@@ -134,6 +164,7 @@ impl Design {
                 z,
                 nominal_alpha: two_sided(z),
                 spent: obrien_fleming_spending(self.alpha, t),
+                final_alpha,
             })
             .collect()
     }
@@ -272,23 +303,30 @@ impl Question {
     /// so that a few noisy early passes do not give up on a question that more passes would
     /// decide.
     pub fn of_comparison(c: &Comparison, final_alpha: f64) -> Question {
-        let distance = (c.ratio.ratio - 1.0).abs();
-        let to_shift = (distance > 1e-9)
-            .then(|| passes_needed(&c.baseline, &c.variant, distance, final_alpha).per_variant)
-            .flatten();
-        let room = c.criteria.equivalence - distance;
-        let to_band = (room > 1e-9)
-            .then(|| passes_needed(&c.baseline, &c.variant, room, final_alpha).per_variant)
-            .flatten();
-        let estimate = match (to_shift, to_band) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let estimate = passes_to_decide(c, final_alpha);
         let df = (c.baseline.n + c.variant.n).saturating_sub(2);
         Question {
             decided: c.verdict != Verdict::Inconclusive,
             passes_to_decide: estimate.map(|n| optimistic(n, df)),
         }
+    }
+}
+
+/// Passes per side that would decide comparison `c` at level `final_alpha`, at its observed
+/// ratio and noise: the fewer of those that would move its CI off 1 (a shift) and those that
+/// would fit it inside the equivalence band (no difference). `None`: no estimate.
+pub fn passes_to_decide(c: &Comparison, final_alpha: f64) -> Option<usize> {
+    let distance = (c.ratio.ratio - 1.0).abs();
+    let to_shift = (distance > 1e-9)
+        .then(|| passes_needed(&c.baseline, &c.variant, distance, final_alpha).per_variant)
+        .flatten();
+    let room = c.criteria.equivalence - distance;
+    let to_band = (room > 1e-9)
+        .then(|| passes_needed(&c.baseline, &c.variant, room, final_alpha).per_variant)
+        .flatten();
+    match (to_shift, to_band) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -318,14 +318,22 @@ impl Survey<'_, '_> {
                 Some(Status::Cached | Status::NotNeeded)
             )
         });
+        // a rule may read trials whose statuses come later in the graph's order (another
+        // variant's passes): for those, the record the study's last run left
+        let remembered: std::cell::OnceCell<std::collections::BTreeMap<String, String>> =
+            std::cell::OnceCell::new();
         let decision = settled
             .then(|| {
                 crate::adaptive::decide_with(env.store, env.kinds.pass_rule(), graph, step, |id| {
-                    let o = out.get(id)?.as_ref()?;
-                    if o.status != Status::Cached {
-                        return None;
+                    match out.get(id).and_then(Option::as_ref) {
+                        Some(o) if o.status == Status::Cached => o.key.clone(),
+                        Some(_) => None,
+                        None => remembered
+                            .get_or_init(|| env.store.names(&graph.study).unwrap_or_default())
+                            .get(&graph.steps[id].address)
+                            .filter(|key| env.store.get_record(key).is_ok_and(|r| r.is_some()))
+                            .cloned(),
                     }
-                    o.key.clone()
                 })
             })
             .flatten();

@@ -314,7 +314,10 @@ pub fn check(
     };
     // under a sequential design: which look decided it
     let reason = match comparison.look {
-        Some(look) => format!("{reason} (sequential design, {look})"),
+        Some(look) => format!(
+            "{reason} ({})",
+            look.note(verdict == ClaimVerdict::Inconclusive, None)
+        ),
         None => reason,
     };
     Ok(ClaimResult {

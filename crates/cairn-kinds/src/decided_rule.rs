@@ -126,6 +126,8 @@ fn questions(
                 earlier(&graph.steps[i.from])
                     .then(|| record_key(i.from))
                     .flatten()
+                    // a record gone from the store (gc, by hand) counts as not measured
+                    .filter(|key| store.get_record(key).is_ok_and(|r| r.is_some()))
                     .map_or_else(Done::not_needed, |key| Done {
                         key,
                         output_digest: String::new(),

@@ -243,7 +243,12 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
                 // under a sequential design: which look decided it
                 let look = cmp
                     .look
-                    .map(|l| format!(" (sequential design, {l})"))
+                    .map(|l| {
+                        let undecided = cmp.verdict == cairn_analysis::Verdict::Inconclusive;
+                        let needed =
+                            cairn_analysis::sequential::passes_to_decide(cmp, l.final_alpha);
+                        format!(" ({})", l.note(undecided, needed))
+                    })
                     .unwrap_or_default();
                 let _ = writeln!(
                     md,
