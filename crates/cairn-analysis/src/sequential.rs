@@ -50,7 +50,7 @@ use crate::compare::{compare, passes_needed, Comparison, Criteria, Verdict};
 use crate::StatsError;
 
 /// Grid points over the continuation region when integrating crossing probabilities.
-const GRID: usize = 801;
+const GRID: usize = 201;
 /// A boundary above this is "never": no α is left to spend at that look.
 const NEVER: f64 = 12.0;
 
@@ -146,8 +146,25 @@ impl Design {
         Ok(Design { min, max, alpha })
     }
 
-    /// Every planned look, in order.
+    /// Every planned look, in order. The boundaries take a numerical integration per look
+    /// (tens of milliseconds for a dozen looks); a design's are computed once per process.
     pub fn looks(&self) -> Vec<Look> {
+        type Designs = std::collections::HashMap<(usize, usize, u64), Vec<Look>>;
+        static KNOWN: std::sync::OnceLock<std::sync::Mutex<Designs>> = std::sync::OnceLock::new();
+        let id = (self.min, self.max, self.alpha.to_bits());
+        let known = KNOWN.get_or_init(Default::default);
+        if let Some(looks) = known.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
+            return looks.clone();
+        }
+        let looks = self.compute_looks();
+        known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, looks.clone());
+        looks
+    }
+
+    fn compute_looks(&self) -> Vec<Look> {
         let passes: Vec<usize> = (self.min..=self.max).collect();
         let fractions: Vec<f64> = passes.iter().map(|&n| n as f64 / self.max as f64).collect();
         let bounds = boundaries(self.alpha, &fractions);

@@ -14,7 +14,10 @@ use cairn_graph::{Step, StepGraph, StepId};
 use cairn_store::Store;
 
 /// The registry's pass rule: the block's own (`until-ci` or `until="decided"`).
-pub struct PassRules;
+#[derive(Default)]
+pub struct PassRules {
+    decided: crate::decided_rule::DecidedRule,
+}
 
 impl cairn_engine::adaptive::PassRule for PassRules {
     fn decide(
@@ -25,7 +28,7 @@ impl cairn_engine::adaptive::PassRule for PassRules {
         record_key: &dyn Fn(StepId) -> Option<String>,
     ) -> Decision {
         if step.adaptive.as_ref().is_some_and(|a| a.until_decided) {
-            crate::decided_rule::decide(store, graph, step, record_key)
+            self.decided.decide(store, graph, step, record_key)
         } else {
             CiRule.decide(store, graph, step, record_key)
         }

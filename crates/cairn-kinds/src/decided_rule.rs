@@ -8,7 +8,8 @@
 //! point, not of one variant), so the passes of a comparison's two sides stay balanced, and
 //! the analyses that read them later decide at the same look with the same data.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use cairn_analysis::adaptive::Action;
 use cairn_analysis::sequential::{self, Design, Question};
@@ -23,8 +24,30 @@ use crate::analysis_step::{build_table, table_spec};
 use crate::claim_step::{check, claim_spec};
 use crate::{plot_analysis, trial_points};
 
-/// The decision on conditional pass `step` of a block whose passes stop when decided.
-pub fn decide(
+/// The rule, with what it already decided in this process: every variant at a matrix point
+/// asks the same question of the same passes, so the tables and claims are built once per
+/// point and pass (a fully cached run re-decides every pass that was not needed).
+#[derive(Default)]
+pub struct DecidedRule {
+    /// (block, point, pass, the group's record keys) → whether another pass is needed, why.
+    known: Mutex<HashMap<String, (bool, String)>>,
+}
+
+impl DecidedRule {
+    /// The decision on conditional pass `step` of a block whose passes stop when decided.
+    pub fn decide(
+        &self,
+        store: &Store,
+        graph: &StepGraph,
+        step: &Step,
+        record_key: &dyn Fn(StepId) -> Option<String>,
+    ) -> Decision {
+        decide(self, store, graph, step, record_key)
+    }
+}
+
+fn decide(
+    memo: &DecidedRule,
     store: &Store,
     graph: &StepGraph,
     step: &Step,
@@ -71,23 +94,52 @@ pub fn decide(
             "its matrix point stopped at an earlier look".to_string(),
         );
     }
-    match questions(store, graph, step, record_key, &design) {
-        Ok(questions) => {
-            let (action, why) = sequential::next(&design, passes, &questions);
-            let decided = questions.iter().filter(|q| q.decided).count();
-            decision(
-                action == Action::AnotherPass,
-                Some(look.to_string()),
-                format!("{why} ({decided} of {} decided)", questions.len()),
-            )
-        }
-        // measure rather than guess
-        Err(e) => decision(
-            true,
-            Some(look.to_string()),
-            format!("no decision possible ({e})"),
-        ),
-    }
+    // the point's trials so far, every variant: the group whose passes stop together
+    let group: Vec<StepId> = graph
+        .steps
+        .iter()
+        .filter(|s| earlier(s, step) && s.name == step.name && s.params == step.params)
+        .map(|s| s.id)
+        .collect();
+    let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
+    let memo_key = format!(
+        "{}\0{}\0{}\0{}",
+        step.name,
+        serde_json::to_string(&step.params).unwrap_or_default(),
+        step.pass,
+        group_keys.iter().cloned().collect::<Vec<_>>().join(",")
+    );
+    let known = memo
+        .known
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&memo_key)
+        .cloned();
+    let (needed, why) = known.unwrap_or_else(|| {
+        let answer = match questions(store, graph, step, record_key, &design, &group, &group_keys) {
+            Ok(questions) => {
+                let (action, why) = sequential::next(&design, passes, &questions);
+                let decided = questions.iter().filter(|q| q.decided).count();
+                (
+                    action == Action::AnotherPass,
+                    format!("{why} ({decided} of {} decided)", questions.len()),
+                )
+            }
+            // measure rather than guess
+            Err(e) => (true, format!("no decision possible ({e})")),
+        };
+        memo.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(memo_key, answer.clone());
+        answer
+    });
+    decision(needed, Some(look.to_string()), why)
+}
+
+/// A trial step measured before `step`'s pass.
+fn earlier(s: &Step, step: &Step) -> bool {
+    s.kind == StepKind::TRIAL && s.pass < step.pass
 }
 
 /// The questions at `step`'s matrix point, on the passes before it: each comparison of a
@@ -98,16 +150,9 @@ fn questions(
     step: &Step,
     record_key: &dyn Fn(StepId) -> Option<String>,
     design: &Design,
+    group: &[StepId],
+    group_keys: &BTreeSet<String>,
 ) -> Result<Vec<Question>, String> {
-    let earlier = |s: &Step| s.kind == StepKind::TRIAL && s.pass < step.pass;
-    // the point's trials so far, every variant: the group whose passes stop together
-    let group: Vec<StepId> = graph
-        .steps
-        .iter()
-        .filter(|s| earlier(s) && s.name == step.name && s.params == step.params)
-        .map(|s| s.id)
-        .collect();
-    let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
     let final_alpha = design
         .looks()
         .last()
@@ -123,7 +168,7 @@ fn questions(
             .inputs
             .iter()
             .map(|i| {
-                earlier(&graph.steps[i.from])
+                earlier(&graph.steps[i.from], step)
                     .then(|| record_key(i.from))
                     .flatten()
                     // a record gone from the store (gc, by hand) counts as not measured

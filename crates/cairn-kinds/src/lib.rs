@@ -103,7 +103,7 @@ pub fn standard_registry() -> Registry {
         .with(StepKind::ANALYSIS, analysis_step::AnalysisKind)
         .with(StepKind::CLAIM, claim_step::ClaimKind)
         .with(StepKind::REPORT, report_step::ReportKind)
-        .with_pass_rule(adaptive::PassRules)
+        .with_pass_rule(adaptive::PassRules::default())
 }
 
 /// The kinds of [`standard_registry`] that plans declare steps of themselves

@@ -155,7 +155,7 @@ impl Sandbox {
             )
             .with(StepKind::ANALYSIS, cairn_kinds::analysis_step::AnalysisKind)
             .with(StepKind::CLAIM, cairn_kinds::claim_step::ClaimKind)
-            .with_pass_rule(cairn_kinds::adaptive::PassRules);
+            .with_pass_rule(cairn_kinds::adaptive::PassRules::default());
         let env = Env {
             study: &g.study,
             store: &self.store,
