@@ -17,6 +17,7 @@ use cairn_store::Store;
 use serde::Serialize;
 
 use crate::execute::Done;
+use crate::Env;
 
 /// The output digest of a pass that was not needed: dependents' keys carry it in that
 /// input's place, so the same set of measured passes gives the same key.
@@ -59,7 +60,7 @@ impl Decision {
 pub trait PassRule: Send + Sync {
     fn decide(
         &self,
-        store: &Store,
+        env: &Env<'_>,
         graph: &StepGraph,
         step: &Step,
         record_key: &dyn Fn(StepId) -> Option<String>,
@@ -70,13 +71,12 @@ pub trait PassRule: Send + Sync {
 /// in `done`, by the registry's rule. `None` when `step` is not conditional (or there is no
 /// rule: every pass runs).
 pub fn decide(
-    store: &Store,
-    rule: Option<&dyn PassRule>,
+    env: &Env<'_>,
     graph: &StepGraph,
     step: &Step,
     done: &[Option<Arc<Done>>],
 ) -> Option<Decision> {
-    decide_with(store, rule, graph, step, |id| {
+    decide_with(env, graph, step, |id| {
         done[id]
             .as_deref()
             .filter(|d| !d.is_not_needed())
@@ -87,8 +87,7 @@ pub fn decide(
 /// [`decide`] with the earlier steps' record keys from `record_key` (`None` for one not
 /// measured): the run asks its finished steps, `cairn plan` the records its statuses found.
 pub fn decide_with(
-    store: &Store,
-    rule: Option<&dyn PassRule>,
+    env: &Env<'_>,
     graph: &StepGraph,
     step: &Step,
     record_key: impl Fn(StepId) -> Option<String>,
@@ -96,7 +95,7 @@ pub fn decide_with(
     if !step.is_conditional() {
         return None;
     }
-    Some(rule?.decide(store, graph, step, &record_key))
+    Some(env.kinds.pass_rule()?.decide(env, graph, step, &record_key))
 }
 
 /// The passes of `step`'s point before it.

@@ -695,13 +695,7 @@ impl<'g> Books<'g> {
         reporter: &mut dyn Reporter,
     ) -> Option<serde_json::Map<String, serde_json::Value>> {
         let step = &self.graph.steps[id];
-        let decision = adaptive::decide(
-            self.env.store,
-            self.env.kinds.pass_rule(),
-            self.graph,
-            step,
-            &self.done,
-        );
+        let decision = adaptive::decide(self.env, self.graph, step, &self.done);
         if let Some(d) = &decision {
             reporter.event(&Event::PassDecided { step, decision: d });
             self.summary.decisions.push(d.clone());

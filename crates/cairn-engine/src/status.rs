@@ -324,7 +324,7 @@ impl Survey<'_, '_> {
             std::cell::OnceCell::new();
         let decision = settled
             .then(|| {
-                crate::adaptive::decide_with(env.store, env.kinds.pass_rule(), graph, step, |id| {
+                crate::adaptive::decide_with(env, graph, step, |id| {
                     match out.get(id).and_then(Option::as_ref) {
                         Some(o) if o.status == Status::Cached => o.key.clone(),
                         Some(_) => None,

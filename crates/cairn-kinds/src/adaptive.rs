@@ -10,8 +10,8 @@
 
 use cairn_analysis::adaptive::{next_passes, Action, PassRule};
 use cairn_engine::adaptive::{earlier_passes, recorded_metric, Decision};
+use cairn_engine::Env;
 use cairn_graph::{Step, StepGraph, StepId};
-use cairn_store::Store;
 
 /// The registry's pass rule: the block's own (`until-ci` or `until="decided"`).
 #[derive(Default)]
@@ -22,15 +22,15 @@ pub struct PassRules {
 impl cairn_engine::adaptive::PassRule for PassRules {
     fn decide(
         &self,
-        store: &Store,
+        env: &Env<'_>,
         graph: &StepGraph,
         step: &Step,
         record_key: &dyn Fn(StepId) -> Option<String>,
     ) -> Decision {
         if step.adaptive.as_ref().is_some_and(|a| a.until_decided) {
-            self.decided.decide(store, graph, step, record_key)
+            self.decided.decide(env, graph, step, record_key)
         } else {
-            CiRule.decide(store, graph, step, record_key)
+            CiRule.decide(env, graph, step, record_key)
         }
     }
 }
@@ -41,7 +41,7 @@ pub struct CiRule;
 impl cairn_engine::adaptive::PassRule for CiRule {
     fn decide(
         &self,
-        store: &Store,
+        env: &Env<'_>,
         graph: &StepGraph,
         step: &Step,
         record_key: &dyn Fn(StepId) -> Option<String>,
@@ -52,7 +52,7 @@ impl cairn_engine::adaptive::PassRule for CiRule {
             .expect("the engine asks only about conditional passes");
         let earlier: Vec<f64> = earlier_passes(graph, step)
             .filter_map(|s| record_key(s.id))
-            .filter_map(|key| recorded_metric(store, &key, &rule.metric))
+            .filter_map(|key| recorded_metric(env.store, &key, &rule.metric))
             .collect();
         let pass_rule = PassRule {
             min: rule.min as usize,

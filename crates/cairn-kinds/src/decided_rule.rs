@@ -17,6 +17,7 @@ use cairn_analysis::Criteria;
 use cairn_defs::{AnalysisDef, ClaimDef};
 use cairn_engine::adaptive::Decision;
 use cairn_engine::execute::Done;
+use cairn_engine::Env;
 use cairn_graph::{Step, StepGraph, StepId, StepKind};
 use cairn_store::Store;
 
@@ -24,35 +25,75 @@ use crate::analysis_step::{build_table, table_spec};
 use crate::claim_step::{check, claim_spec};
 use crate::{plot_analysis, trial_points};
 
-/// The rule, with what it already decided in this process: every variant at a matrix point
-/// asks the same question of the same passes, so the tables and claims are built once per
-/// point and pass (a fully cached run re-decides every pass that was not needed).
+/// The rule, with what it already decided: every variant at a matrix point asks the same
+/// question of the same passes, so the tables and claims are built once per point and pass
+/// in a process; and a fully cached run re-decides every pass that was not needed (such a
+/// pass leaves no record), so answers are also kept in the machine's cache under a hash of
+/// all they were computed from (`decisions/<blake3>.json`), never in the store.
 #[derive(Default)]
 pub struct DecidedRule {
-    /// (block, point, pass, the group's record keys) → whether another pass is needed, why.
+    /// That hash → whether another pass is needed, and why.
     known: Mutex<HashMap<String, (bool, String)>>,
 }
+
+/// Code version of the answers kept: raise it when the rule would answer differently.
+const ANSWERS: &str = "decided/1";
 
 impl DecidedRule {
     /// The decision on conditional pass `step` of a block whose passes stop when decided.
     pub fn decide(
         &self,
-        store: &Store,
+        env: &Env<'_>,
         graph: &StepGraph,
         step: &Step,
         record_key: &dyn Fn(StepId) -> Option<String>,
     ) -> Decision {
-        decide(self, store, graph, step, record_key)
+        decide(self, env, graph, step, record_key)
     }
+
+    /// The answer under `id`: this process's, else the machine cache's.
+    fn recall(&self, env: &Env<'_>, id: &str) -> Option<(bool, String)> {
+        if let Some(a) = self.known.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            return Some(a.clone());
+        }
+        let path = answers_dir(env)?.join(format!("{id}.json"));
+        let answer: (bool, String) = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        Some(answer)
+    }
+
+    /// Keeps `answer` under `id`, here and in the machine cache (best effort: a cache).
+    fn keep(&self, env: &Env<'_>, id: String, answer: &(bool, String)) {
+        if let Some(dir) = answers_dir(env) {
+            let json = serde_json::to_vec(answer).expect("serialises");
+            let tmp = dir.join(format!(".{id}.{}", std::process::id()));
+            if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&tmp, json).is_ok() {
+                let _ = std::fs::rename(&tmp, dir.join(format!("{id}.json")));
+            }
+        }
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, answer.clone());
+    }
+}
+
+/// Where answers are kept: the machine cache of a run's host (none for a host of another
+/// kind, e.g. a test's).
+fn answers_dir(env: &Env<'_>) -> Option<std::path::PathBuf> {
+    env.host
+        .as_any()
+        .downcast_ref::<crate::Host>()
+        .map(|h| h.cache_root.join("decisions"))
 }
 
 fn decide(
     memo: &DecidedRule,
-    store: &Store,
+    env: &Env<'_>,
     graph: &StepGraph,
     step: &Step,
     record_key: &dyn Fn(StepId) -> Option<String>,
 ) -> Decision {
+    let store = env.store;
     let rule = step
         .adaptive
         .as_ref()
@@ -102,20 +143,27 @@ fn decide(
         .map(|s| s.id)
         .collect();
     let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
-    let memo_key = format!(
-        "{}\0{}\0{}\0{}",
-        step.name,
-        serde_json::to_string(&step.params).unwrap_or_default(),
-        step.pass,
-        group_keys.iter().cloned().collect::<Vec<_>>().join(",")
-    );
-    let known = memo
-        .known
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&memo_key)
-        .cloned();
-    let (needed, why) = known.unwrap_or_else(|| {
+    // everything the answer is computed from: the point and pass, the design, the group's
+    // records and the readers' definitions (what they ask) with their code
+    let readers: Vec<(&str, &serde_json::Value, &str)> = readers(graph, &group)
+        .map(|r| (r.address.as_str(), &r.definition, r.code.as_str()))
+        .collect();
+    let memo_key = blake3::hash(
+        serde_json::to_string(&serde_json::json!([
+            ANSWERS,
+            step.name,
+            step.params,
+            step.pass,
+            [rule.min, rule.max],
+            group_keys,
+            readers,
+        ]))
+        .unwrap_or_default()
+        .as_bytes(),
+    )
+    .to_hex()
+    .to_string();
+    let (needed, why) = memo.recall(env, &memo_key).unwrap_or_else(|| {
         let answer = match questions(store, graph, step, record_key, &design, &group, &group_keys) {
             Ok(questions) => {
                 let (action, why) = sequential::next(&design, passes, &questions);
@@ -128,13 +176,18 @@ fn decide(
             // measure rather than guess
             Err(e) => (true, format!("no decision possible ({e})")),
         };
-        memo.known
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(memo_key, answer.clone());
+        memo.keep(env, memo_key, &answer);
         answer
     });
     decision(needed, Some(look.to_string()), why)
+}
+
+/// The tables and claims that read any of `group`.
+fn readers<'g>(graph: &'g StepGraph, group: &'g [StepId]) -> impl Iterator<Item = &'g Step> {
+    graph.steps.iter().filter(move |c| {
+        matches!(c.kind, StepKind::ANALYSIS | StepKind::CLAIM)
+            && c.inputs.iter().any(|i| group.contains(&i.from))
+    })
 }
 
 /// A trial step measured before `step`'s pass.
@@ -158,10 +211,7 @@ fn questions(
         .last()
         .map_or(design.alpha, |l| l.nominal_alpha);
     let mut out = Vec::new();
-    for reader in graph.steps.iter().filter(|c| {
-        matches!(c.kind, StepKind::ANALYSIS | StepKind::CLAIM)
-            && c.inputs.iter().any(|i| group.contains(&i.from))
-    }) {
+    for reader in readers(graph, group) {
         // its inputs as a run would hand them over, with only the passes measured before
         // this one (the others as not needed: nothing to read)
         let dones: Vec<Done> = reader
