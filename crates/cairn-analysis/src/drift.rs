@@ -25,6 +25,9 @@ pub const EXACT_UP_TO: usize = 40;
 pub const OUTLIER_Z: f64 = 3.5;
 /// Fewest passes in which an outlier is looked for.
 pub const OUTLIER_MIN_PASSES: usize = 5;
+/// The significance at which a cell's passes are flagged as drifting (tables, reports,
+/// `cairn results`).
+pub const DRIFT_ALPHA: f64 = 0.05;
 
 /// A monotone trend of a cell's passes in run order.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

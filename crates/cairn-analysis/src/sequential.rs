@@ -333,10 +333,10 @@ impl Question {
 /// ratio and noise: the fewer of those that would move its CI off 1 (a shift) and those that
 /// would fit it inside the equivalence band (no difference). `None`: no estimate.
 pub fn passes_to_decide(c: &Comparison, final_alpha: f64) -> Option<usize> {
+    let to_shift =
+        crate::compare::passes_to_decide(&c.baseline, &c.variant, c.ratio.ratio, 1.0, final_alpha)
+            .per_variant;
     let distance = (c.ratio.ratio - 1.0).abs();
-    let to_shift = (distance > 1e-9)
-        .then(|| passes_needed(&c.baseline, &c.variant, distance, final_alpha).per_variant)
-        .flatten();
     let room = c.criteria.equivalence - distance;
     let to_band = (room > 1e-9)
         .then(|| passes_needed(&c.baseline, &c.variant, room, final_alpha).per_variant)
@@ -505,7 +505,7 @@ pub fn simulate(
     resamples: u32,
 ) -> Result<Outcome, StatsError> {
     let looks = design.looks();
-    let final_alpha = looks.last().map_or(design.alpha, |l| l.nominal_alpha);
+    let final_alpha = looks[0].final_alpha;
     let mut rng = generator(seed);
     let mut out = Outcome {
         scenario,

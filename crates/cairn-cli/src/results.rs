@@ -110,9 +110,6 @@ fn rows<'a>(graph: &'a StepGraph, env: &cairn_engine::Env<'_>) -> Vec<Row<'a>> {
         .collect()
 }
 
-/// The level at which a point's passes are said to drift (as in the analyses' tables).
-const DRIFT_ALPHA: f64 = 0.05;
-
 /// What the analyses would flag, by the same rules, in the first table figure (`tps` where
 /// trials have it): each row that is an outlying pass of its point, and each point whose
 /// passes drift in run order, with its trend. Rows of one point are its passes in order.
@@ -144,7 +141,9 @@ fn flags(rows: &[Row<'_>], figure: Option<&'static figures::Figure>) -> Flags {
         for o in cairn_analysis::drift::outliers(&values) {
             out.outlier[measured[o].0] = true;
         }
-        if let Some(trend) = cairn_analysis::drift::drift(&values, DRIFT_ALPHA) {
+        if let Some(trend) =
+            cairn_analysis::drift::drift(&values, cairn_analysis::drift::DRIFT_ALPHA)
+        {
             out.drifting.push((point, trend));
         }
     }
@@ -182,7 +181,8 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
     let rows = rows(&graph, &machine.env(&graph, &store, &fp));
-    let flagged = flags(&rows, table_columns(&rows).first().copied());
+    let figure_cols = table_columns(&rows);
+    let flagged = flags(&rows, figure_cols.first().copied());
     if cli.json {
         for (i, r) in rows.iter().enumerate() {
             let variant = r.record.as_ref().and_then(|rec| rec.extra.get("variant"));
@@ -212,7 +212,6 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
         println!("{} has no trials", path.display());
         return Ok(OK);
     }
-    let figure_cols = table_columns(&rows);
     // where the clients ran, when some trial's plan declared it
     let clients: Vec<Option<String>> = rows.iter().map(client_of).collect();
     let client_col = clients.iter().any(Option::is_some);

@@ -644,7 +644,7 @@ fn summarize_cell(
         addresses: group.iter().map(|p| p.address.clone()).collect(),
         summary,
         noisy,
-        drift: cairn_analysis::drift::drift(&values, DRIFT_ALPHA),
+        drift: cairn_analysis::drift::drift(&values, cairn_analysis::drift::DRIFT_ALPHA),
         outliers: cairn_analysis::drift::outliers(&values)
             .into_iter()
             .map(|i| i + 1)
@@ -653,10 +653,6 @@ fn summarize_cell(
         comparison: None,
     })
 }
-
-/// The significance at which a cell's passes are flagged as drifting (see
-/// [`cairn_analysis::drift`]).
-const DRIFT_ALPHA: f64 = 0.05;
 
 /// The definition of an analysis step, as the resolver wrote it.
 fn analysis_def(step: &Step) -> Result<AnalysisDef, CheckError> {

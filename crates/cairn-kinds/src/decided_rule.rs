@@ -40,17 +40,6 @@ pub struct DecidedRule {
 const ANSWERS: &str = "decided/1";
 
 impl DecidedRule {
-    /// The decision on conditional pass `step` of a block whose passes stop when decided.
-    pub fn decide(
-        &self,
-        env: &Env<'_>,
-        graph: &StepGraph,
-        step: &Step,
-        record_key: &dyn Fn(StepId) -> Option<String>,
-    ) -> Decision {
-        decide(self, env, graph, step, record_key)
-    }
-
     /// The answer under `id`: this process's, else the machine cache's.
     fn recall(&self, env: &Env<'_>, id: &str) -> Option<(bool, String)> {
         if let Some(a) = self.known.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
@@ -75,6 +64,110 @@ impl DecidedRule {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, answer.clone());
     }
+
+    /// The decision on conditional pass `step` of a block whose passes stop when decided.
+    pub fn decide(
+        &self,
+        env: &Env<'_>,
+        graph: &StepGraph,
+        step: &Step,
+        record_key: &dyn Fn(StepId) -> Option<String>,
+    ) -> Decision {
+        let rule = step
+            .adaptive
+            .as_ref()
+            .expect("the engine asks only about conditional passes");
+        let passes = step.pass.saturating_sub(1) as usize;
+        let decision = |needed: bool, look: Option<String>, why: String| Decision {
+            step: step.address.clone(),
+            point: rule.point.clone(),
+            pass: step.pass,
+            metric: rule.metric.clone(),
+            passes,
+            ci_half_width: None,
+            until_ci: None,
+            look,
+            needed,
+            why,
+        };
+        let design = match Design::new(
+            rule.min as usize,
+            rule.max as usize,
+            Criteria::default().alpha,
+        ) {
+            Ok(d) => d,
+            Err(e) => return decision(true, None, format!("no decision possible ({e})")),
+        };
+        let look = design.look_for(passes);
+        // a point that stopped at an earlier look stays stopped: its previous pass was not run
+        let stopped = step.pass > rule.min + 1
+            && graph.steps.iter().any(|s| {
+                s.kind == StepKind::TRIAL
+                    && s.adaptive.as_ref().map(|a| &a.point) == Some(&rule.point)
+                    && s.pass == step.pass - 1
+                    && record_key(s.id).is_none()
+            });
+        if stopped {
+            return decision(
+                false,
+                Some(look.to_string()),
+                "its matrix point stopped at an earlier look".to_string(),
+            );
+        }
+        // the point's trials so far, every variant: the group whose passes stop together
+        let group: Vec<StepId> = graph
+            .steps
+            .iter()
+            .filter(|s| earlier(s, step) && s.name == step.name && s.params == step.params)
+            .map(|s| s.id)
+            .collect();
+        let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
+        // everything the answer is computed from: the point and pass, the design, the group's
+        // records and the readers' definitions (what they ask) with their code
+        let readers: Vec<(&str, &serde_json::Value, &str)> = readers(graph, &group)
+            .map(|r| (r.address.as_str(), &r.definition, r.code.as_str()))
+            .collect();
+        let memo_key = blake3::hash(
+            serde_json::to_string(&serde_json::json!([
+                ANSWERS,
+                step.name,
+                step.params,
+                step.pass,
+                [rule.min, rule.max],
+                group_keys,
+                readers,
+            ]))
+            .unwrap_or_default()
+            .as_bytes(),
+        )
+        .to_hex()
+        .to_string();
+        let (needed, why) = self.recall(env, &memo_key).unwrap_or_else(|| {
+            let answer = match questions(
+                env.store,
+                graph,
+                step,
+                record_key,
+                look.final_alpha,
+                &group,
+                &group_keys,
+            ) {
+                Ok(questions) => {
+                    let (action, why) = sequential::next(&design, passes, &questions);
+                    let decided = questions.iter().filter(|q| q.decided).count();
+                    (
+                        action == Action::AnotherPass,
+                        format!("{why} ({decided} of {} decided)", questions.len()),
+                    )
+                }
+                // measure rather than guess
+                Err(e) => (true, format!("no decision possible ({e})")),
+            };
+            self.keep(env, memo_key, &answer);
+            answer
+        });
+        decision(needed, Some(look.to_string()), why)
+    }
 }
 
 /// Where answers are kept: the machine cache of a run's host (none for a host of another
@@ -84,102 +177,6 @@ fn answers_dir(env: &Env<'_>) -> Option<std::path::PathBuf> {
         .as_any()
         .downcast_ref::<crate::Host>()
         .map(|h| h.cache_root.join("decisions"))
-}
-
-fn decide(
-    memo: &DecidedRule,
-    env: &Env<'_>,
-    graph: &StepGraph,
-    step: &Step,
-    record_key: &dyn Fn(StepId) -> Option<String>,
-) -> Decision {
-    let store = env.store;
-    let rule = step
-        .adaptive
-        .as_ref()
-        .expect("the engine asks only about conditional passes");
-    let passes = step.pass.saturating_sub(1) as usize;
-    let decision = |needed: bool, look: Option<String>, why: String| Decision {
-        step: step.address.clone(),
-        point: rule.point.clone(),
-        pass: step.pass,
-        metric: rule.metric.clone(),
-        passes,
-        ci_half_width: None,
-        until_ci: None,
-        look,
-        needed,
-        why,
-    };
-    let design = match Design::new(
-        rule.min as usize,
-        rule.max as usize,
-        Criteria::default().alpha,
-    ) {
-        Ok(d) => d,
-        Err(e) => return decision(true, None, format!("no decision possible ({e})")),
-    };
-    let look = design.look_for(passes);
-    // a point that stopped at an earlier look stays stopped: its previous pass was not run
-    let stopped = step.pass > rule.min + 1
-        && graph.steps.iter().any(|s| {
-            s.kind == StepKind::TRIAL
-                && s.adaptive.as_ref().map(|a| &a.point) == Some(&rule.point)
-                && s.pass == step.pass - 1
-                && record_key(s.id).is_none()
-        });
-    if stopped {
-        return decision(
-            false,
-            Some(look.to_string()),
-            "its matrix point stopped at an earlier look".to_string(),
-        );
-    }
-    // the point's trials so far, every variant: the group whose passes stop together
-    let group: Vec<StepId> = graph
-        .steps
-        .iter()
-        .filter(|s| earlier(s, step) && s.name == step.name && s.params == step.params)
-        .map(|s| s.id)
-        .collect();
-    let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
-    // everything the answer is computed from: the point and pass, the design, the group's
-    // records and the readers' definitions (what they ask) with their code
-    let readers: Vec<(&str, &serde_json::Value, &str)> = readers(graph, &group)
-        .map(|r| (r.address.as_str(), &r.definition, r.code.as_str()))
-        .collect();
-    let memo_key = blake3::hash(
-        serde_json::to_string(&serde_json::json!([
-            ANSWERS,
-            step.name,
-            step.params,
-            step.pass,
-            [rule.min, rule.max],
-            group_keys,
-            readers,
-        ]))
-        .unwrap_or_default()
-        .as_bytes(),
-    )
-    .to_hex()
-    .to_string();
-    let (needed, why) = memo.recall(env, &memo_key).unwrap_or_else(|| {
-        let answer = match questions(store, graph, step, record_key, &design, &group, &group_keys) {
-            Ok(questions) => {
-                let (action, why) = sequential::next(&design, passes, &questions);
-                let decided = questions.iter().filter(|q| q.decided).count();
-                (
-                    action == Action::AnotherPass,
-                    format!("{why} ({decided} of {} decided)", questions.len()),
-                )
-            }
-            // measure rather than guess
-            Err(e) => (true, format!("no decision possible ({e})")),
-        };
-        memo.keep(env, memo_key, &answer);
-        answer
-    });
-    decision(needed, Some(look.to_string()), why)
 }
 
 /// The tables and claims that read any of `group`.
@@ -196,20 +193,19 @@ fn earlier(s: &Step, step: &Step) -> bool {
 }
 
 /// The questions at `step`'s matrix point, on the passes before it: each comparison of a
-/// table (with a baseline) and each claim that reads the trials of its block there.
+/// table (with a baseline) and each claim that reads the trials of its block there, decided
+/// at the look's level; passes to decide them are estimated at `final_alpha` (the last
+/// look's). `record_key` names records that exist: the run's finished steps, or those
+/// `cairn plan` found (a record gone from the store is `None` there).
 fn questions(
     store: &Store,
     graph: &StepGraph,
     step: &Step,
     record_key: &dyn Fn(StepId) -> Option<String>,
-    design: &Design,
+    final_alpha: f64,
     group: &[StepId],
     group_keys: &BTreeSet<String>,
 ) -> Result<Vec<Question>, String> {
-    let final_alpha = design
-        .looks()
-        .last()
-        .map_or(design.alpha, |l| l.nominal_alpha);
     let mut out = Vec::new();
     for reader in readers(graph, group) {
         // its inputs as a run would hand them over, with only the passes measured before
@@ -221,8 +217,6 @@ fn questions(
                 earlier(&graph.steps[i.from], step)
                     .then(|| record_key(i.from))
                     .flatten()
-                    // a record gone from the store (gc, by hand) counts as not measured
-                    .filter(|key| store.get_record(key).is_ok_and(|r| r.is_some()))
                     .map_or_else(Done::not_needed, |key| Done {
                         key,
                         output_digest: String::new(),
