@@ -197,6 +197,7 @@ pub fn describe(r: &Reason) -> String {
     match r {
         Reason::New => "new: never run before".into(),
         Reason::Fresh => "--fresh: re-running on purpose".into(),
+        Reason::MeasuredAnew { why } => format!("measured anew: {why}"),
         Reason::BlobMissing { digest } => {
             format!(
                 "a recorded output blob is missing or damaged ({})",

@@ -62,8 +62,16 @@ fn summary_line(s: &cairn_engine::RunSummary) -> String {
     } else {
         String::new()
     };
+    let anew = if s.measured_anew > 0 {
+        format!(
+            " ({} of them measured anew, to be measured together with what they are compared with)",
+            s.measured_anew
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} steps: {} ran, {} cached, {} failed, {} skipped{not_needed} in {:.0} ms{}",
+        "{} steps: {} ran{anew}, {} cached, {} failed, {} skipped{not_needed} in {:.0} ms{}",
         s.selected,
         s.ran,
         s.cached,
@@ -160,6 +168,9 @@ impl Reporter for LogLines {
             Event::StepUnserved { step, why } => {
                 say!("[{t:7.2}s] rerun   {}: {why}", step.address)
             }
+            Event::MeasuredAnew { step, why } => {
+                say!("[{t:7.2}s] anew    {}: {why}", step.address)
+            }
             Event::StepStarted { step, key } if self.verbose > 0 => {
                 say!("[{t:7.2}s] start   {} ({})", step.address, &key[..12])
             }
@@ -216,6 +227,9 @@ impl Reporter for JsonLines {
             }
             Event::StepUnserved { step, why } => {
                 json!({"event": "step_unserved", "step": step.address, "kind": step.kind.as_str(), "why": why})
+            }
+            Event::MeasuredAnew { step, why } => {
+                json!({"event": "measured_anew", "step": step.address, "kind": step.kind.as_str(), "why": why})
             }
             Event::StepStarted { step, key } => {
                 json!({"event": "step_started", "step": step.address, "kind": step.kind.as_str(), "key": key})
@@ -337,6 +351,9 @@ impl Reporter for Progress {
             Event::StepUnserved { step, why } => {
                 self.bar.println(format!("rerun   {}: {why}", step.address));
                 self.bar.dec(1)
+            }
+            Event::MeasuredAnew { step, why } => {
+                self.bar.println(format!("anew    {}: {why}", step.address))
             }
             Event::StepStarted { step, .. } => {
                 self.running = Some((step.address.clone(), Instant::now()));

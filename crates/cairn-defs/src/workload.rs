@@ -28,6 +28,13 @@ pub struct TrialStepDef {
     pub server: ServerDef,
     /// What runs against it.
     pub workload: WorkloadDef,
+    /// The study that measures it. A measurement is that study's observation of a machine
+    /// at a moment, so two studies whose trials are defined alike never share one (images
+    /// and datasets they share freely): neither adopts the other's passes as its own, and
+    /// measuring one never changes the other's results. (Empty in a record made before
+    /// trials were keyed by their study.)
+    #[serde(default)]
+    pub study: String,
     /// The server's name in the design, when another server of its trials block has the
     /// same definition and image (an A/A study calibrating the machine's noise): each is
     /// then a cell of its own, measured on its own, not one trial under one key. Absent
@@ -134,12 +141,19 @@ mod tests {
                     .unwrap()
                     .clone(),
             },
+            study: "word-size".into(),
             replica: None,
         };
         let v = serde_json::to_value(&def).unwrap();
+        assert_eq!(v["study"], "word-size");
         assert_eq!(v["workload"]["params"]["clients"], 4);
         // no replica, no field: keys made before replicas existed stay valid
         assert!(v.get("replica").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);
+        // a record made before trials were keyed by their study still reads
+        let mut old = serde_json::to_value(&def).unwrap();
+        old.as_object_mut().unwrap().remove("study");
+        let read: TrialStepDef = serde_json::from_value(old).unwrap();
+        assert_eq!(read.study, "");
     }
 }

@@ -25,6 +25,12 @@ pub enum Event<'a> {
         step: &'a Step,
         why: &'a str,
     },
+    /// A measurement served from its record runs after all, to be measured together with
+    /// those it is compared with (`why`; see [`crate::together`]). Its `StepStarted` follows.
+    MeasuredAnew {
+        step: &'a Step,
+        why: &'a str,
+    },
     StepStarted {
         step: &'a Step,
         key: &'a str,

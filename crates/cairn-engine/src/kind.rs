@@ -112,6 +112,19 @@ pub trait Kind: Send + Sync {
         Ok(())
     }
 
+    /// The campaign `record` was measured in — the study and the machine instance (since
+    /// its boot) that made it — for a measurement compared with others (`Step::together`),
+    /// which must be measured in one campaign with them; `None` for any other step.
+    fn campaign(&self, _record: &Record) -> Option<String> {
+        None
+    }
+
+    /// The campaign a step of this kind measured in this run belongs to (as
+    /// [`Kind::campaign`] names it).
+    fn campaign_now(&self, _env: &Env<'_>) -> Option<String> {
+        None
+    }
+
     /// Notes on a cached record for `cairn plan` (e.g. an image's package changes).
     fn notes(&self, _record: &Record) -> Vec<Note> {
         Vec::new()

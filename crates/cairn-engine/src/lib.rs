@@ -17,6 +17,7 @@ pub mod order;
 pub mod progress;
 pub mod run;
 pub mod status;
+pub mod together;
 
 pub use context::{Env, Host};
 pub use error::{FailureClass, StepError};

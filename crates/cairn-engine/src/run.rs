@@ -21,6 +21,7 @@ use crate::execute::{perform, Done};
 use crate::fleet::{block_key, BlockStep, Fleet};
 use crate::kind::Lane;
 use crate::order;
+use crate::together::{Held, Settled, Together};
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -89,6 +90,10 @@ pub struct RunSummary {
     pub measurement_order: Vec<String>,
     /// Conditional passes the adaptive rule found not needed (not run, not recorded).
     pub not_needed: usize,
+    /// Measurements whose record was of another campaign than the others they are compared
+    /// with, measured anew in this run ([`crate::together`]); counted among `ran`, not `cached`.
+    #[serde(default)]
+    pub measured_anew: usize,
     /// Every adaptive decision, in order, with the CI half-width it was based on.
     pub decisions: Vec<crate::adaptive::Decision>,
     /// What each step handed on, by step id, where it was served or ran (the record key
@@ -310,6 +315,8 @@ struct Books<'g> {
     running: usize,
     running_builds: usize,
     blocks: BlocksOut,
+    /// Measurements compared together: served ones held until their group is settled.
+    together: Together,
     stopping: bool,
     summary: RunSummary,
 }
@@ -323,6 +330,7 @@ impl<'g> Books<'g> {
     ) -> Books<'g> {
         let n = graph.steps.len();
         let selected = selection(graph, &opts.only);
+        let together = Together::new(graph, &selected);
         let missing: Vec<usize> = graph.steps.iter().map(|s| s.inputs.len()).collect();
         let ready = (0..n).filter(|&i| selected[i] && missing[i] == 0).collect();
         let seed = opts
@@ -352,6 +360,7 @@ impl<'g> Books<'g> {
             running: 0,
             running_builds: 0,
             blocks: BlocksOut::default(),
+            together,
             stopping: false,
         }
     }
@@ -364,7 +373,7 @@ impl<'g> Books<'g> {
         while !self.ready.is_empty() {
             let batch = std::mem::take(&mut self.ready);
             let done = &self.done;
-            let checks: Vec<(StepId, String, Option<Done>)> = pool.install(|| {
+            let checks: Vec<(StepId, String, Option<(Done, Option<String>)>)> = pool.install(|| {
                 batch
                     .par_iter()
                     .map(|&id| {
@@ -386,7 +395,13 @@ impl<'g> Books<'g> {
                             None
                         } else {
                             match usable_record(env, step, &key) {
-                                Lookup::Hit(r) => Some(Done::from_record(&r)),
+                                Lookup::Hit(r) => {
+                                    let campaign = step
+                                        .together
+                                        .as_ref()
+                                        .and_then(|_| env.kinds.get(step)?.campaign(&r));
+                                    Some((Done::from_record(&r), campaign))
+                                }
                                 _ => None,
                             }
                         };
@@ -396,23 +411,60 @@ impl<'g> Books<'g> {
             });
             for (id, key, hit) in checks {
                 self.keys[id] = key;
-                let hit = match hit {
-                    Some(d) if self.is_goal(id) => self.goal_here(id, d),
-                    other => other,
+                let (hit, campaign) = match hit {
+                    Some((d, c)) if self.is_goal(id) => (self.goal_here(id, d), c),
+                    Some((d, c)) => (Some(d), c),
+                    None => (None, None),
                 };
                 match hit {
-                    Some(d) => {
-                        reporter.event(&Event::StepCached {
-                            step: &graph.steps[id],
-                            key: &self.keys[id],
-                            headline: d.headline.as_deref(),
-                        });
-                        self.summary.cached += 1;
-                        self.state[id] = State::Done;
-                        self.done[id] = Some(Arc::new(d));
-                        self.release(id);
+                    Some(done) if self.together.holds(id) => self.together.hold(Held {
+                        id,
+                        done,
+                        campaign,
+                    }),
+                    Some(d) => self.serve(id, d, reporter),
+                    None => {
+                        let conditional = graph.steps[id].is_conditional();
+                        self.together.keyed_to_run(id, !conditional);
+                        self.enqueue(id, reporter);
                     }
-                    None => self.enqueue(id, reporter),
+                }
+            }
+            self.settle_together(false, reporter);
+        }
+    }
+
+    /// Step `id` is served from its record.
+    fn serve(&mut self, id: StepId, d: Done, reporter: &mut dyn Reporter) {
+        reporter.event(&Event::StepCached {
+            step: &self.graph.steps[id],
+            key: &self.keys[id],
+            headline: d.headline.as_deref(),
+        });
+        self.summary.cached += 1;
+        self.state[id] = State::Done;
+        self.done[id] = Some(Arc::new(d));
+        self.release(id);
+    }
+
+    /// Settle the groups of measurements compared together whose members are all keyed
+    /// (`all`: every group, once nothing but measurements is left): serve what is held, or
+    /// measure anew what is of another campaign than the rest ([`crate::together`]).
+    fn settle_together(&mut self, all: bool, reporter: &mut dyn Reporter) {
+        let (graph, env) = (self.graph, self.env);
+        let settled = self
+            .together
+            .settle(all, &|id| crate::together::campaign_now(env, graph, id));
+        for s in settled {
+            match s {
+                Settled::Serve(h) => self.serve(h.id, h.done, reporter),
+                Settled::Anew(h, why) => {
+                    reporter.event(&Event::MeasuredAnew {
+                        step: &graph.steps[h.id],
+                        why: &why,
+                    });
+                    self.summary.measured_anew += 1;
+                    self.enqueue(h.id, reporter);
                 }
             }
         }
@@ -590,6 +642,10 @@ impl<'g> Books<'g> {
     /// Start what may start: builds up to `--jobs`; then a measurement alone (or a fleet's
     /// blocks, as many as it has nodes) when no build runs here.
     fn dispatch(&mut self, launcher: &Launcher<'_, 'g>, reporter: &mut dyn Reporter) {
+        if self.running_builds == 0 && self.builds.is_empty() && self.ready.is_empty() {
+            // every measurement that can be keyed is: its inputs are builds
+            self.settle_together(true, reporter);
+        }
         let jobs = self.opts.jobs.max(1);
         // with a fleet, blocks out on nodes leave this machine's build slots free
         while (if self.fleet.is_some() {

@@ -1,7 +1,7 @@
 //! `cairn plan` / `cairn explain`: for every step, cached / will run / pending / blocked,
 //! and why — which part of its definition or which input changed, old → new.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use cairn_graph::diff::diff;
 use cairn_graph::{step_key, Selector, Step, StepGraph, StepId};
@@ -94,6 +94,11 @@ pub enum Reason {
         until_decided: bool,
         metric: String,
     },
+    /// Its record serves, but those it is compared with are measured in this run, or come
+    /// from other campaigns: it is measured anew beside them ([`crate::together`]).
+    MeasuredAnew {
+        why: String,
+    },
     /// The adaptive rule's decision on a conditional pass from its point's recorded passes.
     Decided {
         decision: crate::adaptive::Decision,
@@ -123,18 +128,24 @@ pub fn statuses(
     fresh: &[Selector],
     with_key_json: bool,
 ) -> Vec<StepStatus> {
-    let mut survey = Survey {
-        graph,
-        env,
-        fresh,
-        with_key_json,
-        remembered: env.store.names(&graph.study).unwrap_or_default(),
-        digests: vec![None; graph.steps.len()],
-        out: vec![None; graph.steps.len()],
-    };
-    for &id in &graph.order {
-        let st = survey.status_of(id);
-        survey.out[id] = Some(st);
+    let remembered = env.store.names(&graph.study).unwrap_or_default();
+    let mut survey = Survey::walk(graph, env, fresh, with_key_json, &remembered, HashMap::new());
+    // measurements compared together whose records are of another campaign than the rest
+    // are measured anew, as the run will: then their readers' statuses follow from that
+    let measured_now: Vec<bool> = graph
+        .steps
+        .iter()
+        .map(|s| {
+            let st = survey.out[s.id].as_ref().map(|o| o.status);
+            matches!(st, Some(Status::Run | Status::Pending)) && !s.is_conditional()
+        })
+        .collect();
+    let anew: HashMap<StepId, String> =
+        crate::together::anew(env, graph, &measured_now, &survey.campaigns)
+            .into_iter()
+            .collect();
+    if !anew.is_empty() {
+        survey = Survey::walk(graph, env, fresh, with_key_json, &remembered, anew);
     }
     let mut out: Vec<StepStatus> = survey
         .out
@@ -154,7 +165,11 @@ struct Survey<'a, 'e> {
     fresh: &'a [Selector],
     with_key_json: bool,
     /// The study's remembered key of each address, to say why a key is new.
-    remembered: BTreeMap<String, String>,
+    remembered: &'a BTreeMap<String, String>,
+    /// Measurements whose record serves but that are measured anew, and why.
+    anew: HashMap<StepId, String>,
+    /// The campaign of the record serving each measurement compared with others.
+    campaigns: Vec<Option<String>>,
     /// The output digest of each step found so far that will not run (cached, or not
     /// needed): its dependents' keys are known.
     digests: Vec<Option<String>>,
@@ -168,7 +183,35 @@ struct InputsState {
     blocked: bool,
 }
 
-impl Survey<'_, '_> {
+impl<'a, 'e> Survey<'a, 'e> {
+    /// Every step's status, in graph order.
+    fn walk(
+        graph: &'a StepGraph,
+        env: &'a Env<'e>,
+        fresh: &'a [Selector],
+        with_key_json: bool,
+        remembered: &'a BTreeMap<String, String>,
+        anew: HashMap<StepId, String>,
+    ) -> Survey<'a, 'e> {
+        let n = graph.steps.len();
+        let mut survey = Survey {
+            graph,
+            env,
+            fresh,
+            with_key_json,
+            remembered,
+            anew,
+            campaigns: vec![None; n],
+            digests: vec![None; n],
+            out: vec![None; n],
+        };
+        for &id in &graph.order {
+            let st = survey.status_of(id);
+            survey.out[id] = Some(st);
+        }
+        survey
+    }
+
     /// The status of step `id`, whose inputs have theirs.
     fn status_of(&mut self, id: StepId) -> StepStatus {
         let step = &self.graph.steps[id];
@@ -276,14 +319,21 @@ impl Survey<'_, '_> {
         let key_json = key.to_json();
         if let Some(kind) = kind {
             let is_fresh = cairn_graph::select::any_matches(self.fresh, step);
+            let anew = self.anew.get(&id);
             match usable_record(self.env, step, &hash) {
-                Lookup::Hit(r) if !is_fresh => {
+                Lookup::Hit(_) if is_fresh => st.reasons.push(Reason::Fresh),
+                Lookup::Hit(_) if anew.is_some() => st.reasons.push(Reason::MeasuredAnew {
+                    why: anew.cloned().unwrap_or_default(),
+                }),
+                Lookup::Hit(r) => {
+                    if step.together.is_some() {
+                        self.campaigns[id] = kind.campaign(&r);
+                    }
                     st.status = Status::Cached;
                     self.digests[id] = Some(r.output_digest.clone());
                     st.reasons
                         .extend(kind.notes(&r).into_iter().map(Reason::Note));
                 }
-                Lookup::Hit(_) => st.reasons.push(Reason::Fresh),
                 Lookup::BlobMissing(digest) => st.reasons.push(Reason::BlobMissing { digest }),
                 Lookup::Corrupt(error) => st.reasons.push(Reason::CorruptRecord { error }),
                 Lookup::Unusable(u) => st.reasons.push(Reason::Unusable {
@@ -293,7 +343,7 @@ impl Survey<'_, '_> {
                 Lookup::Miss => st.reasons.extend(why_new_key(
                     self.env.store,
                     self.graph,
-                    &self.remembered,
+                    self.remembered,
                     id,
                     &hash,
                     &key_json,

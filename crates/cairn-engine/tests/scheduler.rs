@@ -49,6 +49,9 @@ struct Fake {
     absent: BTreeSet<String>,
     /// Every presence question asked, by address.
     asked: Arc<Mutex<Vec<String>>>,
+    /// The campaign its measurements are made in now (recorded in their `extra`); `None`:
+    /// it keeps no campaigns.
+    campaign: Option<String>,
 }
 
 impl Fake {
@@ -61,6 +64,7 @@ impl Fake {
                 refused: BTreeSet::new(),
                 absent: BTreeSet::new(),
                 asked: Arc::default(),
+                campaign: None,
             },
             log,
         )
@@ -68,6 +72,15 @@ impl Fake {
 }
 
 impl Kind for Fake {
+    fn campaign(&self, record: &Record) -> Option<String> {
+        self.campaign.as_ref()?;
+        record.extra.get("campaign")?.as_str().map(String::from)
+    }
+
+    fn campaign_now(&self, _env: &Env<'_>) -> Option<String> {
+        self.campaign.clone()
+    }
+
     fn accepts(&self, _env: &Env<'_>, record: &Record) -> Result<(), Unusable> {
         if self.refused.contains(&record.address) {
             return Err(Unusable {
@@ -151,12 +164,22 @@ impl Kind for Fake {
         log.lines.push(format!("end {}", step.address));
         drop(log);
         result?;
+        // a measurement made in a campaign differs from one made in another
+        let made = match &self.campaign {
+            Some(c) if step.measure => format!("{} in {c}", step.address),
+            _ => step.address.clone(),
+        };
         let blob = env
             .store
-            .put_blob(step.address.as_bytes())
+            .put_blob(made.as_bytes())
             .map_err(|e| StepError::permanent(e.to_string()))?;
+        let mut extra = serde_json::Map::new();
+        if let Some(c) = self.campaign.as_ref().filter(|_| step.measure) {
+            extra.insert("campaign".into(), c.clone().into());
+        }
         Ok(Built {
             outputs: BTreeMap::from([("out".to_string(), blob)]),
+            extra,
             ..Default::default()
         })
     }
@@ -175,6 +198,7 @@ impl Reporter for Recorder {
             Event::StepCached { step, .. } => ("cached", step),
             Event::StepStarted { step, .. } => ("started", step),
             Event::StepUnserved { step, .. } => ("unserved", step),
+            Event::MeasuredAnew { step, .. } => ("anew", step),
             Event::StepFinished { step, .. } => ("finished", step),
             Event::StepFailed { step, key, error } => {
                 self.failed.push((key.to_string(), (*error).clone()));
@@ -261,19 +285,28 @@ impl Sandbox {
 
     fn run(&self, g: &StepGraph, fake: Fake, opts: &RunOptions) -> (RunSummary, Recorder) {
         let kinds = Registry::empty().with(StepKind::COMMAND, fake);
-        let env = Env {
+        let mut rec = Recorder::default();
+        let summary = cairn_engine::run(g, &self.env(g, &kinds), opts, &mut rec);
+        (summary, rec)
+    }
+
+    /// What `cairn plan` says of each step, with `fake` as the kind.
+    fn statuses(&self, g: &StepGraph, fake: Fake, opts: &RunOptions) -> Vec<cairn_engine::StepStatus> {
+        let kinds = Registry::empty().with(StepKind::COMMAND, fake);
+        cairn_engine::statuses(g, &self.env(g, &kinds), &opts.fresh, false)
+    }
+
+    fn env<'a>(&'a self, g: &'a StepGraph, kinds: &'a Registry) -> Env<'a> {
+        Env {
             study: &g.study,
             store: &self.store,
             fingerprint: &self.fp,
             machine: &serde_json::Value::Null,
-            kinds: &kinds,
+            kinds,
             lock: None,
             run_id: "fake-run",
             host: &self.host,
-        };
-        let mut rec = Recorder::default();
-        let summary = cairn_engine::run(g, &env, opts, &mut rec);
-        (summary, rec)
+        }
     }
 }
 
@@ -610,4 +643,100 @@ fn an_input_whose_product_is_gone_runs_again_before_the_step_that_reads_it() {
         (2, g.steps.len() - 2),
         "a is counted once, as run"
     );
+}
+
+/// A point's measurements, compared with each other (two variants, two passes), after a build.
+const POINT: &str = r#"
+study "fake"
+step "build" { run "x"; output "o" }
+step "m" { run "x"; output "o"; needs "build"; measure #true; passes 2; matrix { v "a" "b" } }
+"#;
+
+/// [`POINT`] with its measurements in one group compared together (as a trials block's
+/// servers at one matrix point are).
+fn point_graph() -> StepGraph {
+    let mut g = graph(POINT);
+    for s in &mut g.steps {
+        if s.measure {
+            s.together = Some("m".into());
+        }
+    }
+    g
+}
+
+fn in_campaign(c: &str) -> Fake {
+    let (mut fake, _) = Fake::new(&[]);
+    fake.campaign = Some(c.into());
+    fake
+}
+
+fn fresh(addresses: &str) -> RunOptions {
+    RunOptions {
+        fresh: vec![cairn_graph::Selector::parse(addresses).expect("a selector")],
+        ..opts(1)
+    }
+}
+
+#[test]
+fn measurements_compared_together_are_measured_in_one_campaign() {
+    let g = point_graph();
+    let measured: BTreeSet<String> = g
+        .steps
+        .iter()
+        .filter(|s| s.measure)
+        .map(|s| s.address.clone())
+        .collect();
+    let sb = Sandbox::new();
+    assert!(sb.run(&g, in_campaign("first"), &opts(1)).0.ok());
+
+    // another campaign (the machine rebooted), nothing changed: the point's records are all
+    // of one campaign, so they serve together
+    let (again, rec) = sb.run(&g, in_campaign("second"), &opts(1));
+    assert_eq!((again.cached, again.ran, again.measured_anew), (g.steps.len(), 0, 0));
+    assert!(rec.with("anew").is_empty());
+
+    // one variant measured now: the other's records, of the first campaign, are measured
+    // anew beside it — and `cairn plan` says so first
+    let only_b = fresh("m[v=b]*");
+    let plan = sb.statuses(&g, in_campaign("second"), &only_b);
+    let anew: BTreeSet<String> = plan
+        .iter()
+        .filter(|s| s.reasons.iter().any(|r| matches!(r, cairn_engine::Reason::MeasuredAnew { .. })))
+        .map(|s| s.address.clone())
+        .collect();
+    let of_a: BTreeSet<String> = measured.iter().filter(|a| a.contains("v=a")).cloned().collect();
+    assert_eq!(anew, of_a);
+    let (third, rec) = sb.run(&g, in_campaign("second"), &only_b);
+    assert!(third.ok());
+    assert_eq!(rec.with("anew"), of_a);
+    assert_eq!(rec.with("finished"), measured);
+    assert_eq!(third.measured_anew, of_a.len());
+    assert_eq!(third.cached, 1, "only the build is served");
+
+    // the point is now of one campaign again: all served, in the same campaign or another
+    for c in ["second", "third"] {
+        let (fourth, _) = sb.run(&g, in_campaign(c), &opts(1));
+        assert_eq!((fourth.cached, fourth.ran), (g.steps.len(), 0));
+    }
+}
+
+#[test]
+fn a_point_measured_in_several_campaigns_is_measured_again_together() {
+    let g = point_graph();
+    let sb = Sandbox::new();
+    assert!(sb.run(&g, in_campaign("first"), &opts(1)).0.ok());
+    // b measured alone (`--only`) in another campaign: the point now mixes two
+    let only_b = RunOptions {
+        only: fresh("m[v=b]*").fresh.clone(),
+        ..fresh("m[v=b]*")
+    };
+    let (alone, rec) = sb.run(&g, in_campaign("second"), &only_b);
+    assert_eq!((alone.ran, alone.measured_anew), (2, 0));
+    assert!(rec.with("anew").is_empty());
+    // a run in a third campaign measures the whole point anew, together
+    let (together, rec) = sb.run(&g, in_campaign("third"), &opts(1));
+    assert_eq!((together.ran, together.measured_anew), (4, 4));
+    assert_eq!(rec.with("anew").len(), 4);
+    let (served, _) = sb.run(&g, in_campaign("third"), &opts(1));
+    assert_eq!(served.ran, 0);
 }

@@ -142,8 +142,13 @@ pub fn probe(disks: &[(&str, &Path)]) -> HostFacts {
         cgroup_cpus,
         cgroup_memory_bytes,
         io_schedulers,
-        boot_id: read("/proc/sys/kernel/random/boot_id"),
+        boot_id: boot_id(),
     }
+}
+
+/// This machine instance since its last boot (`/proc/sys/kernel/random/boot_id`).
+pub fn boot_id() -> Option<String> {
+    read("/proc/sys/kernel/random/boot_id")
 }
 
 /// The CPU and memory limits of this process's cgroups (v2 unified, else v1), where set.

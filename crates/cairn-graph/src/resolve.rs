@@ -339,6 +339,7 @@ fn base_step(kind: StepKind, name: &str, address: String, loc: cairn_plan::Loc) 
         inputs: Vec::new(),
         command: None,
         adaptive: None,
+        together: None,
         definition_key: String::new(),
         loc,
     }
@@ -577,10 +578,18 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     s.measure = true;
                     s.pass = pass;
                     s.adaptive = adaptive.clone();
+                    s.together = Some(expand::address(
+                        &format!("trial/{}", t.name.value),
+                        point,
+                        &axes,
+                        1,
+                        1,
+                    ));
                     s.params = point.clone();
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),
                         workload: workload_def(w, point),
+                        study: plan.study.name.clone(),
                         replica: replicas
                             .contains(sname.as_str())
                             .then(|| sname.value.clone()),

@@ -122,6 +122,10 @@ pub struct Step {
     /// pass of such a block; never part of the key (a pass's key knows only its index, so
     /// raising `max` adds passes and keeps the earlier ones cached).
     pub adaptive: Option<AdaptivePasses>,
+    /// The measurements this one is compared with (a trials block at one matrix point: every
+    /// server, every pass), which must be measured together, in one campaign: the scheduler
+    /// measures anew those of another campaign when some of them run (never in a key).
+    pub together: Option<String>,
     /// [`crate::key::definition_key`]: blake3 of the definitions of this step and its
     /// ancestors — never their outputs, never the machine — so the same step is recognised
     /// across machines and rebuilds (filled by `resolve`).

@@ -125,11 +125,13 @@ fn golden_image_dataset_and_trial_keys() {
         "image/golden/2 e0a5de1058b4230e4a36cac6b0d08a7dec2c8998086f74d8897efa518f214848",
         "image/golden/3 505b58b26874093d6c959227a07f4e80b18b02ee0f8977760d641aa5d7846be2",
         // trial keys changed deliberately when the fingerprint became the machine's class
-        // (memory_gib, kernel version without build tag): image and dataset keys did not
-        "trial/t/s[threads=2]#1 2ec53c6523e3548ab9b92d16f7bf64d2cb9753c500643db7bb1c55a77b72ff02",
-        "trial/t/s[threads=2]#2 a55757cef8c1dabcae5e104ea74c15ddc9700f236ec158bdcb0cbcf846e2d800",
-        "trial/t/s[threads=8]#1 eddc433aae88040a99cc82003588ee7f3c2e854fcb70e616259007ba6ed453a7",
-        "trial/t/s[threads=8]#2 2a9516903b2fd00b1f6d950f666c4b0b1627301b4e0ad9a7d4026de9729c566a",
+        // (memory_gib, kernel version without build tag), and again when trials were keyed
+        // by their study (a measurement is one study's observation): image and dataset keys
+        // did not
+        "trial/t/s[threads=2]#1 6cac068ca6c18b0d24aea701c4cd20d28d436c8a98e0103dfb6250d8e5a52109",
+        "trial/t/s[threads=2]#2 b7fd8494a9335929938cf6919af0103de5469ea645547ca557e51a0c2a617e2e",
+        "trial/t/s[threads=8]#1 fbdfc30cb0917f3d0b967d15a403653141d4346757f9e69f0f178fcd9c1f893d",
+        "trial/t/s[threads=8]#2 9439dd4636bea84a8d8918739a150f8c410e07263a3a294d686ea1d3fea8df91",
     ];
     assert_eq!(got, want);
 }
@@ -204,6 +206,8 @@ fn golden_trial_key_json() {
     let want = format!(
         concat!(
             r#"{{"schema":1,"kind":"trial","definition":{{{server},"#,
+            // the study measuring it: two studies never share a measurement
+            r#""study":"golden-defs","#,
             r#""workload":{{"driver":"sysbench","driver_props":{{"skip-trx":true,"tool":"native"}},"#,
             r#""params":{{"duration":10.0,"threads":2,"warmup":1.0}},"test":"oltp_read_only"}}}},"#,
             r#""inputs":[{{"mount":"dataset","digest":"351c5f14284bffa31794d6f7ddd1df286a58afb637833c2a6586b5cee9e5e9ce"}},"#,

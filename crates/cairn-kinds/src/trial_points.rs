@@ -103,19 +103,26 @@ pub fn parse_address(address: &str) -> (String, String, u32) {
 /// whose run measured it and the machine instance's boot, or for a record made before boots
 /// were recorded, its day. A record another study measured (adopted because their keys
 /// agree) is of that study's campaign, never of this one's.
-fn campaign_of(record: &cairn_store::Record) -> String {
+pub fn campaign_of(record: &cairn_store::Record) -> String {
     let boot = record
         .extra
         .get("machine")
         .and_then(|m| m.get("boot_id"))
         .and_then(Value::as_str);
+    campaign(&record.study, boot, record.started.get(..10).unwrap_or("?"))
+}
+
+/// The campaign a trial of `study` measured now belongs to: this machine since its boot.
+pub fn campaign_now(study: &str) -> String {
+    let boot = cairn_exec::machine::boot_id();
+    let now = humantime::format_rfc3339(std::time::SystemTime::now()).to_string();
+    campaign(study, boot.as_deref(), now.get(..10).unwrap_or("?"))
+}
+
+fn campaign(study: &str, boot: Option<&str>, day: &str) -> String {
     match boot {
-        Some(b) => format!("{} on boot {}", record.study, &b[..8.min(b.len())]),
-        None => format!(
-            "{}, measured {}",
-            record.study,
-            record.started.get(..10).unwrap_or("?")
-        ),
+        Some(b) => format!("{study} on boot {}", &b[..8.min(b.len())]),
+        None => format!("{study}, measured {day}"),
     }
 }
 

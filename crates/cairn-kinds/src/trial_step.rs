@@ -601,6 +601,14 @@ impl cairn_engine::Kind for TrialKind {
         }
     }
 
+    fn campaign(&self, record: &cairn_store::Record) -> Option<String> {
+        Some(crate::trial_points::campaign_of(record))
+    }
+
+    fn campaign_now(&self, env: &Env<'_>) -> Option<String> {
+        Some(crate::trial_points::campaign_now(env.study))
+    }
+
     fn perform(
         &self,
         env: &Env<'_>,
