@@ -409,11 +409,10 @@ report "summary" {{ analyses "tps" }}
     );
 }
 
-/// Two studies whose trials have identical definitions: the second adopts the first's
-/// measurements of the servers they share (their keys agree), but a comparison between an
-/// adopted side and one the second study measured itself is not decided as if the two had
-/// been measured together — it is inconclusive and says why — and the adopted records bring
-/// no name of the first study into the second's analyses, which run.
+/// Two studies whose trials have identical definitions: the second measures every trial
+/// itself (trials are keyed by their study; the images and the dataset are shared), so its
+/// comparisons are of measurements made together, its analyses run under its own names, and
+/// measuring it leaves the first study's results as they were.
 #[test]
 fn another_studys_measurements_are_never_compared_with_ours_as_if_made_together() {
     let _engine = engine_shared();
@@ -441,40 +440,100 @@ report "summary" {{ analyses "tps" }}
         &plan("e2e-first", "m", r#""system" "jemalloc""#),
     );
     sb.cairn(["run", "first.kdl"]).guard(GUARD).success();
+    let first_data = || std::fs::read_to_string(sb.results().join("e2e-first/data.json")).unwrap();
+    let published = first_data();
     sb.write(
         "second.kdl",
         &plan("e2e-second", "ro", r#""system" "jemalloc" "tcmalloc""#),
     );
+    // the second study measures its own trials: none is served from the first's records
+    let plan_out = sb.cairn(["plan", "second.kdl"]).guard(GUARD).success();
+    let to_measure = plan_out
+        .stdout
+        .lines()
+        .filter(|l| (l.starts_with("run") || l.starts_with("pending")) && l.contains("trial/ro/"))
+        .count();
+    assert_eq!(to_measure, 12, "{}", plan_out.stdout);
     let run = sb.cairn(["run", "second.kdl"]).guard(GUARD).run();
     run.expect_code(0);
     let data: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(sb.results().join("e2e-second/data.json")).unwrap(),
     )
     .unwrap();
-    // this study's names only: the adopted records are read under this study's addresses
-    for t in data["trials"].as_array().unwrap() {
+    let trials = data["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 12, "3 servers × 4 passes, each measured by this study");
+    let campaigns: std::collections::BTreeSet<&str> =
+        trials.iter().filter_map(|t| t["campaign"].as_str()).collect();
+    assert_eq!(campaigns.len(), 1, "{campaigns:?}");
+    for t in trials {
         assert_eq!(t["trials"], "ro", "{t}");
+        assert!(t["campaign"].as_str().unwrap().starts_with("e2e-second"), "{t}");
     }
-    let cells = data["tables"]["tps"]["cells"].as_array().unwrap();
-    let reason = |server: &str| {
-        let c = cells.iter().find(|c| c["server"] == server).unwrap();
-        (
-            c["comparison"]["verdict"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            c["comparison"]["reason"]["reason"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
+    // its comparisons are of measurements made together: none is marked as mixing campaigns
+    for c in data["tables"]["tps"]["cells"].as_array().unwrap() {
+        assert_ne!(c["comparison"]["reason"]["reason"], "mixed_campaigns", "{c}");
+    }
+    // and measuring it changed nothing of the first study's results
+    sb.cairn(["report", "first.kdl"]).guard(GUARD).success();
+    assert_eq!(first_data(), published);
+}
+
+/// A re-run after a release: one server's definition changes (its "new release"); the other
+/// server's passes, recorded by an earlier run, are measured again beside the new ones —
+/// `cairn plan` says so first, with why — so the comparison is of measurements made
+/// together. A run that changes nothing is served from the store.
+#[test]
+fn a_rerun_after_a_release_measures_the_previous_release_alongside() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    let plan = |pool: &str| {
+        format!(
+            r#"study "e2e-release"
+import "{}"
+server "old" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "new" {{ extends "old"; option innodb_buffer_pool_size="{pool}" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ps" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
+trials "t" {{ servers "old" "new"; dataset "sb"; workload "ps"; passes 2 }}
+analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="old" }}
+"#,
+            images.display()
         )
     };
-    // tcmalloc (measured now) against system (adopted from the first study)
-    assert_eq!(
-        reason("tcmalloc"),
-        ("inconclusive".to_string(), "mixed_campaigns".to_string()),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("campaigns"), "{}", run.stdout);
+    sb.write("plan.kdl", &plan("96M"));
+    sb.run_ok("plan.kdl", &[]);
+    let again = sb.run_ok("plan.kdl", &[]);
+    assert_eq!(again.count("measured_anew"), 0);
+    assert!(again.finished().is_empty(), "{:?}", again.finished());
+
+    // the new release: only the "new" server's definition changes
+    sb.write("plan.kdl", &plan("128M"));
+    let old: std::collections::BTreeSet<String> = (1..=2)
+        .map(|p| format!("trial/t/old#{p}"))
+        .collect();
+    let planned = sb.cairn(["plan", "plan.kdl"]).guard(GUARD).success();
+    for a in &old {
+        let line = planned
+            .stdout
+            .lines()
+            .skip_while(|l| !l.contains(a.as_str()))
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(line.starts_with("run"), "{a} will run: {}", planned.stdout);
+        assert!(line.contains("measured anew"), "{a}: {}", planned.stdout);
+    }
+    let ev = sb.run_ok("plan.kdl", &[]);
+    assert_eq!(ev.addresses("measured_anew"), old);
+    assert_eq!(ev.count("measured_anew"), 2);
+    let trials: std::collections::BTreeSet<String> = ev
+        .finished()
+        .into_iter()
+        .filter(|a| a.starts_with("trial/"))
+        .collect();
+    assert_eq!(trials.len(), 4, "both servers' passes measured together: {trials:?}");
+    // the old server's image and dataset are served: only measurements are made anew
+    assert!(ev.cached().contains("dataset/sb@old"), "{:?}", ev.cached());
 }

@@ -768,6 +768,7 @@ impl<'g> Books<'g> {
             return None; // back when what it reads is here again
         }
         let extra = measurement_extra(
+            self.env.run_id,
             self.summary.seed,
             self.summary.measurement_order.len(),
             decision,
@@ -899,13 +900,19 @@ impl<'g> Books<'g> {
 /// What a measurement's record carries of how it was scheduled: the seed that ordered it and
 /// its place in the order, the adaptive decision that ran it, and its earlier tries.
 fn measurement_extra(
+    run: &str,
     seed: u64,
     position: usize,
     decision: Option<adaptive::Decision>,
     attempts: &[serde_json::Value],
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut extra = serde_json::Map::new();
-    extra.insert("order".into(), json!({"seed": seed, "position": position}));
+    // the run that measured it (its campaign, with the study and the machine's boot) and
+    // where in that run's seeded order
+    extra.insert(
+        "order".into(),
+        json!({"seed": seed, "position": position, "run": run}),
+    );
     if let Some(d) = decision {
         extra.insert("adaptive".into(), d.to_json());
     }

@@ -50,7 +50,7 @@ pub struct TrialPoint {
     /// The fleet node it ran on (`extra.node.name`); `None` for a trial measured here.
     #[serde(default)]
     pub node: Option<String>,
-    /// The campaign it was measured in: the study whose run measured it, and the machine
+    /// The campaign it was measured in: the study, the run that measured it, and the machine
     /// instance's boot (`extra.machine.boot_id`) or, for a record made before boots were
     /// recorded, the day it started. Comparisons decide only between passes of one campaign.
     #[serde(default)]
@@ -99,30 +99,40 @@ pub fn parse_address(address: &str) -> (String, String, u32) {
     (trials.to_string(), server, pass)
 }
 
-/// The campaign a trial's record was measured in (see [`TrialPoint::campaign`]): the study
-/// whose run measured it and the machine instance's boot, or for a record made before boots
-/// were recorded, its day. A record another study measured (adopted because their keys
-/// agree) is of that study's campaign, never of this one's.
+/// The campaign a trial's record was measured in (see [`TrialPoint::campaign`]): the study,
+/// the run that measured it and the machine instance's boot — or, for a record made before
+/// runs were recorded, the study and the boot, and before boots were, the day.
 pub fn campaign_of(record: &cairn_store::Record) -> String {
     let boot = record
         .extra
         .get("machine")
         .and_then(|m| m.get("boot_id"))
         .and_then(Value::as_str);
-    campaign(&record.study, boot, record.started.get(..10).unwrap_or("?"))
+    let run = record
+        .extra
+        .get("order")
+        .and_then(|o| o.get("run"))
+        .and_then(Value::as_str);
+    campaign(
+        &record.study,
+        run,
+        boot,
+        record.started.get(..10).unwrap_or("?"),
+    )
 }
 
-/// The campaign a trial of `study` measured now belongs to: this machine since its boot.
-pub fn campaign_now(study: &str) -> String {
+/// The campaign a trial of `study` measured by this run (`run`) belongs to.
+pub fn campaign_now(study: &str, run: &str) -> String {
     let boot = cairn_exec::machine::boot_id();
     let now = humantime::format_rfc3339(std::time::SystemTime::now()).to_string();
-    campaign(study, boot.as_deref(), now.get(..10).unwrap_or("?"))
+    campaign(study, Some(run), boot.as_deref(), now.get(..10).unwrap_or("?"))
 }
 
-fn campaign(study: &str, boot: Option<&str>, day: &str) -> String {
+fn campaign(study: &str, run: Option<&str>, boot: Option<&str>, day: &str) -> String {
+    let run = run.map(|r| format!(", {r}")).unwrap_or_default();
     match boot {
-        Some(b) => format!("{study} on boot {}", &b[..8.min(b.len())]),
-        None => format!("{study}, measured {day}"),
+        Some(b) => format!("{study}{run} on boot {}", &b[..8.min(b.len())]),
+        None => format!("{study}{run}, measured {day}"),
     }
 }
 

@@ -606,7 +606,7 @@ impl cairn_engine::Kind for TrialKind {
     }
 
     fn campaign_now(&self, env: &Env<'_>) -> Option<String> {
-        Some(crate::trial_points::campaign_now(env.study))
+        Some(crate::trial_points::campaign_now(env.study, env.run_id))
     }
 
     fn perform(
