@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: build cairn and run a small real study end to end —
 # plans/quickstart.kdl: MariaDB with the system allocator vs jemalloc under sysbench
-# oltp_read_only, in Docker containers built from a debootstrap root (a few minutes the
-# first time). Then the same run again, served from the cache, the raw trials, and the
-# report (results/quickstart/report.md, report.html, data.csv, series.csv, data.json): the
-# throughput table with ratios, CIs and verdicts, and the claim's verdict; it ends listing
-# the plot files (plot-scaling.svg and .png).
+# oltp_read_only, in Docker containers built from a debootstrap root. First the published
+# results (the repository's results/, read only), then the study measured on this machine:
+# packed as a bundle and reproduced here into a scratch directory (images built, the dataset
+# loaded, every trial measured; about 10 minutes on 2 cores), ending with this machine's
+# table and verdicts beside the published ones, cell by cell and claim by claim. A second run
+# of the reproduced study is served from its cache. No file of the repository changes.
+#
+#   bash scripts/demo.sh [WORKDIR]     (default: a new directory under /tmp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release --locked
-cairn=target/release/cairn
+cairn=$PWD/target/release/cairn
+work=${1:-$(mktemp -d /tmp/cairn-demo.XXXXXX)}
+mkdir -p "$work"
 $cairn check plans/quickstart.kdl
-$cairn run plans/quickstart.kdl
-echo "--- second run: everything is cached"
-$cairn run plans/quickstart.kdl
-echo "--- results"
+echo "--- the published results (results/quickstart)"
 $cairn results plans/quickstart.kdl
-echo "--- report"
-$cairn report plans/quickstart.kdl
+echo "--- the study packed as a bundle, then measured on this machine into $work/here"
+$cairn bundle plans/quickstart.kdl -o "$work/quickstart.tar.zst"
+rm -rf "$work/here"
+$cairn reproduce "$work/quickstart.tar.zst" --into "$work/here"
+echo "--- the same run again: everything is served from the cache"
+plan=$(find "$work/here/published" -name quickstart.kdl -path '*plans*' | head -1)
+$cairn --results "$work/here/reproduced" run "$plan"
+echo "--- this machine's report: $work/here/reproduced/quickstart/ (report.md, report.html, plots, data)"
+echo "--- published beside measured here: $work/here/comparison.md"
