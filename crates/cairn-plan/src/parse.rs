@@ -518,6 +518,17 @@ impl FileParser<'_> {
                 }
             }
         }
+        // whatever else is given: two stopping rules for one block's passes
+        if let (Some(decided), Some(ci)) = (&until_decided, &until_ci) {
+            let p = problem(
+                "conflict",
+                "`passes`: `until=\"decided\"` and `until-ci` are two rules for the same passes; pick one".to_string(),
+            )
+            .label(decided.loc, "stops when the questions are decided")
+            .label(ci.loc, "stops on a CI target");
+            self.push(p);
+            return None;
+        }
         let Some(min) = min else {
             let p = problem(
                 "missing",
@@ -540,16 +551,6 @@ impl FileParser<'_> {
                 )
                 .label(max.loc, "below min")
                 .help("max is the most passes a point may get; min the fewest".to_string());
-                self.push(p);
-                return None;
-            }
-            if let (Some(decided), Some(ci)) = (&until_decided, &until_ci) {
-                let p = problem(
-                    "conflict",
-                    "`passes`: `until=\"decided\"` and `until-ci` are two rules for the same passes; pick one".to_string(),
-                )
-                .label(decided.loc, "stops when the questions are decided")
-                .label(ci.loc, "stops on a CI target");
                 self.push(p);
                 return None;
             }
