@@ -320,7 +320,7 @@ impl Question {
     /// so that a few noisy early passes do not give up on a question that more passes would
     /// decide.
     pub fn of_comparison(c: &Comparison, final_alpha: f64) -> Question {
-        let estimate = passes_to_decide(c, final_alpha);
+        let estimate = passes_to_nearer_verdict(c, final_alpha);
         let df = (c.baseline.n + c.variant.n).saturating_sub(2);
         Question {
             decided: c.verdict != Verdict::Inconclusive,
@@ -329,10 +329,12 @@ impl Question {
     }
 }
 
-/// Passes per side that would decide comparison `c` at level `final_alpha`, at its observed
-/// ratio and noise: the fewer of those that would move its CI off 1 (a shift) and those that
-/// would fit it inside the equivalence band (no difference). `None`: no estimate.
-pub fn passes_to_decide(c: &Comparison, final_alpha: f64) -> Option<usize> {
+/// Passes per side that would decide a table's comparison `c`, either way, at level
+/// `final_alpha` and its observed ratio and noise: the fewer of those that would move its CI
+/// off 1 (a shift: [`crate::compare::passes_to_decide`], which answers for one bound, here 1)
+/// and those that would fit it inside the equivalence band (no difference) — the passes to
+/// whichever verdict is nearer. `None`: no estimate.
+pub fn passes_to_nearer_verdict(c: &Comparison, final_alpha: f64) -> Option<usize> {
     let to_shift =
         crate::compare::passes_to_decide(&c.baseline, &c.variant, c.ratio.ratio, 1.0, final_alpha)
             .per_variant;
