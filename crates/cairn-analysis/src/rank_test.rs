@@ -92,6 +92,17 @@ pub fn min_exact_p(n_baseline: usize, n_variant: usize) -> f64 {
     (2.0 / binomial_coefficient(n_baseline + n_variant, n_variant)).min(1.0)
 }
 
+/// The smallest two-sided p-value [`mann_whitney`] can give for `n_baseline` against
+/// `n_variant` values without ties: [`min_exact_p`] up to [`EXACT_LIMIT`] values in all,
+/// the normal approximation's beyond (as the test computes its p there).
+pub fn min_p_without_ties(n_baseline: usize, n_variant: usize) -> f64 {
+    if n_baseline + n_variant <= EXACT_LIMIT {
+        min_exact_p(n_baseline, n_variant)
+    } else {
+        normal_p(0.0, n_baseline, n_variant, 0.0).1
+    }
+}
+
 /// The smallest number of passes per side at which a test of equal-sized samples can give
 /// p < `alpha`: 4 for α = 0.05 (min p = 2/70 ≈ 0.029), 5 for α = 0.01 (2/252 ≈ 0.008).
 pub fn min_passes_for(alpha: f64) -> usize {
@@ -456,6 +467,16 @@ mod tests {
         assert_eq!(min_passes_for(0.05), 4);
         assert_eq!(min_passes_for(0.01), 5);
         assert_eq!(min_passes_for(0.2), 3);
+        // what the test itself reports as its smallest p, exact and approximated
+        for (b, v) in [(4, 4), (3, 5), (25, 25), (26, 26), (40, 30)] {
+            let baseline: Vec<f64> = (0..b).map(|i| i as f64).collect();
+            let variant: Vec<f64> = (b..b + v).map(|i| i as f64).collect();
+            let r = mann_whitney(&baseline, &variant).unwrap();
+            assert!(
+                close(min_p_without_ties(b, v), r.min_p, 1e-12),
+                "{b} vs {v}"
+            );
+        }
     }
 
     #[test]

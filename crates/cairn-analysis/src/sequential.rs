@@ -202,6 +202,38 @@ impl Design {
     }
 }
 
+/// The fewest passes per side that could decide a comparison at the first look of a design
+/// whose looks end at `max` passes, at level `alpha`: `min` when a plan gives only `max`
+/// (`passes max=12 until="decided"`).
+///
+/// The first look, at `min` passes per side, stands at information fraction `min / max`,
+/// and its nominal level is the α spent by then — little, under O'Brien–Fleming spending. A
+/// comparison (or claim) decides nothing at a look whose nominal level its rank test cannot
+/// reach (the verdict rule's first step, [`mod@crate::compare`]): with n against n values the
+/// smallest p is 2/C(2n, n) ([`crate::rank_test::min_p_without_ties`]). So this is the
+/// smallest n whose smallest p lies below the nominal level of a first look at n of `max`
+/// passes; `max` itself (one look: the fixed test at α) when no n below it does. Looks at
+/// fewer passes would spend α they could never use.
+///
+/// It depends on `max`: the same n is a smaller fraction of a larger `max`, whose first look
+/// has a lower level and needs more passes. At α = 0.05: `max` itself up to 5 (below 4 not
+/// even that can decide), 5 for `max` 6 to 8, 6 for 9 to 12, 7 for 13 to 18, 8 for 19 to 24,
+/// 15 for 100 (a test pins them). It counts the rank-sum test of unpaired sides; a paired
+/// table's signed-rank test needs more pairs (its smallest p is 2/2ⁿ), so its first looks
+/// may decide nothing yet.
+pub fn fewest_passes_that_could_decide(max: usize, alpha: f64) -> usize {
+    (1..max)
+        .find(|&n| crate::rank_test::min_p_without_ties(n, n) < first_look_alpha(alpha, n, max))
+        .unwrap_or(max)
+}
+
+/// The nominal level of a design's first look, at `passes` of `max` per side: its boundary
+/// depends on that look's information fraction alone (nothing was looked at before it), so
+/// [`boundaries`] of that one fraction gives it without the later looks'.
+pub fn first_look_alpha(alpha: f64, passes: usize, max: usize) -> f64 {
+    two_sided(boundaries(alpha, &[passes as f64 / max as f64])[0])
+}
+
 fn standard_normal() -> Normal {
     Normal::new(0.0, 1.0).expect("the standard normal exists")
 }
@@ -320,7 +352,7 @@ impl Question {
     /// so that a few noisy early passes do not give up on a question that more passes would
     /// decide.
     pub fn of_comparison(c: &Comparison, final_alpha: f64) -> Question {
-        let estimate = passes_to_decide(c, final_alpha);
+        let estimate = passes_to_nearer_verdict(c, final_alpha);
         let df = (c.baseline.n + c.variant.n).saturating_sub(2);
         Question {
             decided: c.verdict != Verdict::Inconclusive,
@@ -329,10 +361,12 @@ impl Question {
     }
 }
 
-/// Passes per side that would decide comparison `c` at level `final_alpha`, at its observed
-/// ratio and noise: the fewer of those that would move its CI off 1 (a shift) and those that
-/// would fit it inside the equivalence band (no difference). `None`: no estimate.
-pub fn passes_to_decide(c: &Comparison, final_alpha: f64) -> Option<usize> {
+/// Passes per side that would decide a table's comparison `c`, either way, at level
+/// `final_alpha` and its observed ratio and noise: the fewer of those that would move its CI
+/// off 1 (a shift: [`crate::compare::passes_to_decide`], which answers for one bound, here 1)
+/// and those that would fit it inside the equivalence band (no difference) — the passes to
+/// whichever verdict is nearer. `None`: no estimate.
+pub fn passes_to_nearer_verdict(c: &Comparison, final_alpha: f64) -> Option<usize> {
     let to_shift =
         crate::compare::passes_to_decide(&c.baseline, &c.variant, c.ratio.ratio, 1.0, final_alpha)
             .per_variant;
@@ -643,6 +677,48 @@ mod tests {
         assert!(looks[8].nominal_alpha > 0.035, "{looks:?}");
         assert_eq!(d.look_at(12).unwrap().look, 9);
         assert!(d.look_at(3).is_none());
+    }
+
+    /// The default `min` is the first look at which the rank test can reach the look's own
+    /// nominal level, checked against the real designs: one pass fewer as `min` would make a
+    /// first look that cannot decide anything.
+    #[test]
+    fn the_default_min_is_the_fewest_passes_whose_first_look_could_decide() {
+        use crate::rank_test::min_p_without_ties;
+        let pinned = [
+            (1, 1),
+            (3, 3),
+            (4, 4),
+            (5, 5),
+            (6, 5),
+            (8, 5),
+            (9, 6),
+            (12, 6),
+            (13, 7),
+            (18, 7),
+            (19, 8),
+            (24, 8),
+            (100, 15),
+        ];
+        for (max, min) in pinned {
+            assert_eq!(fewest_passes_that_could_decide(max, 0.05), min, "max {max}");
+        }
+        for max in 4..=16 {
+            let n = fewest_passes_that_could_decide(max, 0.05);
+            let first = Design::new(n, max, 0.05).unwrap().looks()[0];
+            assert!((first.nominal_alpha - first_look_alpha(0.05, n, max)).abs() < 1e-12);
+            assert!(
+                min_p_without_ties(n, n) < first.nominal_alpha,
+                "max {max}: {first}"
+            );
+            if n > 1 {
+                let earlier = Design::new(n - 1, max, 0.05).unwrap().looks()[0];
+                assert!(
+                    min_p_without_ties(n - 1, n - 1) >= earlier.nominal_alpha,
+                    "max {max}: {earlier}"
+                );
+            }
+        }
     }
 
     #[test]

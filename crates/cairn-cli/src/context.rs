@@ -25,10 +25,11 @@ pub fn load_graph_cached(
         eprint!("{}", cairn_plan::render(&e));
         Exit(BAD_INPUT)
     };
-    let (plan, from_cache) = match cache {
+    let (mut plan, from_cache) = match cache {
         Some(dir) => cairn_plan::load_cached(path, dir).map_err(report)?,
         None => (cairn_plan::load(path).map_err(report)?, false),
     };
+    crate::preflight::set_defaults(&mut plan);
     crate::preflight::names(&plan).map_err(report)?;
     match cairn_graph::resolve_with_kinds(&plan, &cairn_kinds::plan_step_kinds()) {
         Ok(mut graph) => {

@@ -182,10 +182,55 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
         eprint!("{}", cairn_plan::render(&e));
         Exit(BAD_INPUT)
     })?;
+    for n in design_notes(plan) {
+        eprintln!("note: {n}");
+    }
     for w in design_warnings(plan) {
         eprintln!("warning: {w}");
     }
     Ok(())
+}
+
+/// Sets what the plan leaves to cairn's statistics, before it is resolved: the `min` of a
+/// trials block whose passes stop when decided and that gave only `max` (`passes max=12
+/// until="decided"`): the fewest passes per side that could decide a comparison at the
+/// sequential design's first look at the study's α
+/// (`cairn_analysis::sequential::fewest_passes_that_could_decide`; it depends on `max`).
+pub fn set_defaults(plan: &mut Plan) {
+    let alpha = cairn_analysis::Criteria::default().alpha;
+    plan.set_default_passes(|max| {
+        cairn_analysis::sequential::fewest_passes_that_could_decide(max as usize, alpha) as u32
+    });
+}
+
+/// What cairn chose where the plan gave nothing, said before anything is measured: the
+/// `min` that [`set_defaults`] set, and why.
+pub fn design_notes(plan: &Plan) -> Vec<String> {
+    use cairn_analysis::sequential::{alpha_text, first_look_alpha};
+    let alpha = cairn_analysis::Criteria::default().alpha;
+    plan.trials
+        .iter()
+        .filter(|t| t.passes.value.default_min)
+        .map(|t| {
+            let p = &t.passes.value;
+            let (min, max) = (p.min as usize, p.max as usize);
+            let given = format!(
+                "trials `{}`: `passes max={max} until=\"decided\"` gives no `min`",
+                t.name.value
+            );
+            if min < max {
+                format!(
+                    "{given}: min={min}, the fewest passes per side that could decide a comparison at the sequential design's first look (with {min} against {min} the rank test's smallest p is {}, below that look's nominal α {}; with fewer, the first look's level is lower still; it depends on max)",
+                    alpha_text(cairn_analysis::rank_test::min_p_without_ties(min, min)),
+                    alpha_text(first_look_alpha(alpha, min, max))
+                )
+            } else {
+                format!(
+                    "{given}: min={min}, the same as max (one look at α = {alpha}): no fewer passes could decide a comparison at a first look"
+                )
+            }
+        })
+        .collect()
 }
 
 /// What the plan's design cannot do, said before anything is measured: a trials block whose
@@ -297,5 +342,47 @@ trials "t" {{ servers "a" "b"; dataset "d"; workload "w"; {passes} }}
             assert!(design_warnings(&plan("passes 4", compared)).is_empty());
         }
         assert!(design_warnings(&plan("passes 3", PLOT)).is_empty());
+    }
+
+    /// `passes max=N until="decided"` without `min` starts at the fewest passes that could
+    /// decide a comparison at the design's first look, and `cairn check`/`plan`/`run` say
+    /// so; a plan that gives `min` keeps it and is told nothing.
+    #[test]
+    fn until_decided_without_min_starts_at_the_fewest_passes_that_could_decide() {
+        use super::{design_notes, set_defaults};
+        let mut p = plan(r#"passes max=12 until="decided""#, CLAIM);
+        assert_eq!(p.trials[0].passes.value.min, 12, "max until resolved");
+        set_defaults(&mut p);
+        let passes = &p.trials[0].passes.value;
+        assert_eq!((passes.min, passes.max), (6, 12));
+        let notes = design_notes(&p);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "trials `t`: `passes max=12 until=\"decided\"` gives no `min`: min=6, the fewest passes per side that could decide a comparison at the sequential design's first look (with 6 against 6 the rank test's smallest p is 0.00216, below that look's nominal α 0.00305;"
+            ),
+            "{}",
+            notes[0]
+        );
+        // the resolved plan has the design of `min=6 max=12`
+        let graph = cairn_graph::resolve(&p).unwrap();
+        let rule = graph
+            .steps
+            .iter()
+            .find_map(|s| s.adaptive.clone())
+            .expect("adaptive passes");
+        assert_eq!((rule.min, rule.max, rule.until_decided), (6, 12, true));
+
+        // a max no fewer passes could beat: one look
+        let mut p = plan(r#"passes max=5 until="decided""#, CLAIM);
+        set_defaults(&mut p);
+        assert_eq!(p.trials[0].passes.value.min, 5);
+        assert!(design_notes(&p)[0].contains("min=5, the same as max"));
+
+        // a given min keeps its meaning
+        let mut p = plan(r#"passes min=4 max=12 until="decided""#, CLAIM);
+        set_defaults(&mut p);
+        assert_eq!(p.trials[0].passes.value.min, 4);
+        assert!(design_notes(&p).is_empty());
     }
 }

@@ -268,7 +268,11 @@ pub fn check(
     };
     let (left, left_points) = side(&spec.expectation.left)?;
     let (right, right_points) = side(&spec.expectation.right)?;
-    let campaigns = trial_points::campaigns(left_points.iter().chain(&right_points).copied());
+    // both sides' passes: like a table's comparison, a claim never mixes classes of machine
+    // or campaigns silently
+    let both = || left_points.iter().chain(&right_points).copied();
+    let classes = trial_points::machine_classes(both());
+    let campaigns = trial_points::campaigns(both());
     let keys = |points: &[&TrialPoint]| points.iter().map(|p| p.key.clone()).collect();
     let (left_trials, right_trials): (Vec<String>, Vec<String>) =
         (keys(&left_points), keys(&right_points));
@@ -293,7 +297,9 @@ pub fn check(
     if let Some(look) = look {
         comparison = cairn_analysis::sequential::at_look(comparison, look);
     }
-    if campaigns > 1 {
+    if classes > 1 {
+        comparison = comparison.mixed_machines(classes);
+    } else if campaigns > 1 {
         comparison = comparison.mixed_campaigns(campaigns);
     }
     let check = check_claim(&comparison, claim).map_err(|e| e.to_string())?;

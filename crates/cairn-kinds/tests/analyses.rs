@@ -356,6 +356,55 @@ fn claims_on_three_passes_are_inconclusive() {
     assert!(c.reason.contains("too few passes"), "{}", c.reason);
 }
 
+/// A claim whose sides were not measured together — on more than one class of machine, or
+/// in more than one campaign — is inconclusive and says which, as a table's comparison is,
+/// whatever its numbers say (here a 10% gain the claim holds when measured together); the
+/// machines are named first, as in a table.
+#[test]
+fn a_claim_across_classes_of_machine_or_campaigns_is_inconclusive() {
+    let by_five = claim_def("jemalloc > system", Some(("by", 0.05)), "tps");
+    let not_below = claim_def("jemalloc >= system", Some(("within", 0.05)), "tps");
+    let together = study(6, 1.10);
+    for def in [&by_five, &not_below] {
+        let c = claim_verdict(&together, def);
+        assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    }
+
+    let machines_said = "measured on 2 classes of machine: a difference could be the machines'; measure on one class, or pivot by `node`";
+    let mut machines = together.clone();
+    for p in machines
+        .iter_mut()
+        .filter(|p| p.server == "jemalloc" && p.pass > 2)
+    {
+        p.fingerprint = json!({"cpu_model": "Other CPU", "cores": 64});
+        p.node = Some("big1".into());
+    }
+    for def in [&by_five, &not_below] {
+        let c = claim_verdict(&machines, def);
+        assert_eq!(c.verdict, ClaimVerdict::Inconclusive, "{}", c.reason);
+        assert_eq!(c.reason, machines_said);
+    }
+
+    let mut campaigns = together.clone();
+    for p in campaigns.iter_mut().filter(|p| p.server == "jemalloc") {
+        p.campaign = "boot 0000bbbb".into();
+    }
+    let c = claim_verdict(&campaigns, &by_five);
+    assert_eq!(c.verdict, ClaimVerdict::Inconclusive, "{}", c.reason);
+    assert!(
+        c.reason
+            .starts_with("its sides were measured in 2 campaigns"),
+        "{}",
+        c.reason
+    );
+
+    // both at once: the machines are named
+    for (p, q) in campaigns.iter_mut().zip(&machines) {
+        p.fingerprint = q.fingerprint.clone();
+    }
+    assert_eq!(claim_verdict(&campaigns, &by_five).reason, machines_said);
+}
+
 #[test]
 fn bad_claims_are_refused_naming_the_property() {
     assert!(parse_expectation("jemalloc => system")

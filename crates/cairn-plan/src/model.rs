@@ -101,6 +101,22 @@ pub struct Plan {
     pub steps: Vec<CommandStep>,
 }
 
+impl Plan {
+    /// Sets the `min` of every trials block that wrote none (`passes max=12
+    /// until="decided"`, [`Passes::default_min`]) to `fewest(max)`: the fewest passes per
+    /// side that could decide a comparison at the design's first look, which the caller
+    /// computes (`cairn_analysis::sequential::fewest_passes_that_could_decide`). A block that
+    /// gave `min` keeps it; setting it twice changes nothing.
+    pub fn set_default_passes(&mut self, fewest: impl Fn(u32) -> u32) {
+        for t in &mut self.trials {
+            let p = &mut t.passes.value;
+            if p.default_min {
+                p.min = fewest(p.max).clamp(1, p.max);
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Study {
     /// `study "name"`; defaults to the root file's stem.
@@ -290,6 +306,14 @@ pub struct Passes {
     pub until_decided: bool,
     /// The figure whose CI the rule watches (`metric="tps"`, the default).
     pub metric: String,
+    /// `passes max=12 until="decided"` wrote no `min`: it is the fewest passes per side that
+    /// could decide a comparison at the sequential design's first look, which depends on
+    /// `max` and only `cairn_analysis::sequential::fewest_passes_that_could_decide` computes
+    /// (this crate does no statistics): whoever resolves the plan sets `min` with
+    /// [`Plan::set_default_passes`] (the CLI does, before resolving, and says which min it
+    /// chose). Until then `min` is `max`: one look, the fixed test at `max` passes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub default_min: bool,
 }
 
 impl Passes {
@@ -304,6 +328,7 @@ impl Passes {
             until_ci: None,
             until_decided: false,
             metric: Passes::DEFAULT_METRIC.to_string(),
+            default_min: false,
         }
     }
 

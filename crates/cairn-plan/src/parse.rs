@@ -458,7 +458,9 @@ impl FileParser<'_> {
 
     /// A trials block's `passes N` (min = max = N) or `passes min=3 max=12 until-ci="2%"`
     /// (`metric="tps"` names the figure whose CI is watched). `1 <= min <= max`; a `max`
-    /// above `min` needs `until-ci` (else the extra passes could never be needed).
+    /// above `min` needs `until-ci` or `until="decided"` (else the extra passes could never
+    /// be needed). `passes max=12 until="decided"` may leave out `min`
+    /// ([`Passes::default_min`]).
     fn trial_passes(&mut self, node: &KdlNode) -> Option<Sp<Passes>> {
         const PROPS: &[&str] = &["min", "max", "until-ci", "until", "metric"];
         let loc = self.name_loc(node);
@@ -518,18 +520,47 @@ impl FileParser<'_> {
                 }
             }
         }
-        let Some(min) = min else {
+        // whatever else is given: two stopping rules for one block's passes
+        if let (Some(decided), Some(ci)) = (&until_decided, &until_ci) {
             let p = problem(
-                "missing",
-                "`passes` with properties needs `min`".to_string(),
+                "conflict",
+                "`passes`: `until=\"decided\"` and `until-ci` are two rules for the same passes; pick one".to_string(),
             )
-            .label(loc, "no `min`")
-            .help(
-                "write `passes min=3 max=12 until-ci=\"2%\"`, or `passes 3` for a fixed number"
-                    .to_string(),
-            );
+            .label(decided.loc, "stops when the questions are decided")
+            .label(ci.loc, "stops on a CI target");
             self.push(p);
             return None;
+        }
+        // `until="decided"` without `min`: the fewest passes that could decide at the
+        // design's first look, which depends on `max` and is set where the plan is resolved
+        // (`Plan::set_default_passes`); until then `max`, the fixed test
+        let default_min = min.is_none() && until_decided.is_some();
+        let min = match (min, &max) {
+            (Some(min), _) => min,
+            (None, Some(max)) if default_min => max.clone(),
+            (None, _) if default_min => {
+                let p = problem(
+                    "missing",
+                    "`passes` with `until=\"decided\"` needs `max`".to_string(),
+                )
+                .label(loc, "no `max`")
+                .help("write `passes max=12 until=\"decided\"` (`min` is then the fewest passes that could decide at the first look) or `passes min=6 max=12 until=\"decided\"`".to_string());
+                self.push(p);
+                return None;
+            }
+            (None, _) => {
+                let p = problem(
+                    "missing",
+                    "`passes` with properties needs `min`".to_string(),
+                )
+                .label(loc, "no `min`")
+                .help(
+                    "write `passes min=3 max=12 until-ci=\"2%\"`, or `passes 3` for a fixed number"
+                        .to_string(),
+                );
+                self.push(p);
+                return None;
+            }
         };
         let max_value = max.as_ref().map_or(min.value, |m| m.value);
         if let Some(max) = &max {
@@ -540,16 +571,6 @@ impl FileParser<'_> {
                 )
                 .label(max.loc, "below min")
                 .help("max is the most passes a point may get; min the fewest".to_string());
-                self.push(p);
-                return None;
-            }
-            if let (Some(decided), Some(ci)) = (&until_decided, &until_ci) {
-                let p = problem(
-                    "conflict",
-                    "`passes`: `until=\"decided\"` and `until-ci` are two rules for the same passes; pick one".to_string(),
-                )
-                .label(decided.loc, "stops when the questions are decided")
-                .label(ci.loc, "stops on a CI target");
                 self.push(p);
                 return None;
             }
@@ -574,6 +595,7 @@ impl FileParser<'_> {
                 until_ci: until_ci.map(|u| u.value),
                 until_decided: until_decided.is_some(),
                 metric: metric.map_or_else(|| Passes::DEFAULT_METRIC.to_string(), |m| m.value),
+                default_min,
             },
             loc,
         ))

@@ -317,6 +317,7 @@ trials "a" { servers "s"; workload "w"; passes min=3 max=12 until-ci="2%" }
 trials "b" { servers "s"; workload "w"; passes min=2 max=4 until-ci="5%" metric="latency_p95_ms" }
 trials "c" { servers "s"; workload "w"; passes min=3 }
 trials "d" { servers "s"; workload "w"; passes min=4 max=12 until="decided" }
+trials "e" { servers "s"; workload "w"; passes max=12 until="decided" }
 "#;
     let plan =
         parse_str("adaptive.kdl", text).unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
@@ -335,5 +336,39 @@ trials "d" { servers "s"; workload "w"; passes min=4 max=12 until="decided" }
         (d.min, d.max, d.until_ci, d.until_decided),
         (4, 12, None, true)
     );
-    assert!(d.is_adaptive() && !a.until_decided);
+    assert!(d.is_adaptive() && !a.until_decided && !d.default_min);
+}
+
+/// `passes max=12 until="decided"` without `min`: the plan cannot compute the fewest passes
+/// that could decide at the design's first look (statistics are cairn-analysis's), so `min`
+/// stands at `max` (the fixed test) until whoever resolves the plan sets it; a block that
+/// gave `min` keeps it.
+#[test]
+fn until_decided_without_min_takes_its_min_from_the_resolver() {
+    let text = r#"
+server "s" { connect "tcp" }
+workload "w" { sysbench "oltp_read_only" }
+trials "given" { servers "s"; workload "w"; passes min=4 max=12 until="decided" }
+trials "default" { servers "s"; workload "w"; passes max=12 until="decided" }
+trials "ci" { servers "s"; workload "w"; passes min=3 max=12 until-ci="2%" }
+"#;
+    let mut plan =
+        parse_str("default-min.kdl", text).unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    let d = &plan.trials[1].passes.value;
+    assert_eq!(
+        (d.min, d.max, d.until_decided, d.default_min),
+        (12, 12, true, true)
+    );
+    assert!(!d.is_adaptive());
+    plan.set_default_passes(|max| max / 2);
+    let mins: Vec<(u32, bool)> = plan
+        .trials
+        .iter()
+        .map(|t| (t.passes.value.min, t.passes.value.default_min))
+        .collect();
+    assert_eq!(mins, [(4, false), (6, true), (3, false)]);
+    assert!(plan.trials[1].passes.value.is_adaptive());
+    // a second time changes nothing
+    plan.set_default_passes(|max| max / 2);
+    assert_eq!(plan.trials[1].passes.value.min, 6);
 }

@@ -245,8 +245,10 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
                     .look
                     .map(|l| {
                         let undecided = cmp.verdict == cairn_analysis::Verdict::Inconclusive;
-                        let needed =
-                            cairn_analysis::sequential::passes_to_decide(cmp, l.final_alpha);
+                        let needed = cairn_analysis::sequential::passes_to_nearer_verdict(
+                            cmp,
+                            l.final_alpha,
+                        );
                         format!(" ({})", l.note(undecided, needed))
                     })
                     .unwrap_or_default();

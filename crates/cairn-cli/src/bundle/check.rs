@@ -274,7 +274,8 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
 
 /// The bundled plan, resolved; a plan that reads host paths outside the bundle is refused.
 pub fn load_bundled_plan(path: &Path) -> Result<StepGraph, String> {
-    let plan = cairn_plan::load(path).map_err(|e| e.to_string())?;
+    let mut plan = cairn_plan::load(path).map_err(|e| e.to_string())?;
+    crate::preflight::set_defaults(&mut plan);
     if let Some(p) = plan.study.host_paths.first() {
         return Err(format!(
             "it declares host-path {}: a bundle's plan may read only files inside the bundle",
