@@ -284,6 +284,10 @@ pub fn run_on(
     summary
 }
 
+/// A ready step's cache check: its key and, when its record serves, what it hands on with
+/// the record's campaign (for a measurement compared with others).
+type Check = (StepId, String, Option<(Done, Option<String>)>);
+
 /// The scheduler's books: where every step stands, what finished steps handed on, the
 /// lanes' queues and the run's summary so far.
 struct Books<'g> {
@@ -373,7 +377,7 @@ impl<'g> Books<'g> {
         while !self.ready.is_empty() {
             let batch = std::mem::take(&mut self.ready);
             let done = &self.done;
-            let checks: Vec<(StepId, String, Option<(Done, Option<String>)>)> = pool.install(|| {
+            let checks: Vec<Check> = pool.install(|| {
                 batch
                     .par_iter()
                     .map(|&id| {

@@ -31,13 +31,17 @@ impl StepKind {
     pub const TRIAL: StepKind = StepKind::new("trial", "trial/1");
     // 2: a table's cells flag drift (Mann–Kendall across passes) and outlying passes, and
     // comparisons across campaigns are inconclusive
-    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/2");
+    // 3: a campaign is the run that measured a pass (with the study and the boot), no longer
+    // every run of a study on one boot
+    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/3");
     // 2: sides measured in different campaigns (or on different classes of machine) leave a
     // claim undecided
-    pub const CLAIM: StepKind = StepKind::new("claim", "claim/2");
+    // 3: classes of machine are checked too, and a campaign is the run that measured a pass
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/3");
     // 2: report.html, series.csv and the plot files joined the outputs
     // 3: data.json's trials say which campaign measured each
-    pub const REPORT: StepKind = StepKind::new("report", "report/3");
+    // 4: data.json's campaigns name the run
+    pub const REPORT: StepKind = StepKind::new("report", "report/4");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.
