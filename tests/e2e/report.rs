@@ -476,6 +476,36 @@ report "summary" {{ analyses "tps" }}
     // and measuring it changed nothing of the first study's results
     sb.cairn(["report", "first.kdl"]).guard(GUARD).success();
     assert_eq!(first_data(), published);
+
+    // declared reuse: a study whose block is `measured-by "e2e-first"` is served that
+    // study's measurements, measures none, decides on them, and its report says so
+    let reusing = |study: &str, servers: &str| {
+        plan(study, "m", servers).replace("passes 4 }", r#"passes 4; measured-by "e2e-first" }"#)
+    };
+    sb.write("third.kdl", &reusing("e2e-third", r#""system" "jemalloc""#));
+    let ev = sb.run_ok("third.kdl", &[]);
+    let measured: Vec<String> = ev.finished().into_iter().filter(|a| a.starts_with("trial/")).collect();
+    assert!(measured.is_empty(), "{measured:?}");
+    let report = std::fs::read_to_string(sb.results().join("e2e-third/report.md")).unwrap();
+    assert!(report.contains("declared reuse"), "{report}");
+    assert!(report.contains(r#"measured-by "e2e-first""#), "{report}");
+    let third: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.results().join("e2e-third/data.json")).unwrap(),
+    )
+    .unwrap();
+    for c in third["tables"]["tps"]["cells"].as_array().unwrap() {
+        assert_ne!(c["comparison"]["reason"]["reason"], "mixed_campaigns", "{c}");
+    }
+    // a server the first study never measured cannot be reused: the run fails, naming why,
+    // and nothing is measured in the first study's name
+    sb.write("fourth.kdl", &reusing("e2e-fourth", r#""system" "tcmalloc""#));
+    let records = sb.record_count();
+    let r = sb.cairn(["run", "fourth.kdl"]).guard(GUARD).run();
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("measured-by"), "{}", r.stderr);
+    let after = sb.record_count();
+    // only the tcmalloc server's dataset may have been added
+    assert!(after <= records + 1, "{records} → {after}");
 }
 
 /// A re-run after a release: one server's definition changes (its "new release"); the other

@@ -1,6 +1,8 @@
 //! Report definitions: what a plan's `report` node puts into the report's key — its title
 //! and the format it names.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The definition of a report step. Which analyses it shows are its inputs, not part of it.
@@ -15,6 +17,11 @@ pub struct ReportDef {
     /// The study's title (its name when it has none): the report's heading, so retitling
     /// re-renders the report and nothing else.
     pub title: String,
+    /// Declared reuse (`measured-by`): each trials block whose measurements another study
+    /// made, with that study's name, for the report to say so. Absent when there is none, so
+    /// the keys of other reports do not depend on it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reused: BTreeMap<String, String>,
 }
 
 #[cfg(test)]
@@ -26,6 +33,7 @@ mod tests {
         let r = ReportDef {
             format: None,
             title: "Allocators".into(),
+            reused: BTreeMap::new(),
         };
         let text = serde_json::to_string(&r).unwrap();
         assert_eq!(text, r#"{"format":null,"title":"Allocators"}"#);

@@ -589,7 +589,11 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),
                         workload: workload_def(w, point),
-                        study: plan.study.name.clone(),
+                        // declared reuse: the measurements another study made
+                        study: t
+                            .measured_by
+                            .as_ref()
+                            .map_or_else(|| plan.study.name.clone(), |m| m.value.clone()),
                         replica: replicas
                             .contains(sname.as_str())
                             .then(|| sname.value.clone()),
@@ -709,6 +713,11 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         s.definition = definition_json(&ReportDef {
             format: r.format.as_ref().map(|f| f.value.clone()),
             title: title.to_string(),
+            reused: plan
+                .trials
+                .iter()
+                .filter_map(|t| Some((t.name.value.clone(), t.measured_by.as_ref()?.value.clone())))
+                .collect(),
         });
         for a in &r.analyses {
             for &id in b.ids(StepKind::ANALYSIS, a) {

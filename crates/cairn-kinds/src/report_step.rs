@@ -249,7 +249,7 @@ pub fn render(
         claims: claims.to_vec(),
         trials: trials.to_vec(),
     };
-    markdown::render(&build(title, &inputs, None))
+    markdown::render(&build(title, &inputs, None, &BTreeMap::new()))
 }
 
 /// The report of `step` as `cairn report` exports it: built again from its inputs (`inputs`,
@@ -261,15 +261,20 @@ pub fn exported(
     inputs: &[&Done],
     plan: &PlanSource,
 ) -> Result<Report, StepError> {
-    let title = step.def::<ReportDef>().map_err(failed)?.title;
+    let def = step.def::<ReportDef>().map_err(failed)?;
     let inputs = read_inputs(store, step, inputs)?;
-    Ok(build(&title, &inputs, Some(plan)))
+    Ok(build(&def.title, &inputs, Some(plan), &def.reused))
 }
 
 /// The report: the summary, then the plots, the tables, the scaling analyses, the claims
 /// (each section only if there is something in it), the noisy points and the provenance
 /// (`plan` first, if known).
-fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>) -> Report {
+fn build(
+    title: &str,
+    inputs: &Inputs,
+    plan: Option<&PlanSource>,
+    reused: &BTreeMap<String, String>,
+) -> Report {
     let section = |heading: &str, blocks: Vec<Block>| Section {
         heading: heading.to_string(),
         anchor: None,
@@ -308,7 +313,7 @@ fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>) -> Report {
         heading: "Provenance".into(),
         anchor: Some("provenance".into()),
         blocks: vec![
-            Block::List(provenance(&inputs.trials, plan)),
+            Block::List(provenance(&inputs.trials, plan, reused)),
             Block::Paragraph(
                 Inline::plain("The data: ")
                     .code(DATA_CSV)
@@ -374,7 +379,43 @@ fn noisy_points(tables: &[(String, Table)]) -> Block {
 
 /// Where the figures come from: the plan (if known), cairn's version, the machines, each
 /// server's image, version and allocator, and the settings that differ between servers.
-fn provenance(trials: &[TrialPoint], plan: Option<&PlanSource>) -> Vec<Item> {
+/// Where a trials block's passes were measured — its campaigns (study, run, boot) — for a
+/// block declared `measured-by` another study (reuse the plan chose) or measured in more
+/// than one campaign (its comparisons say they are not measured together).
+fn measured_in(trials: &[TrialPoint], reused: &BTreeMap<String, String>) -> Vec<Item> {
+    let mut by_block: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for t in trials {
+        *by_block
+            .entry(t.trials.as_str())
+            .or_default()
+            .entry(t.campaign.as_str())
+            .or_default() += 1;
+    }
+    by_block
+        .into_iter()
+        .filter(|(block, campaigns)| reused.contains_key(*block) || campaigns.len() > 1)
+        .map(|(block, campaigns)| {
+            let mut text = Inline::plain("trials ").code(block);
+            if let Some(study) = reused.get(block) {
+                text = text
+                    .text(": declared reuse (")
+                    .code(format!("measured-by \"{study}\""))
+                    .text(format!("): study {study}'s measurements, not this study's"));
+            }
+            let list: Vec<String> = campaigns
+                .iter()
+                .map(|(c, n)| format!("{n} in {c}"))
+                .collect();
+            Item::new(text.text(format!("; measured {}", list.join(", "))))
+        })
+        .collect()
+}
+
+fn provenance(
+    trials: &[TrialPoint],
+    plan: Option<&PlanSource>,
+    reused: &BTreeMap<String, String>,
+) -> Vec<Item> {
     let mut items = Vec::new();
     if let Some(plan) = plan {
         items.push(Item::new(
@@ -401,6 +442,7 @@ fn provenance(trials: &[TrialPoint], plan: Option<&PlanSource>) -> Vec<Item> {
             "⚠ the trials were measured on more than one machine",
         )));
     }
+    items.extend(measured_in(trials, reused));
     let mut seen = BTreeSet::new();
     for t in trials {
         if !seen.insert(t.server.clone()) {
@@ -471,8 +513,8 @@ impl cairn_engine::Kind for ReportKind {
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
         let read = read_inputs(env.store, step, inputs)?;
-        let title = step.def::<ReportDef>().map_err(failed)?.title;
-        let report = build(&title, &read, None);
+        let def = step.def::<ReportDef>().map_err(failed)?;
+        let report = build(&def.title, &read, None, &def.reused);
         let md = markdown::render(&report);
         let html = report_html::render(&report);
         let csv = data_csv(&read.trials);
@@ -485,7 +527,7 @@ impl cairn_engine::Kind for ReportKind {
             ..
         } = read;
         let data = ReportData {
-            title,
+            title: def.title,
             trials,
             tables: tables.into_iter().collect(),
             claims: claims.into_iter().collect(),

@@ -616,6 +616,15 @@ impl cairn_engine::Kind for TrialKind {
         _key: &str,
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
+        // a block declared `measured-by` another study reuses that study's measurements and
+        // never makes one in its name (that would change the other study's results)
+        let def = step.trial_def().map_err(StepError::permanent)?;
+        if def.study != env.study {
+            return Err(StepError::permanent(format!(
+                "its trials block is declared `measured-by \"{}\"`, and that study has no usable measurement of this trial on this machine's class (or it must be measured together with the rest of its point): run that study here first, or drop `measured-by` to measure it in this one",
+                def.study
+            )));
+        }
         perform(env, step, inputs)
     }
 }

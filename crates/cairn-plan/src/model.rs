@@ -287,6 +287,11 @@ pub struct Trials {
     pub passes: Sp<Passes>,
     /// Seed for the interleaved trial order; recorded.
     pub seed: Option<Sp<u64>>,
+    /// `measured-by "study"`: this block's measurements are those another study made (its
+    /// trials keyed with that study's name): declared reuse, shown in the report. This study
+    /// measures none of them; a trial that study has not measured here fails, naming it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_by: Option<Sp<String>>,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

@@ -1513,18 +1513,26 @@ impl FileParser<'_> {
     }
 
     fn trials(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &["servers", "dataset", "workload", "passes", "seed"];
+        const CHILDREN: &[&str] = &[
+            "servers",
+            "dataset",
+            "workload",
+            "passes",
+            "seed",
+            "measured-by",
+        ];
         let Some(name) = self.decl_name(node, "trials") else {
             return;
         };
         let mut servers = Vec::new();
         let mut saw_servers = false;
         let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
+        let mut measured_by = None;
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.first_of(
                 &mut seen,
-                &["dataset", "workload", "passes", "seed"],
+                &["dataset", "workload", "passes", "seed", "measured-by"],
                 "trials",
                 c,
             ) {
@@ -1538,6 +1546,7 @@ impl FileParser<'_> {
                 "dataset" => dataset = self.one_string(c),
                 "workload" => workload = self.one_string(c),
                 "passes" => passes = self.trial_passes(c),
+                "measured-by" => measured_by = self.study_name(c),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1582,8 +1591,27 @@ impl FileParser<'_> {
                 workload,
                 passes,
                 seed,
+                measured_by,
             });
         }
+    }
+
+    /// `measured-by "study"`: the name of another study whose measurements a trials block
+    /// reuses (a name as a study's: no path separators, not empty, not hidden).
+    fn study_name(&mut self, c: &KdlNode) -> Option<Sp<String>> {
+        let name = self.one_string(c)?;
+        let v = name.value.as_str();
+        if v.is_empty() || v.starts_with('.') || v.contains(['/', '\\', '\0', '\n', '\t']) {
+            let p = problem(
+                "invalid",
+                format!("`measured-by`: `{v}` is not a study's name"),
+            )
+            .label(name.loc, "a study's name")
+            .help("name the study as its plan does in `study \"name\"` (its file's stem by default)");
+            self.push(p);
+            return None;
+        }
+        Some(name)
     }
 
     fn analysis(&mut self, node: &KdlNode) {
