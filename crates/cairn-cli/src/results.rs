@@ -85,6 +85,9 @@ fn rows<'a>(graph: &'a StepGraph, env: &cairn_engine::Env<'_>) -> Vec<Row<'a>> {
             };
             let (state, record) = match current {
                 Some(r) => ("cached", Some(r)),
+                // the rule did not need it: an earlier run's record of the address is no
+                // result of this definition
+                None if st.status == Status::NotNeeded => ("not needed", None),
                 None => match remembered
                     .get(&s.address)
                     .and_then(|k| store.get_record(k).ok().flatten())
