@@ -756,6 +756,9 @@ impl<'g> Books<'g> {
     ) -> Option<serde_json::Map<String, serde_json::Value>> {
         let step = &self.graph.steps[id];
         let decision = adaptive::decide(self.env, self.graph, step, &self.done);
+        if decision.as_ref().is_some_and(|d| d.needed) && self.measure_point_anew(id, reporter) {
+            return None; // decided again once the point's earlier passes are measured anew
+        }
         if let Some(d) = &decision {
             reporter.event(&Event::PassDecided { step, decision: d });
             self.summary.decisions.push(d.clone());
@@ -780,6 +783,52 @@ impl<'g> Books<'g> {
         );
         self.summary.measurement_order.push(step.address.clone());
         Some(extra)
+    }
+
+    /// A conditional pass is needed at a point whose other passes were served from an
+    /// earlier campaign: they are measured anew first, in this run (their readers wait for
+    /// them again), and the pass goes back to its lane, to be decided again after them.
+    /// Whether any were.
+    fn measure_point_anew(&mut self, id: StepId, reporter: &mut dyn Reporter) -> bool {
+        let again: Vec<StepId> = self
+            .together
+            .served_elsewhere(id)
+            .into_iter()
+            .filter(|&m| self.state[m] == State::Done && self.done[m].is_some())
+            .collect();
+        if again.is_empty() {
+            return false;
+        }
+        let why = format!(
+            "a pass at its point is measured in this run ({}), and its record is of an earlier campaign: a comparison uses measurements made together",
+            self.graph.steps[id].address
+        );
+        for m in again {
+            let readers: Vec<StepId> = self
+                .graph
+                .dependents(m)
+                .filter(|&d| self.selected[d] && self.state[d] == State::Waiting)
+                .collect();
+            for &d in &readers {
+                if self.missing[d] == 0 {
+                    self.ready.retain(|&r| r != d);
+                }
+                self.missing[d] += 1;
+            }
+            self.waiters.entry(m).or_default().extend(readers);
+            reporter.event(&Event::MeasuredAnew {
+                step: &self.graph.steps[m],
+                why: &why,
+            });
+            self.summary.cached -= 1;
+            self.summary.measured_anew += 1;
+            self.done[m] = None;
+            self.state[m] = State::Queued;
+            self.queue_in_lane(m);
+        }
+        self.state[id] = State::Queued;
+        self.queue_in_lane(id);
+        true
     }
 
     /// A step reported back: done (its readers released), retried, failed or cancelled.

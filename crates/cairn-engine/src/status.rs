@@ -131,13 +131,21 @@ pub fn statuses(
     let remembered = env.store.names(&graph.study).unwrap_or_default();
     let mut survey = Survey::walk(graph, env, fresh, with_key_json, &remembered, HashMap::new());
     // measurements compared together whose records are of another campaign than the rest
-    // are measured anew, as the run will: then their readers' statuses follow from that
+    // are measured anew, as the run will: then their readers' statuses follow from that. A
+    // conditional pass counts once its rule, from the records, needs it (as the run then
+    // measures its point anew).
     let measured_now: Vec<bool> = graph
         .steps
         .iter()
         .map(|s| {
-            let st = survey.out[s.id].as_ref().map(|o| o.status);
-            matches!(st, Some(Status::Run | Status::Pending)) && !s.is_conditional()
+            let Some(st) = survey.out[s.id].as_ref() else {
+                return false;
+            };
+            let needed = st
+                .reasons
+                .iter()
+                .any(|r| matches!(r, Reason::Decided { decision } if decision.needed));
+            matches!(st.status, Status::Run | Status::Pending) && (!s.is_conditional() || needed)
         })
         .collect();
     let anew: HashMap<StepId, String> =

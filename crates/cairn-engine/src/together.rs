@@ -39,6 +39,9 @@ struct Group {
     /// conditional pass without a record is not counted: whether it runs is decided later.
     measured_now: bool,
     settled: bool,
+    /// Members served from records of another campaign than this run's (all of one
+    /// campaign): measured anew if a rule adds a pass to the point after all.
+    elsewhere: Vec<StepId>,
 }
 
 /// The run's groups of measurements compared together.
@@ -119,11 +122,24 @@ impl Together {
                         );
                         out.push(Settled::Anew(h, why));
                     }
-                    _ => out.push(Settled::Serve(h)),
+                    _ => {
+                        if h.campaign.is_some() && h.campaign != now {
+                            group.elsewhere.push(h.id);
+                        }
+                        out.push(Settled::Serve(h))
+                    }
                 }
             }
         }
         out
+    }
+}
+
+impl Together {
+    /// The members of `id`'s group served from an earlier campaign (once: they are then
+    /// measured anew), when a pass is to be measured at the point after all.
+    pub fn served_elsewhere(&mut self, id: StepId) -> Vec<StepId> {
+        self.of[id].map_or_else(Vec::new, |g| std::mem::take(&mut self.groups[g].elsewhere))
     }
 }
 

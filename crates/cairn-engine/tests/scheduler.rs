@@ -740,3 +740,87 @@ fn a_point_measured_in_several_campaigns_is_measured_again_together() {
     let (served, _) = sb.run(&g, in_campaign("third"), &opts(1));
     assert_eq!(served.ran, 0);
 }
+
+/// A rule that needs every conditional pass, or none.
+struct Needs(bool);
+
+impl cairn_engine::adaptive::PassRule for Needs {
+    fn decide(
+        &self,
+        _env: &Env<'_>,
+        _graph: &StepGraph,
+        step: &Step,
+        _record_key: &dyn Fn(cairn_graph::StepId) -> Option<String>,
+    ) -> cairn_engine::adaptive::Decision {
+        cairn_engine::adaptive::Decision {
+            step: step.address.clone(),
+            point: String::new(),
+            pass: step.pass,
+            metric: "tps".into(),
+            passes: 0,
+            ci_half_width: None,
+            until_ci: None,
+            look: None,
+            needed: self.0,
+            why: "the fake rule".into(),
+        }
+    }
+}
+
+#[test]
+fn a_pass_a_rule_adds_to_a_point_served_from_an_earlier_campaign_measures_the_point_anew() {
+    // three passes per variant, the third conditional
+    let mut g = graph(&POINT.replace("passes 2", "passes 3"));
+    for s in &mut g.steps {
+        if s.measure {
+            s.together = Some("m".into());
+            let point = s.address.split('#').next().unwrap_or_default().to_string();
+            s.adaptive = Some(cairn_graph::AdaptivePasses {
+                min: 2,
+                max: 3,
+                until_ci: None,
+                until_decided: true,
+                metric: "tps".into(),
+                point,
+            });
+        }
+    }
+    let sb = Sandbox::new();
+    let run = |campaign: &str, needs: bool| {
+        let kinds = Registry::empty()
+            .with(StepKind::COMMAND, in_campaign(campaign))
+            .with_pass_rule(Needs(needs));
+        let mut rec = Recorder::default();
+        let summary = cairn_engine::run(&g, &sb.env(&g, &kinds), &opts(1), &mut rec);
+        (summary, rec)
+    };
+    let (first, _) = run("first", false);
+    assert!(first.ok());
+    assert_eq!((first.ran, first.not_needed), (5, 2), "the build and two passes per variant");
+
+    // in another campaign the rule now needs the third pass: the first two of both variants,
+    // served from the first campaign, are measured anew before it — as `cairn plan` says
+    let kinds = Registry::empty()
+        .with(StepKind::COMMAND, in_campaign("second"))
+        .with_pass_rule(Needs(true));
+    let planned = cairn_engine::statuses(&g, &sb.env(&g, &kinds), &[], false);
+    let anew = planned
+        .iter()
+        .filter(|s| s.reasons.iter().any(|r| matches!(r, cairn_engine::Reason::MeasuredAnew { .. })))
+        .count();
+    assert_eq!(anew, 4);
+    let (second, rec) = run("second", true);
+    assert!(second.ok());
+    assert_eq!(second.measured_anew, 4);
+    let measured: BTreeSet<String> = g
+        .steps
+        .iter()
+        .filter(|s| s.measure)
+        .map(|s| s.address.clone())
+        .collect();
+    assert_eq!(rec.with("finished"), measured);
+    assert_eq!(second.cached, 1, "only the build");
+    // the point is of one campaign again
+    let (third, _) = run("second", true);
+    assert_eq!(third.ran, 0);
+}
