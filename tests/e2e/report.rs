@@ -461,17 +461,29 @@ report "summary" {{ analyses "tps" }}
     )
     .unwrap();
     let trials = data["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 12, "3 servers × 4 passes, each measured by this study");
-    let campaigns: std::collections::BTreeSet<&str> =
-        trials.iter().filter_map(|t| t["campaign"].as_str()).collect();
+    assert_eq!(
+        trials.len(),
+        12,
+        "3 servers × 4 passes, each measured by this study"
+    );
+    let campaigns: std::collections::BTreeSet<&str> = trials
+        .iter()
+        .filter_map(|t| t["campaign"].as_str())
+        .collect();
     assert_eq!(campaigns.len(), 1, "{campaigns:?}");
     for t in trials {
         assert_eq!(t["trials"], "ro", "{t}");
-        assert!(t["campaign"].as_str().unwrap().starts_with("e2e-second"), "{t}");
+        assert!(
+            t["campaign"].as_str().unwrap().starts_with("e2e-second"),
+            "{t}"
+        );
     }
     // its comparisons are of measurements made together: none is marked as mixing campaigns
     for c in data["tables"]["tps"]["cells"].as_array().unwrap() {
-        assert_ne!(c["comparison"]["reason"]["reason"], "mixed_campaigns", "{c}");
+        assert_ne!(
+            c["comparison"]["reason"]["reason"], "mixed_campaigns",
+            "{c}"
+        );
     }
     // and measuring it changed nothing of the first study's results
     sb.cairn(["report", "first.kdl"]).guard(GUARD).success();
@@ -484,7 +496,11 @@ report "summary" {{ analyses "tps" }}
     };
     sb.write("third.kdl", &reusing("e2e-third", r#""system" "jemalloc""#));
     let ev = sb.run_ok("third.kdl", &[]);
-    let measured: Vec<String> = ev.finished().into_iter().filter(|a| a.starts_with("trial/")).collect();
+    let measured: Vec<String> = ev
+        .finished()
+        .into_iter()
+        .filter(|a| a.starts_with("trial/"))
+        .collect();
     assert!(measured.is_empty(), "{measured:?}");
     let report = std::fs::read_to_string(sb.results().join("e2e-third/report.md")).unwrap();
     assert!(report.contains("declared reuse"), "{report}");
@@ -494,11 +510,17 @@ report "summary" {{ analyses "tps" }}
     )
     .unwrap();
     for c in third["tables"]["tps"]["cells"].as_array().unwrap() {
-        assert_ne!(c["comparison"]["reason"]["reason"], "mixed_campaigns", "{c}");
+        assert_ne!(
+            c["comparison"]["reason"]["reason"], "mixed_campaigns",
+            "{c}"
+        );
     }
     // a server the first study never measured cannot be reused: the run fails, naming why,
     // and nothing is measured in the first study's name
-    sb.write("fourth.kdl", &reusing("e2e-fourth", r#""system" "tcmalloc""#));
+    sb.write(
+        "fourth.kdl",
+        &reusing("e2e-fourth", r#""system" "tcmalloc""#),
+    );
     let records = sb.record_count();
     let r = sb.cairn(["run", "fourth.kdl"]).guard(GUARD).run();
     assert_ne!(r.code, Some(0), "{}", r.stderr);
@@ -540,9 +562,8 @@ analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="o
 
     // the new release: only the "new" server's definition changes
     sb.write("plan.kdl", &plan("128M"));
-    let old: std::collections::BTreeSet<String> = (1..=2)
-        .map(|p| format!("trial/t/old#{p}"))
-        .collect();
+    let old: std::collections::BTreeSet<String> =
+        (1..=2).map(|p| format!("trial/t/old#{p}")).collect();
     let planned = sb.cairn(["plan", "plan.kdl"]).guard(GUARD).success();
     for a in &old {
         let line = planned
@@ -563,7 +584,11 @@ analysis "tps" {{ table metric="tps" rows="server" columns="threads" baseline="o
         .into_iter()
         .filter(|a| a.starts_with("trial/"))
         .collect();
-    assert_eq!(trials.len(), 4, "both servers' passes measured together: {trials:?}");
+    assert_eq!(
+        trials.len(),
+        4,
+        "both servers' passes measured together: {trials:?}"
+    );
     // the old server's image and dataset are served: only measurements are made anew
     assert!(ev.cached().contains("dataset/sb@old"), "{:?}", ev.cached());
 }

@@ -421,11 +421,9 @@ impl<'g> Books<'g> {
                     None => (None, None),
                 };
                 match hit {
-                    Some(done) if self.together.holds(id) => self.together.hold(Held {
-                        id,
-                        done,
-                        campaign,
-                    }),
+                    Some(done) if self.together.holds(id) => {
+                        self.together.hold(Held { id, done, campaign })
+                    }
                     Some(d) => self.serve(id, d, reporter),
                     None => {
                         let conditional = graph.steps[id].is_conditional();

@@ -129,7 +129,14 @@ pub fn statuses(
     with_key_json: bool,
 ) -> Vec<StepStatus> {
     let remembered = env.store.names(&graph.study).unwrap_or_default();
-    let mut survey = Survey::walk(graph, env, fresh, with_key_json, &remembered, HashMap::new());
+    let mut survey = Survey::walk(
+        graph,
+        env,
+        fresh,
+        with_key_json,
+        &remembered,
+        HashMap::new(),
+    );
     // measurements compared together whose records are of another campaign than the rest
     // are measured anew, as the run will: then their readers' statuses follow from that. A
     // conditional pass counts once its rule, from the records, needs it (as the run then

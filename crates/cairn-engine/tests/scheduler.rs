@@ -291,7 +291,12 @@ impl Sandbox {
     }
 
     /// What `cairn plan` says of each step, with `fake` as the kind.
-    fn statuses(&self, g: &StepGraph, fake: Fake, opts: &RunOptions) -> Vec<cairn_engine::StepStatus> {
+    fn statuses(
+        &self,
+        g: &StepGraph,
+        fake: Fake,
+        opts: &RunOptions,
+    ) -> Vec<cairn_engine::StepStatus> {
         let kinds = Registry::empty().with(StepKind::COMMAND, fake);
         cairn_engine::statuses(g, &self.env(g, &kinds), &opts.fresh, false)
     }
@@ -692,7 +697,10 @@ fn measurements_compared_together_are_measured_in_one_campaign() {
     // another campaign (the machine rebooted), nothing changed: the point's records are all
     // of one campaign, so they serve together
     let (again, rec) = sb.run(&g, in_campaign("second"), &opts(1));
-    assert_eq!((again.cached, again.ran, again.measured_anew), (g.steps.len(), 0, 0));
+    assert_eq!(
+        (again.cached, again.ran, again.measured_anew),
+        (g.steps.len(), 0, 0)
+    );
     assert!(rec.with("anew").is_empty());
 
     // one variant measured now: the other's records, of the first campaign, are measured
@@ -701,10 +709,18 @@ fn measurements_compared_together_are_measured_in_one_campaign() {
     let plan = sb.statuses(&g, in_campaign("second"), &only_b);
     let anew: BTreeSet<String> = plan
         .iter()
-        .filter(|s| s.reasons.iter().any(|r| matches!(r, cairn_engine::Reason::MeasuredAnew { .. })))
+        .filter(|s| {
+            s.reasons
+                .iter()
+                .any(|r| matches!(r, cairn_engine::Reason::MeasuredAnew { .. }))
+        })
         .map(|s| s.address.clone())
         .collect();
-    let of_a: BTreeSet<String> = measured.iter().filter(|a| a.contains("v=a")).cloned().collect();
+    let of_a: BTreeSet<String> = measured
+        .iter()
+        .filter(|a| a.contains("v=a"))
+        .cloned()
+        .collect();
     assert_eq!(anew, of_a);
     let (third, rec) = sb.run(&g, in_campaign("second"), &only_b);
     assert!(third.ok());
@@ -796,7 +812,11 @@ fn a_pass_a_rule_adds_to_a_point_served_from_an_earlier_campaign_measures_the_po
     };
     let (first, _) = run("first", false);
     assert!(first.ok());
-    assert_eq!((first.ran, first.not_needed), (5, 2), "the build and two passes per variant");
+    assert_eq!(
+        (first.ran, first.not_needed),
+        (5, 2),
+        "the build and two passes per variant"
+    );
 
     // in another campaign the rule now needs the third pass: the first two of both variants,
     // served from the first campaign, are measured anew before it — as `cairn plan` says
@@ -806,7 +826,11 @@ fn a_pass_a_rule_adds_to_a_point_served_from_an_earlier_campaign_measures_the_po
     let planned = cairn_engine::statuses(&g, &sb.env(&g, &kinds), &[], false);
     let anew = planned
         .iter()
-        .filter(|s| s.reasons.iter().any(|r| matches!(r, cairn_engine::Reason::MeasuredAnew { .. })))
+        .filter(|s| {
+            s.reasons
+                .iter()
+                .any(|r| matches!(r, cairn_engine::Reason::MeasuredAnew { .. }))
+        })
         .count();
     assert_eq!(anew, 4);
     let (second, rec) = run("second", true);

@@ -125,7 +125,12 @@ pub fn campaign_of(record: &cairn_store::Record) -> String {
 pub fn campaign_now(study: &str, run: &str) -> String {
     let boot = cairn_exec::machine::boot_id();
     let now = humantime::format_rfc3339(std::time::SystemTime::now()).to_string();
-    campaign(study, Some(run), boot.as_deref(), now.get(..10).unwrap_or("?"))
+    campaign(
+        study,
+        Some(run),
+        boot.as_deref(),
+        now.get(..10).unwrap_or("?"),
+    )
 }
 
 fn campaign(study: &str, run: Option<&str>, boot: Option<&str>, day: &str) -> String {

@@ -1607,7 +1607,9 @@ impl FileParser<'_> {
                 format!("`measured-by`: `{v}` is not a study's name"),
             )
             .label(name.loc, "a study's name")
-            .help("name the study as its plan does in `study \"name\"` (its file's stem by default)");
+            .help(
+                "name the study as its plan does in `study \"name\"` (its file's stem by default)",
+            );
             self.push(p);
             return None;
         }
