@@ -669,6 +669,15 @@ fn point_graph() -> StepGraph {
     g
 }
 
+/// The addresses of `g`'s measurements.
+fn measurements(g: &StepGraph) -> BTreeSet<String> {
+    g.steps
+        .iter()
+        .filter(|s| s.measure)
+        .map(|s| s.address.clone())
+        .collect()
+}
+
 fn in_campaign(c: &str) -> Fake {
     let (mut fake, _) = Fake::new(&[]);
     fake.campaign = Some(c.into());
@@ -685,12 +694,7 @@ fn fresh(addresses: &str) -> RunOptions {
 #[test]
 fn measurements_compared_together_are_measured_in_one_campaign() {
     let g = point_graph();
-    let measured: BTreeSet<String> = g
-        .steps
-        .iter()
-        .filter(|s| s.measure)
-        .map(|s| s.address.clone())
-        .collect();
+    let measured = measurements(&g);
     let sb = Sandbox::new();
     assert!(sb.run(&g, in_campaign("first"), &opts(1)).0.ok());
 
@@ -836,12 +840,7 @@ fn a_pass_a_rule_adds_to_a_point_served_from_an_earlier_campaign_measures_the_po
     let (second, rec) = run("second", true);
     assert!(second.ok());
     assert_eq!(second.measured_anew, 4);
-    let measured: BTreeSet<String> = g
-        .steps
-        .iter()
-        .filter(|s| s.measure)
-        .map(|s| s.address.clone())
-        .collect();
+    let measured = measurements(&g);
     assert_eq!(rec.with("finished"), measured);
     assert_eq!(second.cached, 1, "only the build");
     // the point is of one campaign again
