@@ -210,7 +210,9 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
         "{tps_rows} tps samples for 6 trials:\n{series}"
     );
 
-    // one trial measured again: its analysis, claim and report follow, nothing else runs
+    // one trial measured again: the other passes of its point, from the earlier run, are
+    // measured anew beside it (a comparison uses measurements made together); its analyses,
+    // claim and report follow, nothing else runs
     let again = sb
         .cairn(["--json", "run", "plan.kdl", "--fresh", "trial/r/jemalloc#2"])
         .guard(GUARD)
@@ -219,13 +221,19 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
     assert_eq!(
         again.events().finished(),
         set([
+            "trial/r/system#1",
+            "trial/r/system#2",
+            "trial/r/system#3",
+            "trial/r/jemalloc#1",
             "trial/r/jemalloc#2",
+            "trial/r/jemalloc#3",
             "analysis/tps",
             "analysis/lat",
             "claim/jemalloc is faster by at least 5%",
             "report/summary",
         ])
     );
+    assert_eq!(again.events().count("measured_anew"), 5);
     // and a plain second run is served from the cache
     let cached = sb.cairn(["--json", "run", "plan.kdl"]).guard(GUARD).run();
     cached.expect_code(0);

@@ -255,30 +255,42 @@ fn trials_verify_their_variant_and_are_cached() {
     let (r3, ev3) = run_json(&sb, "plan.kdl", &[]);
     r3.expect_code(0);
     assert!(ev3.finished().is_empty(), "{:?}", ev3.finished());
-    // a trial that runs again needs its snapshot: its dataset is loaded again first (its
-    // data are the same, so the trial's key is too), the others stay served
+    // a trial that runs again needs its snapshot, and so do the others at its point, which
+    // an earlier run measured: they are measured anew beside it (a comparison uses
+    // measurements made together), so every dataset is loaded again first (the data are the
+    // same, so the trials' keys are too)
     let plan = sb.plan_json_with("plan.kdl", &["--fresh", "trial/t/system"]);
-    let ds = status_of(&plan, "dataset/sb@system");
-    assert_eq!(ds["status"], "run", "{ds}");
-    assert_eq!(ds["reasons"][0]["reason"], "unusable", "{ds}");
-    assert_eq!(ds["reasons"][0]["what"], "snapshot_missing", "{ds}");
-    assert_eq!(status_of(&plan, "dataset/sb@tcmalloc")["status"], "cached");
+    for server in ["system", "tcmalloc", "jemalloc"] {
+        let ds = status_of(&plan, &format!("dataset/sb@{server}"));
+        assert_eq!(ds["status"], "run", "{ds}");
+        assert_eq!(ds["reasons"][0]["reason"], "unusable", "{ds}");
+        assert_eq!(ds["reasons"][0]["what"], "snapshot_missing", "{ds}");
+    }
+    let tc = status_of(&plan, "trial/t/tcmalloc");
+    assert_eq!(tc["reasons"][0]["reason"], "measured_anew", "{tc}");
     let (r4, ev4) = run_json(&sb, "plan.kdl", &["--fresh", "trial/t/system"]);
     r4.expect_code(0);
     assert_eq!(
         ev4.finished(),
-        set(["dataset/sb@system", "trial/t/system"]),
+        set([
+            "dataset/sb@system",
+            "dataset/sb@tcmalloc",
+            "dataset/sb@jemalloc",
+            "trial/t/system",
+            "trial/t/tcmalloc",
+            "trial/t/jemalloc",
+        ]),
         "{}",
         r4.stderr
     );
     assert_eq!(
-        ev4.of("step_unserved")
-            .iter()
-            .map(|e| e["step"].as_str().unwrap())
-            .collect::<Vec<_>>(),
-        ["dataset/sb@system"]
+        ev4.addresses("measured_anew"),
+        set(["trial/t/tcmalloc", "trial/t/jemalloc"])
     );
-    assert!(ev4.cached().contains("trial/t/tcmalloc"));
+    assert_eq!(
+        ev4.addresses("step_unserved"),
+        set(["dataset/sb@system", "dataset/sb@tcmalloc", "dataset/sb@jemalloc"])
+    );
 }
 
 #[test]
