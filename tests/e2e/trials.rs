@@ -289,7 +289,11 @@ fn trials_verify_their_variant_and_are_cached() {
     );
     assert_eq!(
         ev4.addresses("step_unserved"),
-        set(["dataset/sb@system", "dataset/sb@tcmalloc", "dataset/sb@jemalloc"])
+        set([
+            "dataset/sb@system",
+            "dataset/sb@tcmalloc",
+            "dataset/sb@jemalloc"
+        ])
     );
 }
 

@@ -416,6 +416,8 @@ impl<'g> Books<'g> {
             for (id, key, hit) in checks {
                 self.keys[id] = key;
                 let (hit, campaign) = match hit {
+                    // to be measured anew, keyed again after an input ran again
+                    Some(_) if self.together.must_run(id) => (None, None),
                     Some((d, c)) if self.is_goal(id) => (self.goal_here(id, d), c),
                     Some((d, c)) => (Some(d), c),
                     None => (None, None),

@@ -8,7 +8,7 @@
 //! campaign, each one whose record is of another ([`Kind::campaign`]). `cairn plan` says
 //! the same from the records ([`anew`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use cairn_graph::{StepGraph, StepId};
 
@@ -48,6 +48,9 @@ struct Group {
 pub struct Together {
     groups: Vec<Group>,
     of: Vec<Option<usize>>,
+    /// Members to be measured anew: when one is keyed again (after waiting for an input
+    /// that had to run again), its record must not serve it.
+    anew: HashSet<StepId>,
 }
 
 impl Together {
@@ -67,7 +70,11 @@ impl Together {
             groups[g].members += 1;
             of[step.id] = Some(g);
         }
-        Together { groups, of }
+        Together {
+            groups,
+            of,
+            anew: HashSet::new(),
+        }
     }
 
     /// Whether step `id` belongs to a group not yet settled (its cache hit is held).
@@ -94,7 +101,7 @@ impl Together {
     /// when nothing but measurements is left, a member not keyed by then never will be).
     pub fn settle(&mut self, all: bool, now: &dyn Fn(StepId) -> Option<String>) -> Vec<Settled> {
         let mut out = Vec::new();
-        for group in &mut self.groups {
+        for group in self.groups.iter_mut() {
             if group.settled || !(all || group.keyed == group.members) {
                 continue;
             }
@@ -120,6 +127,7 @@ impl Together {
                         let why = format!(
                             "{why}, and its record is of another campaign ({c}): a comparison uses measurements made together"
                         );
+                        self.anew.insert(h.id);
                         out.push(Settled::Anew(h, why));
                     }
                     _ => {
@@ -139,7 +147,15 @@ impl Together {
     /// The members of `id`'s group served from an earlier campaign (once: they are then
     /// measured anew), when a pass is to be measured at the point after all.
     pub fn served_elsewhere(&mut self, id: StepId) -> Vec<StepId> {
-        self.of[id].map_or_else(Vec::new, |g| std::mem::take(&mut self.groups[g].elsewhere))
+        let again =
+            self.of[id].map_or_else(Vec::new, |g| std::mem::take(&mut self.groups[g].elsewhere));
+        self.anew.extend(again.iter().copied());
+        again
+    }
+
+    /// Whether member `id` is to be measured anew in this run (its record never serves it).
+    pub fn must_run(&self, id: StepId) -> bool {
+        self.anew.contains(&id)
     }
 }
 

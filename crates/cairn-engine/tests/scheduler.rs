@@ -847,3 +847,20 @@ fn a_pass_a_rule_adds_to_a_point_served_from_an_earlier_campaign_measures_the_po
     let (third, _) = run("second", true);
     assert_eq!(third.ran, 0);
 }
+
+#[test]
+fn a_measurement_to_measure_anew_is_not_served_after_waiting_for_an_input_that_ran_again() {
+    let g = point_graph();
+    let sb = Sandbox::new();
+    assert!(sb.run(&g, in_campaign("first"), &opts(1)).0.ok());
+    // the build's product is gone (a snapshot cleared): every measurement waits for it to
+    // run again and is keyed again after it, the ones to measure anew included
+    let mut fake = in_campaign("second");
+    fake.absent.insert("build".into());
+    let (run, rec) = sb.run(&g, fake, &fresh("m[v=b]*"));
+    assert!(run.ok());
+    assert_eq!(run.measured_anew, 2);
+    let mut expect = measurements(&g);
+    expect.insert("build".into());
+    assert_eq!(rec.with("finished"), expect);
+}
