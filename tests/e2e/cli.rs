@@ -372,3 +372,77 @@ fn a_reader_that_closes_the_pipe_ends_cairn_quietly() {
         );
     }
 }
+
+/// The first hour: a reader that closes the output early (`| head -1`) ends a printing
+/// command quietly (no panic, no exit 101); a command run from a directory below the
+/// project finds the project's store instead of making a new one; and `gc` that finds no
+/// plans refuses rather than remove every record.
+#[test]
+fn a_closed_pipe_a_subdirectory_and_gc_without_plans_are_handled() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // a plan with enough steps that `cairn plan` prints more than a pipe holds
+    let points: Vec<String> = (1..=3000).map(|n| n.to_string()).collect();
+    std::fs::write(
+        root.join("p.kdl"),
+        format!(
+            "study \"first-hour\"\nstep \"gen\" {{ run \"true\"; matrix {{ n {} }} }}\n",
+            points.join(" ")
+        ),
+    )
+    .unwrap();
+    let cairn = |cwd: &std::path::Path, args: &[&str]| {
+        let mut c = Command::new(crate::support::CAIRN);
+        c.current_dir(cwd)
+            .env_remove("CAIRN_RESULTS")
+            .arg("--cache")
+            .arg(root.join("cache"))
+            .args(args);
+        c
+    };
+
+    let mut plan = cairn(root, &["plan", "p.kdl"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    plan.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then closed
+    let out = plan.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+
+    // the project's store, found from a directory below it
+    let run = cairn(root, &["run", "p.kdl"]).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let plans = root.join("plans");
+    std::fs::create_dir(&plans).unwrap();
+    let below = cairn(&plans, &["plan", "../p.kdl"]).output().unwrap();
+    let text = String::from_utf8_lossy(&below.stdout);
+    assert!(below.status.success());
+    assert!(text.contains("3000 cached"), "{text}");
+    assert!(
+        !plans.join("results").exists(),
+        "no store made beside the plans"
+    );
+
+    // gc finds no plan in plans/ beside the results: it refuses and removes nothing
+    let records = std::fs::read_dir(root.join("results/store/records"))
+        .unwrap()
+        .count();
+    let gc = cairn(&plans, &["gc", "--apply"]).output().unwrap();
+    let err = String::from_utf8_lossy(&gc.stderr);
+    assert_eq!(gc.status.code(), Some(2), "{err}");
+    assert!(err.contains("found no plans"), "{err}");
+    let after = std::fs::read_dir(root.join("results/store/records"))
+        .unwrap()
+        .count();
+    assert_eq!(after, records);
+}

@@ -679,8 +679,14 @@ fn verify(cli: &Cli, repair: bool) -> Result<i32, Exit> {
 }
 
 fn gc(cli: &Cli, plans: &[PathBuf], apply: bool, other_machines: bool) -> Result<i32, Exit> {
+    // by default the project's plans: `plans/` beside the results directory
+    let plans_dir = cli
+        .results
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("plans"), |p| p.join("plans"));
     let plans: Vec<PathBuf> = if plans.is_empty() {
-        let mut v: Vec<PathBuf> = std::fs::read_dir("plans")
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&plans_dir)
             .map(|d| {
                 d.filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| p.extension().is_some_and(|x| x == "kdl"))
@@ -692,6 +698,15 @@ fn gc(cli: &Cli, plans: &[PathBuf], apply: bool, other_machines: bool) -> Result
     } else {
         plans.to_vec()
     };
+    if plans.is_empty() {
+        // without a plan nothing is referenced, and gc would remove every record
+        eprintln!(
+            "error: gc found no plans in {} (beside the results directory {}): name the plans whose results to keep, e.g. `cairn gc plans/*.kdl`",
+            plans_dir.display(),
+            cli.results.display()
+        );
+        return Err(Exit(BAD_INPUT));
+    }
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));

@@ -74,6 +74,24 @@ pub fn read_lock(plan: &Path) -> Result<Option<cairn_defs::Lock>, Exit> {
     })
 }
 
+/// The results directory a command uses: `results` as given — unless it is the default,
+/// relative `results` and the current directory holds no `results/store`: then the nearest
+/// ancestor's that does (as git finds its repository), so `cd plans && cairn plan x.kdl`
+/// reads the project's store instead of making a new one beside the plans.
+pub fn discover_results(results: &Path) -> std::path::PathBuf {
+    if results != Path::new("results") || results.join("store").is_dir() {
+        return results.to_path_buf();
+    }
+    let Ok(here) = std::env::current_dir() else {
+        return results.to_path_buf();
+    };
+    here.ancestors()
+        .skip(1)
+        .map(|dir| dir.join("results"))
+        .find(|r| r.join("store").is_dir())
+        .unwrap_or_else(|| results.to_path_buf())
+}
+
 pub fn open_store(results: &Path) -> Result<Store, Exit> {
     Store::open(results).map_err(|e| {
         eprintln!(

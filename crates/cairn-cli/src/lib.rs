@@ -30,7 +30,8 @@ pub use args::Cli;
 pub use exit::{BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.results = context::discover_results(&cli.results);
     init_logging(cli.verbose);
     commands::dispatch(cli)
 }
