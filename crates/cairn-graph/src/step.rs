@@ -41,7 +41,8 @@ impl StepKind {
     // 2: report.html, series.csv and the plot files joined the outputs
     // 3: data.json's trials say which campaign measured each
     // 4: data.json's campaigns name the run
-    pub const REPORT: StepKind = StepKind::new("report", "report/4");
+    // 5: the intro's passes come from the trials; a claim's passes needed are said once
+    pub const REPORT: StepKind = StepKind::new("report", "report/5");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.

@@ -342,12 +342,40 @@ fn summary(trials: &[TrialPoint]) -> Inline {
         }
     }
     Inline::plain(format!(
-        "{} trials of {} server{} ({}). Medians of the passes; ratios are variant / baseline with a 95% bootstrap CI; verdicts follow cairn-analysis's rules (a rank test and the CI must agree; with 3 passes per side a rank test cannot decide).",
+        "{} trials of {} server{} ({}){}. Medians of the passes; ratios are variant / baseline with a 95% bootstrap CI; verdicts follow cairn-analysis's rules (a rank test and the CI must agree; the rank test needs at least {} passes per side to reach p < 0.05).",
         trials.len(),
         servers.len(),
         if servers.len() == 1 { "" } else { "s" },
-        servers.join(", ")
+        servers.join(", "),
+        passes_per_cell(trials),
+        fewest_passes_for(0.05),
     ))
+}
+
+/// `, 4 to 9 passes per cell`: the fewest and most passes of a server at one point, from
+/// the trials themselves (empty when there are none).
+fn passes_per_cell(trials: &[TrialPoint]) -> String {
+    let mut cells: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for t in trials {
+        let point = serde_json::to_string(&t.params).unwrap_or_default();
+        *cells.entry((t.server.clone(), point)).or_default() += 1;
+    }
+    let (Some(lo), Some(hi)) = (cells.values().min(), cells.values().max()) else {
+        return String::new();
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "es" };
+    if lo == hi {
+        format!(", {lo} pass{} per cell", plural(*lo))
+    } else {
+        format!(", {lo} to {hi} passes per cell")
+    }
+}
+
+/// The fewest passes per side at which the rank test's smallest p (no ties) is below `alpha`.
+fn fewest_passes_for(alpha: f64) -> usize {
+    (1..100)
+        .find(|&n| cairn_analysis::rank_test::min_p_without_ties(n, n) < alpha)
+        .unwrap_or(100)
 }
 
 /// Every noisy cell of every table, or a sentence saying there is none.

@@ -105,9 +105,25 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
         .text(format!("{size}, {}{at}): ", c.metric))
         .strong(c.verdict.to_string())
         .text(format!(
-            " — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}; {}",
-            c.ratio, c.ratio_ci.low, c.ratio_ci.high, c.passes, c.reason, c.passes_needed
+            " — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}{}",
+            c.ratio,
+            c.ratio_ci.low,
+            c.ratio_ci.high,
+            c.passes,
+            c.reason,
+            passes_needed_tail(c)
         ))
+}
+
+/// `; about N passes per variant would decide it …`, unless the reason already says how
+/// many passes the noise needs (too noisy), so a number is never given twice.
+fn passes_needed_tail(c: &ClaimResult) -> String {
+    match c.check.reason {
+        cairn_analysis::ClaimReason::TooNoisy {
+            needed: Some(_), ..
+        } => String::new(),
+        _ => format!("; {}", c.passes_needed),
+    }
 }
 
 /// `claim`: one line per claim for a person (Markdown), e.g. in the terminal after
