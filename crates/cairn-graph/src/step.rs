@@ -42,7 +42,8 @@ impl StepKind {
     // 3: data.json's trials say which campaign measured each
     // 4: data.json's campaigns name the run
     // 5: the intro's passes come from the trials; a claim's passes needed are said once
-    pub const REPORT: StepKind = StepKind::new("report", "report/5");
+    // 6: a scaling table's reference point reads "×1 (reference)", not a CI around 1
+    pub const REPORT: StepKind = StepKind::new("report", "report/6");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.

@@ -72,19 +72,42 @@ pub fn rows(s: &Scaling) -> Vec<Vec<String>> {
     s.points
         .iter()
         .map(|p| {
+            // a server's lowest x is what the others are measured against: its speedup over
+            // itself is 1 by definition, not an estimate with a CI
+            let (speedup, efficiency) = if is_reference(s, p) {
+                ("×1 (reference)".to_string(), "100% (reference)".to_string())
+            } else {
+                (
+                    format!("×{:.2} {}", p.speedup, ci(&p.speedup_ci)),
+                    format!(
+                        "{:.0}% {}",
+                        p.efficiency * 100.0,
+                        percent_ci(&p.efficiency_ci)
+                    ),
+                )
+            };
             vec![
                 p.server.clone(),
                 p.x.clone(),
                 number(p.median),
-                format!("×{:.2} {}", p.speedup, ci(&p.speedup_ci)),
-                format!(
-                    "{:.0}% {}",
-                    p.efficiency * 100.0,
-                    percent_ci(&p.efficiency_ci)
-                ),
+                speedup,
+                efficiency,
             ]
         })
         .collect()
+}
+
+/// Whether `p` is its server's lowest x (numerically where the x values are numbers; else
+/// the first listed): the point its speedups are over.
+fn is_reference(s: &Scaling, p: &ScalingPoint) -> bool {
+    let own = s.points.iter().filter(|q| q.server == p.server);
+    let lowest = own
+        .clone()
+        .filter_map(|q| q.x.parse::<f64>().ok().map(|v| (v, q)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, q)| q)
+        .or_else(|| own.clone().next());
+    lowest.is_some_and(|q| std::ptr::eq(q, p))
 }
 
 /// The scaling section of a scaling analysis's `table.md` (and of report.md): the caption
@@ -98,4 +121,56 @@ pub fn scaling_markdown(s: &Scaling) -> String {
         md.push_str(&row(r));
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(server: &str, x: &str, speedup: f64) -> ScalingPoint {
+        let ci = |v: f64| {
+            Some(Interval {
+                low: v * 0.8,
+                high: v * 1.2,
+                level: 0.95,
+            })
+        };
+        let efficiency = speedup / x.parse::<f64>().unwrap();
+        ScalingPoint {
+            server: server.into(),
+            x: x.into(),
+            median: 100.0 * speedup,
+            speedup,
+            speedup_ci: ci(speedup),
+            efficiency,
+            efficiency_ci: ci(efficiency),
+        }
+    }
+
+    #[test]
+    fn each_servers_lowest_x_is_the_reference_without_a_ci() {
+        let s = Scaling {
+            metric: "tps".into(),
+            x: "threads".into(),
+            // listed out of order: the lowest x is found by value
+            points: vec![
+                point("a", "4", 3.0),
+                point("a", "1", 1.0),
+                point("b", "1", 1.0),
+                point("b", "4", 3.5),
+            ],
+        };
+        let rows = rows(&s);
+        let cell = |server: &str, x: &str, col: usize| {
+            rows.iter()
+                .find(|r| r[0] == server && r[1] == x)
+                .map(|r| r[col].clone())
+                .unwrap()
+        };
+        assert_eq!(cell("a", "1", 3), "×1 (reference)");
+        assert_eq!(cell("a", "1", 4), "100% (reference)");
+        assert_eq!(cell("b", "1", 3), "×1 (reference)");
+        assert_eq!(cell("a", "4", 3), "×3.00 [2.40, 3.60]");
+        assert_eq!(cell("b", "4", 4), "88% [70%, 105%]");
+    }
 }
