@@ -593,23 +593,32 @@ impl<'g> Books<'g> {
                 step: &graph.steps[from],
                 why: &why.why,
             });
-            self.summary.cached -= 1;
-            self.done[from] = None;
-            let readers: Vec<StepId> = graph
-                .dependents(from)
-                .filter(|&d| d != id && self.selected[d] && self.state[d] == State::Waiting)
-                .collect();
-            for d in readers {
-                if self.missing[d] == 0 {
-                    self.ready.retain(|&r| r != d);
-                }
-                self.missing[d] += 1;
-                self.waiters.entry(from).or_default().push(d);
-            }
+            self.unserve(from, Some(id));
             // its key is known; what it reads must be here too
             self.enqueue(from, reporter);
         }
         false
+    }
+
+    /// Step `from`, served from its record, runs after all: it is no longer done, and the
+    /// selected readers waiting on it (but `except`, which the caller counts) wait for it
+    /// again, released — they alone — when it is done.
+    fn unserve(&mut self, from: StepId, except: Option<StepId>) {
+        self.summary.cached -= 1;
+        self.done[from] = None;
+        let readers: Vec<StepId> = self
+            .graph
+            .dependents(from)
+            .filter(|&d| Some(d) != except && self.selected[d] && self.state[d] == State::Waiting)
+            .collect();
+        for &d in &readers {
+            if self.missing[d] == 0 {
+                self.ready.retain(|&r| r != d);
+            }
+            self.missing[d] += 1;
+        }
+        // an entry even with no reader: `release` then frees only those listed
+        self.waiters.entry(from).or_default().extend(readers);
     }
 
     fn queue_in_lane(&mut self, id: StepId) {
@@ -804,25 +813,12 @@ impl<'g> Books<'g> {
             self.graph.steps[id].address
         );
         for m in again {
-            let readers: Vec<StepId> = self
-                .graph
-                .dependents(m)
-                .filter(|&d| self.selected[d] && self.state[d] == State::Waiting)
-                .collect();
-            for &d in &readers {
-                if self.missing[d] == 0 {
-                    self.ready.retain(|&r| r != d);
-                }
-                self.missing[d] += 1;
-            }
-            self.waiters.entry(m).or_default().extend(readers);
+            self.unserve(m, None);
             reporter.event(&Event::MeasuredAnew {
                 step: &self.graph.steps[m],
                 why: &why,
             });
-            self.summary.cached -= 1;
             self.summary.measured_anew += 1;
-            self.done[m] = None;
             self.state[m] = State::Queued;
             self.queue_in_lane(m);
         }

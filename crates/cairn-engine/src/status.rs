@@ -374,7 +374,7 @@ impl<'a, 'e> Survey<'a, 'e> {
     /// Decide a conditional pass that would run now if every earlier pass of its point is
     /// settled, as the run will: one the adaptive rule does not need is not needed.
     fn decide_pass(&mut self, id: StepId, st: &mut StepStatus) {
-        let (graph, env, out) = (self.graph, self.env, &self.out);
+        let (graph, env, out, remembered) = (self.graph, self.env, &self.out, self.remembered);
         let step = &graph.steps[id];
         let mut earlier = crate::adaptive::earlier_passes(graph, step);
         let settled = earlier.all(|s| {
@@ -385,8 +385,6 @@ impl<'a, 'e> Survey<'a, 'e> {
         });
         // a rule may read trials whose statuses come later in the graph's order (another
         // variant's passes): for those, the record the study's last run left
-        let remembered: std::cell::OnceCell<std::collections::BTreeMap<String, String>> =
-            std::cell::OnceCell::new();
         let decision = settled
             .then(|| {
                 crate::adaptive::decide_with(env, graph, step, |id| {
@@ -394,7 +392,6 @@ impl<'a, 'e> Survey<'a, 'e> {
                         Some(o) if o.status == Status::Cached => o.key.clone(),
                         Some(_) => None,
                         None => remembered
-                            .get_or_init(|| env.store.names(&graph.study).unwrap_or_default())
                             .get(&graph.steps[id].address)
                             .filter(|key| env.store.get_record(key).is_ok_and(|r| r.is_some()))
                             .cloned(),

@@ -141,9 +141,7 @@ impl Together {
         }
         out
     }
-}
 
-impl Together {
     /// The members of `id`'s group served from an earlier campaign (once: they are then
     /// measured anew), when a pass is to be measured at the point after all.
     pub fn served_elsewhere(&mut self, id: StepId) -> Vec<StepId> {

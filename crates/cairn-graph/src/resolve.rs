@@ -572,19 +572,16 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     metric: passes.metric.clone(),
                     point: expand::address(&base, point, &axes, 1, 1),
                 });
+                // every server's passes at this point are compared with each other
+                let together =
+                    expand::address(&format!("trial/{}", t.name.value), point, &axes, 1, 1);
                 for pass in 1..=passes.max {
                     let address = expand::address(&base, point, &axes, pass, passes.max);
                     let mut s = base_step(StepKind::TRIAL, &t.name, address, t.name.loc);
                     s.measure = true;
                     s.pass = pass;
                     s.adaptive = adaptive.clone();
-                    s.together = Some(expand::address(
-                        &format!("trial/{}", t.name.value),
-                        point,
-                        &axes,
-                        1,
-                        1,
-                    ));
+                    s.together = Some(together.clone());
                     s.params = point.clone();
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),

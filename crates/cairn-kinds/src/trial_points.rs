@@ -123,13 +123,19 @@ pub fn campaign_of(record: &cairn_store::Record) -> String {
 
 /// The campaign a trial of `study` measured by this run (`run`) belongs to.
 pub fn campaign_now(study: &str, run: &str) -> String {
-    let boot = cairn_exec::machine::boot_id();
-    let now = humantime::format_rfc3339(std::time::SystemTime::now()).to_string();
+    // the machine's boot does not change while this process lives: read it once
+    static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let boot = BOOT.get_or_init(cairn_exec::machine::boot_id);
+    // the day stands for the boot only where the boot cannot be read
+    let today = match boot {
+        Some(_) => String::new(),
+        None => humantime::format_rfc3339(std::time::SystemTime::now()).to_string(),
+    };
     campaign(
         study,
         Some(run),
         boot.as_deref(),
-        now.get(..10).unwrap_or("?"),
+        today.get(..10).unwrap_or("?"),
     )
 }
 
