@@ -9,7 +9,7 @@ use cairn_defs::image::{
 };
 use cairn_defs::{
     driver_code_version, trial_code, AnalysisDef, ClaimDef, DatasetDef, DatasetStepDef, Debian,
-    ImageDef, LayerDef, Props, ReportDef, ServerDef, TrialStepDef, WorkloadDef,
+    ImageDef, LayerDef, PassRule, Props, ReportDef, ServerDef, TrialStepDef, WorkloadDef,
 };
 use cairn_plan::{BuildSource, Layer, Plan, Server, Sp, Value, Workload};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -714,6 +714,34 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
                 .trials
                 .iter()
                 .filter_map(|t| Some((t.name.value.clone(), t.measured_by.as_ref()?.value.clone())))
+                .collect(),
+            passes: plan
+                .trials
+                .iter()
+                .map(|t| {
+                    let p = &t.passes.value;
+                    let rule = PassRule {
+                        min: p.min,
+                        max: p.max,
+                        until_ci: p.until_ci,
+                        until_decided: p.until_decided,
+                        metric: p.metric.clone(),
+                    };
+                    (t.name.value.clone(), rule)
+                })
+                .collect(),
+            datasets: plan
+                .trials
+                .iter()
+                .filter_map(|t| {
+                    let name = t.dataset.as_ref()?;
+                    let ds = plan.datasets.iter().find(|d| d.name.value == name.value)?;
+                    let def = DatasetDef {
+                        generator: ds.generator.value.clone(),
+                        props: plan_props(&ds.props),
+                    };
+                    Some((t.name.value.clone(), def))
+                })
                 .collect(),
         });
         for a in &r.analyses {

@@ -33,17 +33,22 @@ impl StepKind {
     // comparisons across campaigns are inconclusive
     // 3: a campaign is the run that measured a pass (with the study and the boot), no longer
     // every run of a study on one boot
-    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/3");
+    // 4: a comparison's bootstrap is seeded from its samples (a claim and its table's cell
+    // print one CI); plots show every pass, per-series colours and log₂ thread axes
+    pub const ANALYSIS: StepKind = StepKind::new("analysis", "analysis/4");
     // 2: sides measured in different campaigns (or on different classes of machine) leave a
     // claim undecided
     // 3: classes of machine are checked too, and a campaign is the run that measured a pass
-    pub const CLAIM: StepKind = StepKind::new("claim", "claim/3");
+    // 4: the bootstrap is seeded from the samples, as a table's cell is
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/4");
     // 2: report.html, series.csv and the plot files joined the outputs
     // 3: data.json's trials say which campaign measured each
     // 4: data.json's campaigns name the run
     // 5: the intro's passes come from the trials; a claim's passes needed are said once
     // 6: a scaling table's reference point reads "×1 (reference)", not a CI around 1
-    pub const REPORT: StepKind = StepKind::new("report", "report/6");
+    // 7: a headline first, the design (workload, dataset, driver, options, pass rule, dates),
+    // data quality once, reasons in the HTML, CIs with their coverage; data.csv's layout
+    pub const REPORT: StepKind = StepKind::new("report", "report/7");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.

@@ -484,44 +484,46 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // the keys changed deliberately with the code versions analysis/3, claim/3 and report/4
     // (a campaign is the run that measured a pass; claims check classes of machine), and
     // report/5 (the intro's passes from the trials, passes needed said once), report/6 (a
-    // scaling table's reference point)
+    // scaling table's reference point); analysis/4, claim/4 (bootstrap seeded from the
+    // samples) and report/7 (headline, design: a report's definition holds each block's
+    // pass rule and dataset)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
             "analysis/per-op",
-            "f1730d1035f8786e538aa8cb233cff21d39057a924bb5f0dab1791677531a4f1",
+            "5d2b00b92aa5e31700cf6f4a196fe7be93192575297790bd76eb6fd17a809042",
             r#"{"kind":"compare","props":{"baseline":"a"}}"#,
         ),
         (
             "analysis/scaling",
-            "7b3ccdc38c5ea405ce04dfcf97dec3aae87ba22540e93a822bb490ced48a5eb5",
+            "06f777f1f17afe65303bdd8636cef4707c05c02e2e833f6e09f2bbddf48bef9b",
             r#"{"kind":"scaling","props":{"metric":"tps","style":"bar","x":"threads"}}"#,
         ),
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "1e76bd267229cd994637389266c4585768c38c9a6ab6211e69cfbdaabe4f1606",
+            "5ba7c2852a2a8b371fd463dbcfcb7bfa7b6411aceab8de41741ef586991ee536",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "f986a13cf3ae481ad46effd42110b0a303c68eba4b129431da83e9d9b0449823",
+            "17b3dadda1b8a1e5526115f4c37198d2df3913b9bbd4c8b9e0fbac3d4421f1c4",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "5f7f46a94f287923cb1e8eda7f7f56cdbb66da34e2794ab66a7ea7ef5a98f222",
+            "11244adeb298187b31c7e2f06a850e751e1ab1f803cdbae4740a4919e4733adf",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (
             "report/full",
-            "29d2ec3a902785c1b508a856223fa4cd975e3174d1a3466f58c20d613b13c6a5",
-            r#"{"format":"markdown","title":"Allocators, pinned"}"#,
+            "79e2d7236f3dd7643010c210f13e26617de5a5dcae482cd6bd4d9e700b5c8f34",
+            r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "3ba313174a12a7f131b32c918564953526c01d7e9b0fef887d7946a522e3b3a2",
-            r#"{"format":null,"title":"Allocators, pinned"}"#,
+            "076d35d3320dc789c2dc569dd5c02afb912f1f5b0121392c18866ca37f9ce66d",
+            r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];
     let want: Vec<(String, String, String)> = want
@@ -540,7 +542,7 @@ fn golden_analysis_key_json() {
             r#"{"schema":1,"kind":"analysis","definition":{"kind":"compare","props":{"baseline":"a"}},"#,
             r#""inputs":[{"mount":"trial/suite/a","digest":"c266b6011050d0f293322805c691ba664c8acb97c119c32ec2dd9c6fb1130b77"},"#,
             r#"{"mount":"trial/suite/b","digest":"ceb116e7b799dc648f534a0e78126f5bfa3a38d0d18e31ac122bd95100c09d0c"}],"#,
-            r#""code":"analysis/3","pass":1}"#
+            r#""code":"analysis/4","pass":1}"#
         )
     );
 }

@@ -370,18 +370,34 @@ pub fn cell_seed(definition: &impl Serialize, row: &str, column: &str) -> u64 {
     u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
-/// The criteria of one cell's comparison: the defaults, with the cell's own seed; under a
-/// sequential design (`until="decided"`), α is the nominal level of the look its `passes`
-/// per side stand at, and that look is returned too.
+/// The bootstrap seed of a comparison of `baseline` with `variant`: from their values, so a
+/// comparison's CI depends only on its samples (and level). A table's cell and a claim that
+/// compare the same passes print the same interval, and a cell's CI does not move when
+/// another cell's trials change.
+pub fn samples_seed(baseline: &[f64], variant: &[f64]) -> u64 {
+    let mut h = blake3::Hasher::new();
+    for side in [baseline, variant] {
+        h.update(&(side.len() as u64).to_le_bytes());
+        for v in side {
+            h.update(&v.to_bits().to_le_bytes());
+        }
+    }
+    let bytes = h.finalize();
+    u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The criteria of one cell's comparison of `baseline` with `variant`: the defaults, seeded
+/// from the samples; under a sequential design (`until="decided"`), α is the nominal level of
+/// the look its passes per side stand at, and that look is returned too.
 fn cell_criteria(
     definition: &AnalysisDef,
-    row: &str,
-    column: &str,
-    passes: usize,
+    baseline: &[f64],
+    variant: &[f64],
 ) -> (Criteria, Option<Look>) {
+    let passes = baseline.len().min(variant.len());
     let criteria = Criteria {
         bootstrap: BootstrapSettings {
-            seed: cell_seed(definition, row, column),
+            seed: samples_seed(baseline, variant),
             ..BootstrapSettings::default()
         },
         ..Criteria::default()
@@ -533,8 +549,7 @@ fn compare_with_baseline(
             "comparing {} with {baseline} at {dimension} = {value}",
             cell.server
         );
-        let passes = base.len().min(cell.values.len());
-        let (criteria, look) = cell_criteria(definition, &cell.row, &cell.column, passes);
+        let (criteria, look) = cell_criteria(definition, base, &cell.values);
         let comparison = if spec.paired {
             let pairs = block_pairs(spec, &groups[&base_place], &groups[&place])?;
             paired_comparison(spec, &pairs, &criteria, &at)?

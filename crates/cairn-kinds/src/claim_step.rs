@@ -32,7 +32,7 @@ use cairn_defs::ClaimDef;
 use cairn_graph::{Step, StepGraph};
 use serde_json::Value;
 
-use crate::analysis_step::{cell_seed, figure_named};
+use crate::analysis_step::{figure_named, samples_seed};
 use crate::trial_points::{self, display_value, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{Built, Done};
@@ -281,7 +281,8 @@ pub fn check(
     let criteria = Criteria {
         resolve: (claim.at_least > 0.0).then_some(claim.at_least),
         bootstrap: BootstrapSettings {
-            seed: cell_seed(definition, &spec.expectation.left, &spec.expectation.right),
+            // the table's seed for these samples: a claim and its table's cell agree
+            seed: samples_seed(&right, &left),
             ..BootstrapSettings::default()
         },
         ..Criteria::default()

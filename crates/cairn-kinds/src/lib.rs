@@ -13,6 +13,7 @@ pub mod dataset_step;
 pub mod decided_rule;
 pub mod image_step;
 pub mod plot_analysis;
+pub mod report_document;
 pub mod report_step;
 pub mod series_csv;
 pub mod server_run;

@@ -20,18 +20,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use cairn_defs::ReportDef;
 use cairn_graph::Step;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::analysis_step::TABLE_JSON;
 use crate::claim_step::CLAIM_JSON;
 use crate::plot_analysis::{PLOT_PNG, PLOT_SVG, SCALING_JSON};
+use crate::report_document::{build, TrialsDesign};
 use crate::series_csv;
 use crate::trial_points::{self, display_value, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
 use cairn_engine::Env;
 use cairn_report::claim::ClaimResult;
-use cairn_report::document::{Block, Figure, Inline, Item, Report, Section};
+use cairn_report::document::{Figure, Report};
 use cairn_report::scaling::Scaling;
 use cairn_report::table::Table;
 use cairn_report::{html as report_html, markdown};
@@ -64,16 +65,18 @@ pub struct PlanSource {
 }
 
 /// The report's inputs, read: tables by analysis name, claims by text (declaration order).
-struct Inputs {
-    tables: Vec<(String, Table)>,
+pub struct Inputs {
+    pub tables: Vec<(String, Table)>,
     /// The charts of plot and scaling analyses, in the tables' order.
-    figures: Vec<Figure>,
+    pub figures: Vec<Figure>,
     /// The charts' files as the report writes them beside itself: file name → blob.
-    figure_files: BTreeMap<String, BlobRef>,
+    pub figure_files: BTreeMap<String, BlobRef>,
     /// The efficiencies of scaling analyses, by analysis name.
-    scalings: Vec<(String, Scaling)>,
-    claims: Vec<(String, ClaimResult)>,
-    trials: Vec<TrialPoint>,
+    pub scalings: Vec<(String, Scaling)>,
+    pub claims: Vec<(String, ClaimResult)>,
+    pub trials: Vec<TrialPoint>,
+    /// How each trials block was measured, for the design section.
+    pub design: Vec<TrialsDesign>,
 }
 
 fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, StepError> {
@@ -107,7 +110,9 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         }
     }
     let trials = trial_points::read(store, step, inputs)?;
+    let design = crate::report_document::read_design(store, step, inputs)?;
     Ok(Inputs {
+        design,
         tables,
         figures,
         figure_files,
@@ -183,56 +188,6 @@ pub fn data_csv(trials: &[TrialPoint]) -> String {
     String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 fields")
 }
 
-/// Settings that differ between the servers: `(setting, [(server, value)])`.
-fn differing_settings(trials: &[TrialPoint]) -> Vec<(String, Vec<(String, String)>)> {
-    let mut by_server: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    for t in trials {
-        let Some(s) = &t.settings else { continue };
-        if !order.contains(&t.server.as_str()) {
-            order.push(&t.server);
-        }
-        let mut flat = BTreeMap::new();
-        for (k, v) in &s.options {
-            flat.insert(format!("option {k}"), display_value(v));
-        }
-        for (k, v) in &s.env {
-            flat.insert(format!("env {k}"), v.clone());
-        }
-        flat.insert("allocator".into(), s.allocator_or_default().to_string());
-        flat.insert("connect".into(), s.connect_or_default().to_string());
-        flat.insert("executor".into(), s.executor_or_default().to_string());
-        if let Some(c) = &s.cpus {
-            flat.insert("cpus".into(), c.clone());
-        }
-        if let Some(m) = s.memory {
-            flat.insert("memory".into(), m.to_string());
-        }
-        by_server.entry(&t.server).or_insert(flat);
-    }
-    let names: BTreeSet<&String> = by_server.values().flat_map(|m| m.keys()).collect();
-    let mut out = Vec::new();
-    for name in names {
-        let values: Vec<(String, String)> = order
-            .iter()
-            .map(|s| {
-                (
-                    s.to_string(),
-                    by_server[s]
-                        .get(name)
-                        .cloned()
-                        .unwrap_or_else(|| "(unset)".into()),
-                )
-            })
-            .collect();
-        let distinct: BTreeSet<&String> = values.iter().map(|(_, v)| v).collect();
-        if distinct.len() > 1 {
-            out.push((name.clone(), values));
-        }
-    }
-    out
-}
-
 /// `report.md` of tables, claims and trials alone (no charts, no scaling analyses), as the
 /// step renders it.
 pub fn render(
@@ -248,8 +203,9 @@ pub fn render(
         scalings: Vec::new(),
         claims: claims.to_vec(),
         trials: trials.to_vec(),
+        design: Vec::new(),
     };
-    markdown::render(&build(title, &inputs, None, &BTreeMap::new()))
+    markdown::render(&build(title, &inputs, None, &ReportDef::default()))
 }
 
 /// The report of `step` as `cairn report` exports it: built again from its inputs (`inputs`,
@@ -263,257 +219,7 @@ pub fn exported(
 ) -> Result<Report, StepError> {
     let def = step.def::<ReportDef>().map_err(failed)?;
     let inputs = read_inputs(store, step, inputs)?;
-    Ok(build(&def.title, &inputs, Some(plan), &def.reused))
-}
-
-/// The report: the summary, then the plots, the tables, the scaling analyses, the claims
-/// (each section only if there is something in it), the noisy points and the provenance
-/// (`plan` first, if known).
-fn build(
-    title: &str,
-    inputs: &Inputs,
-    plan: Option<&PlanSource>,
-    reused: &BTreeMap<String, String>,
-) -> Report {
-    let section = |heading: &str, blocks: Vec<Block>| Section {
-        heading: heading.to_string(),
-        anchor: None,
-        blocks,
-    };
-    let mut sections = Vec::new();
-    if !inputs.figures.is_empty() {
-        let figures = inputs.figures.iter().cloned().map(Block::Figure).collect();
-        sections.push(section("Plots", figures));
-    }
-    if !inputs.tables.is_empty() {
-        let tables = inputs.tables.iter().map(|(name, table)| Block::Table {
-            name: name.clone(),
-            table: table.clone(),
-        });
-        sections.push(section("Tables", tables.collect()));
-    }
-    if !inputs.scalings.is_empty() {
-        let scalings = inputs
-            .scalings
-            .iter()
-            .map(|(name, scaling)| Block::Scaling {
-                name: name.clone(),
-                scaling: scaling.clone(),
-            });
-        sections.push(section("Scaling", scalings.collect()));
-    }
-    if !inputs.claims.is_empty() {
-        sections.push(section(
-            "Claims",
-            vec![Block::Claims(inputs.claims.clone())],
-        ));
-    }
-    sections.push(section("Noisy points", vec![noisy_points(&inputs.tables)]));
-    sections.push(Section {
-        heading: "Provenance".into(),
-        anchor: Some("provenance".into()),
-        blocks: vec![
-            Block::List(provenance(&inputs.trials, plan, reused)),
-            Block::Paragraph(
-                Inline::plain("The data: ")
-                    .code(DATA_CSV)
-                    .text(" (one row per trial: every parameter and figure), ")
-                    .code(SERIES_CSV)
-                    .text(" (per-second samples, long format) and ")
-                    .code(DATA_JSON)
-                    .text("."),
-            ),
-        ],
-    });
-    Report {
-        title: title.to_string(),
-        summary: summary(&inputs.trials),
-        sections,
-    }
-}
-
-/// The paragraph under the title: how many trials of which servers, and how to read the
-/// figures.
-fn summary(trials: &[TrialPoint]) -> Inline {
-    let mut servers: Vec<&str> = Vec::new();
-    for t in trials {
-        if !servers.contains(&t.server.as_str()) {
-            servers.push(&t.server);
-        }
-    }
-    Inline::plain(format!(
-        "{} trials of {} server{} ({}){}. Medians of the passes; ratios are variant / baseline with a 95% bootstrap CI; verdicts follow cairn-analysis's rules (a rank test and the CI must agree; the rank test needs at least {} passes per side to reach p < 0.05).",
-        trials.len(),
-        servers.len(),
-        if servers.len() == 1 { "" } else { "s" },
-        servers.join(", "),
-        passes_per_cell(trials),
-        fewest_passes_for(0.05),
-    ))
-}
-
-/// `, 4 to 9 passes per cell`: the fewest and most passes of a server at one point, from
-/// the trials themselves (empty when there are none).
-fn passes_per_cell(trials: &[TrialPoint]) -> String {
-    let mut cells: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for t in trials {
-        let point = serde_json::to_string(&t.params).unwrap_or_default();
-        *cells.entry((t.server.clone(), point)).or_default() += 1;
-    }
-    let (Some(lo), Some(hi)) = (cells.values().min(), cells.values().max()) else {
-        return String::new();
-    };
-    let plural = |n: usize| if n == 1 { "" } else { "es" };
-    if lo == hi {
-        format!(", {lo} pass{} per cell", plural(*lo))
-    } else {
-        format!(", {lo} to {hi} passes per cell")
-    }
-}
-
-/// The fewest passes per side at which the rank test's smallest p (no ties) is below `alpha`.
-fn fewest_passes_for(alpha: f64) -> usize {
-    (1..100)
-        .find(|&n| cairn_analysis::rank_test::min_p_without_ties(n, n) < alpha)
-        .unwrap_or(100)
-}
-
-/// Every noisy cell of every table, or a sentence saying there is none.
-fn noisy_points(tables: &[(String, Table)]) -> Block {
-    let mut items = Vec::new();
-    for (name, table) in tables {
-        for cell in table.cells.iter().filter(|c| c.noisy) {
-            items.push(Item::new(Inline::plain(format!(
-                "{name}: {} = {}, {} = {}: CV {} over {} passes",
-                table.rows.name,
-                cell.row,
-                table.columns.name,
-                cell.column,
-                cell.summary
-                    .cv
-                    .map_or("unknown".into(), |cv| format!("{:.1}%", cv * 100.0)),
-                cell.summary.n
-            ))));
-        }
-    }
-    if items.is_empty() {
-        Block::Paragraph(Inline::plain(
-            "None: every cell's coefficient of variation is within 5%.",
-        ))
-    } else {
-        Block::List(items)
-    }
-}
-
-/// Where the figures come from: the plan (if known), cairn's version, the machines, each
-/// server's image, version and allocator, and the settings that differ between servers.
-/// Where a trials block's passes were measured — its campaigns (study, run, boot) — for a
-/// block declared `measured-by` another study (reuse the plan chose) or measured in more
-/// than one campaign (its comparisons say they are not measured together).
-fn measured_in(trials: &[TrialPoint], reused: &BTreeMap<String, String>) -> Vec<Item> {
-    let mut by_block: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
-    for t in trials {
-        *by_block
-            .entry(t.trials.as_str())
-            .or_default()
-            .entry(t.campaign.as_str())
-            .or_default() += 1;
-    }
-    by_block
-        .into_iter()
-        .filter(|(block, campaigns)| reused.contains_key(*block) || campaigns.len() > 1)
-        .map(|(block, campaigns)| {
-            let mut text = Inline::plain("trials ").code(block);
-            if let Some(study) = reused.get(block) {
-                text = text
-                    .text(": declared reuse (")
-                    .code(format!("measured-by \"{study}\""))
-                    .text(format!("): study {study}'s measurements, not this study's"));
-            }
-            let list: Vec<String> = campaigns
-                .iter()
-                .map(|(c, n)| format!("{n} in {c}"))
-                .collect();
-            Item::new(text.text(format!("; measured {}", list.join(", "))))
-        })
-        .collect()
-}
-
-fn provenance(
-    trials: &[TrialPoint],
-    plan: Option<&PlanSource>,
-    reused: &BTreeMap<String, String>,
-) -> Vec<Item> {
-    let mut items = Vec::new();
-    if let Some(plan) = plan {
-        items.push(Item::new(
-            Inline::plain("plan: ")
-                .code(&plan.root)
-                .text(", blake3 ")
-                .code(&plan.digest),
-        ));
-    }
-    items.push(Item::new(Inline::plain(format!(
-        "cairn {}",
-        env!("CARGO_PKG_VERSION")
-    ))));
-    let fingerprints: BTreeSet<String> = trials
-        .iter()
-        .filter(|t| !t.fingerprint.is_null())
-        .map(|t| cairn_report::machine::machine_line(&t.fingerprint))
-        .collect();
-    for f in &fingerprints {
-        items.push(Item::new(Inline::plain(format!("machine: {f}"))));
-    }
-    if fingerprints.len() > 1 {
-        items.push(Item::new(Inline::plain(
-            "⚠ the trials were measured on more than one machine",
-        )));
-    }
-    items.extend(measured_in(trials, reused));
-    let mut seen = BTreeSet::new();
-    for t in trials {
-        if !seen.insert(t.server.clone()) {
-            continue;
-        }
-        let image = t.image.get("reference").and_then(Value::as_str);
-        let image_id = t.image.get("image_id").and_then(Value::as_str);
-        let version = t.variant.pointer("/checks/version").and_then(Value::as_str);
-        let malloc = t
-            .variant
-            .pointer("/checks/malloc_library")
-            .and_then(Value::as_str);
-        let allocator = t.variant.get("allocator").and_then(Value::as_str);
-        let mut text = Inline::plain("server ").code(&t.server).text(format!(
-            ": image {} ({}), version {}, allocator {}",
-            image.unwrap_or("-"),
-            image_id.unwrap_or("no digest recorded"),
-            version.unwrap_or("unknown"),
-            allocator.unwrap_or("unknown"),
-        ));
-        if let Some(m) = malloc {
-            text = text.text(" (server reports ").code(m).text(")");
-        }
-        items.push(Item::new(text));
-    }
-    let differing = differing_settings(trials);
-    if differing.is_empty() {
-        items.push(Item::new(Inline::plain(
-            "server settings: the same for every server",
-        )));
-    } else {
-        let mut item = Item::new(Inline::plain("server settings that differ:"));
-        for (name, values) in differing {
-            let mut text = Inline::plain(format!("{name}: "));
-            for (i, (server, value)) in values.iter().enumerate() {
-                let separator = if i == 0 { "" } else { ", " };
-                text = text.text(format!("{separator}{server} = ")).code(value);
-            }
-            item.sub_items.push(text);
-        }
-        items.push(item);
-    }
-    items
+    Ok(build(&def.title, &inputs, Some(plan), &def))
 }
 
 /// An analysis's name as a file name: letters, digits, `-` and `_` kept, the rest `_`.
@@ -542,7 +248,7 @@ impl cairn_engine::Kind for ReportKind {
     ) -> Result<Built, StepError> {
         let read = read_inputs(env.store, step, inputs)?;
         let def = step.def::<ReportDef>().map_err(failed)?;
-        let report = build(&def.title, &read, None, &def.reused);
+        let report = build(&def.title, &read, None, &def);
         let md = markdown::render(&report);
         let html = report_html::render(&report);
         let csv = data_csv(&read.trials);

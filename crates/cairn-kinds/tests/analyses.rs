@@ -452,7 +452,7 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
     let md = render(
         "System malloc vs jemalloc",
         &[("tps".into(), t.clone())],
-        &[("jemalloc is faster".into(), c)],
+        &[("jemalloc is faster".into(), c.clone())],
         &points,
     );
     for part in [
@@ -461,13 +461,28 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
         "### tps: `tps` (1/s)",
         "## Claims",
         "\"jemalloc is faster\" (`jemalloc > system` by 5%, tps at threads=4)",
-        "## Noisy points",
+        "## Data quality",
         "## Provenance",
         "- cairn ",
         "Trials behind each cell",
     ] {
         assert!(md.contains(part), "missing {part:?} in\n{md}");
     }
+    // the headline (the paragraph under the title) states only numbers of the data
+    let headline = md.split("\n\n").nth(1).unwrap();
+    assert!(
+        headline.starts_with("Claim \"jemalloc is faster\": **"),
+        "{headline}"
+    );
+    let data = serde_json::to_value(cairn_kinds::report_step::ReportData {
+        title: "System malloc vs jemalloc".into(),
+        trials: points.clone(),
+        tables: [("tps".to_string(), t.clone())].into(),
+        claims: [("jemalloc is faster".to_string(), c.clone())].into(),
+    })
+    .unwrap();
+    let unbacked = cairn_report::numbers::unbacked(headline, &data);
+    assert!(unbacked.is_empty(), "{unbacked:?} in {headline}");
     let csv = data_csv(&points);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + points.len());

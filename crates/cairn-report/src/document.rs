@@ -113,6 +113,23 @@ impl Inline {
         self
     }
 
+    /// Text whose names are in backticks (`` `system` at threads = 4``), as the lines the
+    /// Markdown table writes hold them: the backticked parts as code, the rest plain.
+    pub fn ticked(text: &str) -> Inline {
+        let mut out = Inline::default();
+        for (i, part) in text.split('`').enumerate() {
+            if part.is_empty() {
+                continue;
+            }
+            out = if i % 2 == 1 {
+                out.code(part)
+            } else {
+                out.text(part)
+            };
+        }
+        out
+    }
+
     /// This, then strongly emphasised text.
     pub fn strong(mut self, text: impl Into<String>) -> Inline {
         self.0.push(Span::Strong(text.into()));

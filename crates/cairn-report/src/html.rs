@@ -11,7 +11,7 @@ use cairn_analysis::Verdict;
 use crate::claim::claim_text;
 use crate::document::{Block, Figure, Inline, Report, Span};
 use crate::scaling::{self, Scaling};
-use crate::table::{signed_percent, Cell, Table};
+use crate::table::{Cell, Table};
 
 const STYLE: &str =
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -128,16 +128,16 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
         html.push_str("</tr>\n");
     }
     html.push_str("</tbody></table>\n");
-    let flags = crate::table::flags_markdown(table, &number);
-    for line in flags.lines().filter(|l| !l.is_empty()) {
-        let _ = writeln!(html, "<p class=\"noisy\">{}</p>", escape(line));
+    if table
+        .cells
+        .iter()
+        .any(|c| c.drift.is_some() || !c.outliers.is_empty())
+    {
+        html.push_str("<p class=\"noisy\">↘ ↗ drift, ° outlier: see Data quality.</p>\n");
     }
     if let Some(baseline) = &table.baseline {
-        let _ = writeln!(
-            html,
-            "<p>Relative to <code>{}</code>: ratio of medians [95% bootstrap CI], verdict.</p>",
-            escape(baseline)
-        );
+        let heading = crate::table::comparison_heading(table, baseline);
+        let _ = writeln!(html, "<p>{}</p>", inline(&Inline::ticked(&heading)));
         head(html);
         for r in &table.rows.values {
             let _ = write!(html, "<tr><th>{}</th>", escape(r));
@@ -154,13 +154,10 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
                     ) => {
                         let _ = write!(
                             html,
-                            "<td class=\"{}\" title=\"{}\">×{:.3} ({}) [{:.3}, {:.3}] <strong>{}</strong></td>",
+                            "<td class=\"{}\" title=\"{}\">{} <strong>{}</strong></td>",
                             verdict_class(cmp.verdict),
-                            escape(&format!("{}; {}\n{}", cmp.reason, cmp.passes_needed, evidence(cell))),
-                            cmp.ratio.ratio,
-                            signed_percent(cmp.ratio.ratio),
-                            cmp.ratio.ci.low,
-                            cmp.ratio.ci.high,
+                            escape(&evidence(cell)),
+                            escape(&crate::table::ratio_text(cmp)),
                             cmp.verdict
                         );
                     }
@@ -169,7 +166,17 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
             }
             html.push_str("</tr>\n");
         }
-        html.push_str("</tbody></table>\n");
+        html.push_str("</tbody></table>\n<ul class=\"reasons\">\n");
+        // each verdict's reason in the page itself, not only in a tooltip
+        for (place, why) in crate::table::comparison_reasons(table) {
+            let _ = writeln!(
+                html,
+                "<li>{}: {}</li>",
+                escape(&place),
+                inline(&Inline::ticked(&why))
+            );
+        }
+        html.push_str("</ul>\n");
     }
     html.push_str("<details><summary>Trials behind each cell</summary><ul>\n");
     for cell in &table.cells {

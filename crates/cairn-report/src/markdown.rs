@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::claim::claim_text;
 use crate::document::{Block, Figure, Inline, Report, Span};
 use crate::scaling::scaling_markdown;
-use crate::table::render_markdown;
+use crate::table::{render_markdown_with, Flags};
 
 /// The report as Markdown.
 pub fn render(report: &Report) -> String {
@@ -54,7 +54,9 @@ fn render_block(md: &mut String, block: &Block) {
             }
         }
         Block::Figure(figure) => render_figure(md, figure),
-        Block::Table { name, table } => md.push_str(&render_markdown(name, table)),
+        Block::Table { name, table } => {
+            md.push_str(&render_markdown_with(name, table, Flags::Legend))
+        }
         Block::Scaling { name, scaling } => {
             let _ = write!(md, "{name}:\n{}", scaling_markdown(scaling));
         }

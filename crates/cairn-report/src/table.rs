@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use cairn_analysis::{Comparison, Summary};
+
 use cairn_defs::figures::{self, Direction};
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +76,104 @@ pub fn signed_percent(ratio: f64) -> String {
     format!("{:+.1}%", (ratio - 1.0) * 100.0)
 }
 
+/// A CI's coverage as a percentage, with as many decimals as it takes not to read 100%:
+/// `98.5%`, `99.98%`.
+pub fn level_text(level: f64) -> String {
+    let percent = level * 100.0;
+    (1..=4)
+        .map(|decimals| format!("{percent:.decimals$}"))
+        .find(|text| text.parse::<f64>().is_ok_and(|p| p < 100.0))
+        .map_or_else(|| format!("{percent}%"), |text| format!("{text}%"))
+}
+
+/// A ratio's CI as the report prints it, `[0.643, 1.121]`, with its coverage where it is not
+/// 95% (a sequential design's early looks ask for more): `[0.643, 1.121] (98.5% CI)`.
+pub fn ci_text(ci: &cairn_analysis::Interval) -> String {
+    let interval = format!("[{:.3}, {:.3}]", ci.low, ci.high);
+    if (ci.level - 0.95).abs() < 1e-9 {
+        interval
+    } else {
+        format!("{interval} ({} CI)", level_text(ci.level))
+    }
+}
+
+/// Whether some comparison of `table` has a CI of another coverage than 95%.
+fn levels_vary(table: &Table) -> bool {
+    table
+        .cells
+        .iter()
+        .filter_map(|c| c.comparison.as_ref())
+        .any(|c| (c.ratio.ci.level - 0.95).abs() >= 1e-9)
+}
+
+/// The heading of a table's comparisons with its baseline.
+pub fn comparison_heading(table: &Table, baseline: &str) -> String {
+    let ci = if levels_vary(table) {
+        "bootstrap CI: 95%, or under the sequential design 1 − the look's α, as marked"
+    } else {
+        "95% bootstrap CI"
+    };
+    let paired = table
+        .cells
+        .iter()
+        .find_map(|c| c.comparison.as_ref()?.paired.as_ref());
+    match paired {
+        Some(p) => format!(
+            "Relative to `{baseline}`, paired within blocks ({}): median of the within-block ratios [{ci}], verdict (signed-rank test)",
+            p.blocks
+        ),
+        None => format!("Relative to `{baseline}`: ratio of medians [{ci}], verdict"),
+    }
+}
+
+/// A comparison's cell: `×0.847 (-15.3%) [0.643, 1.121] (98.5% CI)` (the verdict apart).
+pub fn ratio_text(cmp: &Comparison) -> String {
+    format!(
+        "×{:.3} ({}) {}",
+        cmp.ratio.ratio,
+        signed_percent(cmp.ratio.ratio),
+        ci_text(&cmp.ratio.ci)
+    )
+}
+
+/// Why each comparison of `table` came out as it did, one line per variant's cell:
+/// `jemalloc at threads = 4: inconclusive — not significant (p = 0.222) …; sequential design,
+/// look 6 of 9 …`. The passes a decision would take are said once: by the look where the
+/// sequential design stopped, else by the fixed design's estimate.
+pub fn comparison_reasons(table: &Table) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for cell in &table.cells {
+        let Some(cmp) = &cell.comparison else {
+            continue;
+        };
+        let pairs = cmp
+            .paired
+            .as_ref()
+            .map(|p| format!(" ({} pairs)", p.pairs))
+            .unwrap_or_default();
+        let mut why = format!("{}", cmp.reason);
+        match cmp.look {
+            Some(l) => {
+                let undecided = cmp.verdict == cairn_analysis::Verdict::Inconclusive;
+                let needed =
+                    cairn_analysis::sequential::passes_to_nearer_verdict(cmp, l.final_alpha);
+                let _ = write!(why, "; {}", l.note(undecided, needed));
+                if !(undecided && l.look < l.looks) || needed.is_none() {
+                    let _ = write!(why, "; {}", cmp.passes_needed);
+                }
+            }
+            None => {
+                let _ = write!(why, "; {}", cmp.passes_needed);
+            }
+        }
+        out.push((
+            format!("{} at {}{pairs}", cell.server, point_label(table, cell)),
+            format!("{} — {why}.", cmp.verdict),
+        ));
+    }
+    out
+}
+
 /// The drift (↘ ↗) and outlier (°) flags of a table's cells, one line each, with their
 /// numbers (written by `number`); empty when no cell has one.
 pub fn flags_markdown(table: &Table, number: &dyn Fn(f64) -> String) -> String {
@@ -122,8 +221,27 @@ pub fn flags_markdown(table: &Table, number: &dyn Fn(f64) -> String) -> String {
 /// `table.md` (titled `title`, if not empty): the absolute medians (noisy cells marked), then — with a baseline — each
 /// variant's ratio to it with the CI and the verdict, then the trials behind every cell.
 pub fn render_markdown(title: &str, table: &Table) -> String {
+    render_markdown_with(title, table, Flags::Explained)
+}
+
+/// How a table's drift and outlier flags are explained under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flags {
+    /// Each flagged cell's line with its numbers (`table.md`, on its own).
+    Explained,
+    /// One line of legend; the numbers are elsewhere (a report's data-quality section).
+    Legend,
+}
+
+/// The number of `table`'s figure as its vocabulary writes it.
+pub fn number_format(table: &Table) -> impl Fn(f64) -> String + '_ {
     let fig = figures::lookup(&table.metric);
-    let number = |v: f64| fig.map_or(format!("{v:.3}"), |f| figures::format_number(f, v));
+    move |v: f64| fig.map_or(format!("{v:.3}"), |f| figures::format_number(f, v))
+}
+
+/// [`render_markdown`], with the flags explained as `flags` says.
+pub fn render_markdown_with(title: &str, table: &Table, flags: Flags) -> String {
+    let number = number_format(table);
     let unit = if table.unit.is_empty() {
         String::new()
     } else {
@@ -161,21 +279,12 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
             match table.cell(r, c) {
                 Some(cell) => {
                     any_noisy |= cell.noisy;
-                    let mark = format!(
-                        "{}{}{}",
-                        if cell.noisy { " ⚠" } else { "" },
-                        match cell.drift {
-                            Some(t) if t.falling() => " ↘",
-                            Some(_) => " ↗",
-                            None => "",
-                        },
-                        if cell.outliers.is_empty() { "" } else { " °" }
-                    );
                     let _ = write!(
                         md,
-                        " {} (n={}){mark} |",
+                        " {} (n={}){} |",
                         number(cell.summary.median),
-                        cell.summary.n
+                        cell.summary.n,
+                        marks(cell)
                     );
                 }
                 None => md.push_str(" - |"),
@@ -190,23 +299,20 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
             table.noisy_cv * 100.0
         );
     }
-    md.push_str(&flags_markdown(table, &number));
+    match flags {
+        Flags::Explained => md.push_str(&flags_markdown(table, &number)),
+        Flags::Legend => {
+            if table
+                .cells
+                .iter()
+                .any(|c| c.drift.is_some() || !c.outliers.is_empty())
+            {
+                md.push_str("\n↘ ↗ drift, ° outlier: see Data quality.\n");
+            }
+        }
+    }
     if let Some(baseline) = &table.baseline {
-        let paired = table
-            .cells
-            .iter()
-            .find_map(|c| c.comparison.as_ref()?.paired.as_ref());
-        let _ = match paired {
-            Some(p) => writeln!(
-                md,
-                "\n#### Relative to `{baseline}`, paired within blocks ({}): median of the within-block ratios [95% bootstrap CI], verdict (signed-rank test)\n",
-                p.blocks
-            ),
-            None => writeln!(
-                md,
-                "\n#### Relative to `{baseline}`: ratio of medians [95% bootstrap CI], verdict\n"
-            ),
-        };
+        let _ = writeln!(md, "\n#### {}\n", comparison_heading(table, baseline));
         header(&mut md);
         for r in &table.rows.values {
             let _ = write!(md, "| {r} |");
@@ -217,15 +323,7 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
                         comparison: Some(cmp),
                         ..
                     }) => {
-                        let _ = write!(
-                            md,
-                            " ×{:.3} ({}) [{:.3}, {:.3}] **{}** |",
-                            cmp.ratio.ratio,
-                            signed_percent(cmp.ratio.ratio),
-                            cmp.ratio.ci.low,
-                            cmp.ratio.ci.high,
-                            cmp.verdict
-                        );
+                        let _ = write!(md, " {} **{}** |", ratio_text(cmp), cmp.verdict);
                     }
                     _ => md.push_str(" - |"),
                 }
@@ -233,35 +331,8 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
             md.push('\n');
         }
         md.push('\n');
-        for cell in &table.cells {
-            if let Some(cmp) = &cell.comparison {
-                let pairs = cmp
-                    .paired
-                    .as_ref()
-                    .map(|p| format!(" ({} pairs)", p.pairs))
-                    .unwrap_or_default();
-                // under a sequential design: which look decided it
-                let look = cmp
-                    .look
-                    .map(|l| {
-                        let undecided = cmp.verdict == cairn_analysis::Verdict::Inconclusive;
-                        let needed = cairn_analysis::sequential::passes_to_nearer_verdict(
-                            cmp,
-                            l.final_alpha,
-                        );
-                        format!(" ({})", l.note(undecided, needed))
-                    })
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    md,
-                    "- {} at {}{pairs}: {}{look} — {}; {}.",
-                    cell.server,
-                    point_label(table, cell),
-                    cmp.verdict,
-                    cmp.reason,
-                    cmp.passes_needed
-                );
-            }
+        for (place, why) in comparison_reasons(table) {
+            let _ = writeln!(md, "- {place}: {why}");
         }
     }
     md.push_str("\nTrials behind each cell:\n\n");
@@ -282,6 +353,20 @@ pub fn render_markdown(title: &str, table: &Table) -> String {
         );
     }
     md
+}
+
+/// A cell's flags after its median: ` ⚠` noisy, ` ↘`/` ↗` drift, ` °` outliers.
+pub fn marks(cell: &Cell) -> String {
+    format!(
+        "{}{}{}",
+        if cell.noisy { " ⚠" } else { "" },
+        match cell.drift {
+            Some(t) if t.falling() => " ↘",
+            Some(_) => " ↗",
+            None => "",
+        },
+        if cell.outliers.is_empty() { "" } else { " °" }
+    )
 }
 
 /// `threads = 4` (the non-server coordinate of a cell).

@@ -1,0 +1,904 @@
+//! A report's text, built from what its step read: the headline first — each claim's verdict
+//! and each comparison with its ratio and CI, each scaling, on how many trials and which
+//! machine — then the design (what was compared and how it differs, the workload, dataset,
+//! driver and where its clients ran, every server option, the pass rule and the passes it
+//! chose, when it was measured), the plots, tables and scaling, the claims, the data's quality
+//! (noisy points once, drift, outliers, campaigns) and the provenance. Every number in the
+//! text is formatted from the tables, claims and trials the report shows (a test holds the
+//! headline to `data.json`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cairn_analysis::Verdict;
+use cairn_defs::{DatasetDef, PassRule, ReportDef, ServerDef, TrialStepDef};
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::Done;
+use cairn_graph::Step;
+use cairn_report::document::{Block, Inline, Item, Report, Section};
+use cairn_report::scaling::Scaling;
+use cairn_report::table::{ci_text, flags_markdown, number_format, Table};
+use cairn_store::Store;
+use serde_json::Value;
+
+use crate::report_step::{Inputs, PlanSource, DATA_CSV, DATA_JSON, SERIES_CSV};
+use crate::trial_points::{self, display_value, TrialPoint};
+
+/// What one trials block measured and how, read from its trials' records.
+#[derive(Debug, Clone, Default)]
+pub struct TrialsDesign {
+    pub name: String,
+    /// The first trial's definition: the workload (its point's parameters among the rest).
+    pub workload: cairn_defs::WorkloadDef,
+    /// Where the first trial's clients ran (`extra.client`: driver, place).
+    pub client: Value,
+    /// Each server's settings, in first-seen order.
+    pub servers: Vec<(String, ServerDef)>,
+    /// Each server's image as built: its Debian suite and architecture and the versions of
+    /// the packages its definition names (from the image's manifest), by server.
+    pub images: BTreeMap<String, String>,
+    /// The first trial's start and the last one's end (UTC, as records hold them).
+    pub started: String,
+    pub finished: String,
+}
+
+/// The design of each trials block among `step`'s inputs, in first-seen order.
+pub fn read_design(
+    store: &Store,
+    step: &Step,
+    inputs: &[&Done],
+) -> Result<Vec<TrialsDesign>, StepError> {
+    let mut blocks: Vec<TrialsDesign> = Vec::new();
+    for (input, done) in step.inputs.iter().zip(inputs) {
+        if !input.mount.starts_with("trial/") || done.is_not_needed() {
+            continue;
+        }
+        let Some(record) = store
+            .get_record(&done.key)
+            .map_err(|e| failed(format!("reading the record of {}: {e}", input.mount)))?
+        else {
+            continue;
+        };
+        let Ok(def) = serde_json::from_value::<TrialStepDef>(record.definition.clone()) else {
+            continue;
+        };
+        let (name, server, _) = trial_points::parse_address(&input.mount);
+        let i = match blocks.iter().position(|b| b.name == name) {
+            Some(i) => i,
+            None => {
+                blocks.push(TrialsDesign {
+                    name: name.clone(),
+                    workload: def.workload.clone(),
+                    client: record.extra.get("client").cloned().unwrap_or(Value::Null),
+                    servers: Vec::new(),
+                    images: BTreeMap::new(),
+                    started: record.started.clone(),
+                    finished: record.finished.clone(),
+                });
+                blocks.len() - 1
+            }
+        };
+        let b = &mut blocks[i];
+        if !b.servers.iter().any(|(s, _)| *s == server) {
+            // the image's tag is its step's key
+            let image_key = record
+                .extra
+                .get("image")
+                .and_then(|i| i.get("reference"))
+                .and_then(Value::as_str)
+                .and_then(|r| r.rsplit_once(':'))
+                .map(|(_, tag)| tag.to_string());
+            if let Some(image) = image_key.and_then(|k| image_words(store, &k)) {
+                b.images.insert(server.clone(), image);
+            }
+            b.servers.push((server, def.server.clone()));
+        }
+        // RFC 3339 in UTC: the text's order is the time's
+        if record.started < b.started {
+            b.started = record.started.clone();
+        }
+        if record.finished > b.finished {
+            b.finished = record.finished.clone();
+        }
+    }
+    Ok(blocks)
+}
+
+/// An image step's record (key `key`) in words: `Debian bookworm amd64: mariadb-server
+/// 1:10.11.14-0+deb12u2, sysbench 1.0.20+ds-1` — the packages its definition names, at the
+/// versions its manifest found installed. `None` where the record or manifest is gone.
+fn image_words(store: &Store, key: &str) -> Option<String> {
+    let record = store.get_record(key).ok().flatten()?;
+    let blob = record.outputs.get(crate::image_step::MANIFEST)?;
+    let manifest: crate::image_step::ImageOutput =
+        serde_json::from_slice(&store.read_blob(blob).ok()?).ok()?;
+    let debian = record.definition.get("debian");
+    let field = |k: &str| {
+        debian
+            .and_then(|d| d.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let named: Vec<String> = record
+        .definition
+        .get("packages")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let versions: Vec<String> = named
+        .iter()
+        .map(|p| {
+            let version = manifest.manifest.version_of(p).unwrap_or("not installed");
+            format!("{p} {version}")
+        })
+        .collect();
+    let base = match (field("suite"), field("arch")) {
+        (suite, arch) if !suite.is_empty() => format!("Debian {suite} {arch}"),
+        _ => format!("a layer ({})", manifest.manifest.dpkg_architecture),
+    };
+    Some(if versions.is_empty() {
+        base
+    } else {
+        format!("{base}: {}", versions.join(", "))
+    })
+}
+
+/// The report: the headline, then the design, the plots, the tables, the scaling analyses,
+/// the claims (each section only if there is something in it), the data's quality and the
+/// provenance (`plan` first, if known).
+pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &ReportDef) -> Report {
+    let section = |heading: &str, blocks: Vec<Block>| Section {
+        heading: heading.to_string(),
+        anchor: None,
+        blocks,
+    };
+    let mut sections = Vec::new();
+    let design = design(inputs, def);
+    if !design.is_empty() {
+        sections.push(section("Design", vec![Block::List(design)]));
+    }
+    if !inputs.figures.is_empty() {
+        let figures = inputs.figures.iter().cloned().map(Block::Figure).collect();
+        sections.push(section("Plots", figures));
+    }
+    let scaled: BTreeSet<&str> = inputs.scalings.iter().map(|(n, _)| n.as_str()).collect();
+    // a scaling analysis's medians are its own table's: shown once, under Scaling
+    let tables: Vec<Block> = inputs
+        .tables
+        .iter()
+        .filter(|(name, _)| !scaled.contains(name.as_str()))
+        .map(|(name, table)| Block::Table {
+            name: name.clone(),
+            table: table.clone(),
+        })
+        .collect();
+    if !tables.is_empty() {
+        sections.push(section("Tables", tables));
+    }
+    if !inputs.scalings.is_empty() {
+        let scalings = inputs
+            .scalings
+            .iter()
+            .map(|(name, scaling)| Block::Scaling {
+                name: name.clone(),
+                scaling: scaling.clone(),
+            });
+        sections.push(section("Scaling", scalings.collect()));
+    }
+    if !inputs.claims.is_empty() {
+        sections.push(section(
+            "Claims",
+            vec![Block::Claims(inputs.claims.clone())],
+        ));
+    }
+    sections.push(section("Data quality", data_quality(inputs, &def.reused)));
+    sections.push(Section {
+        heading: "Provenance".into(),
+        anchor: Some("provenance".into()),
+        blocks: vec![
+            Block::List(provenance(&inputs.trials, &inputs.design, plan)),
+            Block::Paragraph(
+                Inline::plain("The data: ")
+                    .code(DATA_CSV)
+                    .text(" (one row per trial: every parameter and figure), ")
+                    .code(SERIES_CSV)
+                    .text(" (per-second samples, long format) and ")
+                    .code(DATA_JSON)
+                    .text("."),
+            ),
+        ],
+    });
+    Report {
+        title: title.to_string(),
+        summary: headline(inputs),
+        sections,
+    }
+}
+
+/// The finding in one paragraph: each claim's verdict with its ratio and CI, each table's
+/// comparisons (the decided ones each with its numbers), each scaling's end points, and what
+/// it rests on (trials, passes per cell, machines).
+fn headline(inputs: &Inputs) -> Inline {
+    let mut text = Inline::default();
+    for (claim, c) in &inputs.claims {
+        let point = point_words(&c.point);
+        text = text
+            .text(format!("Claim \"{claim}\": "))
+            .strong(c.verdict.to_string())
+            .text(format!(
+                " — {} / {} {} ×{:.3} {}{point}, {} passes per side. ",
+                c.expect.left,
+                c.expect.right,
+                c.metric,
+                c.ratio,
+                ci_text(&c.ratio_ci),
+                c.passes
+            ));
+    }
+    for (name, table) in &inputs.tables {
+        text = table_headline(text, name, table);
+    }
+    for (_, s) in &inputs.scalings {
+        text = scaling_headline(text, s);
+    }
+    let classes = trial_points::machine_classes(&inputs.trials);
+    let machine = match classes {
+        0 => String::new(),
+        1 => format!(
+            " on one machine ({})",
+            cairn_report::machine::machine_line(&inputs.trials[0].fingerprint)
+        ),
+        n => format!(" on {n} classes of machine"),
+    };
+    text.text(format!(
+        "{} trials{}{machine}.",
+        inputs.trials.len(),
+        passes_per_cell(&inputs.trials),
+    ))
+}
+
+/// ` at threads = 4` (empty for no point).
+fn point_words(point: &BTreeMap<String, String>) -> String {
+    if point.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = point.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    format!(" at {}", parts.join(", "))
+}
+
+/// A table's comparisons in the headline: per variant, the decided ones with their ratio and
+/// CI, the undecided ones counted (listed while they are few).
+fn table_headline(mut text: Inline, name: &str, table: &Table) -> Inline {
+    let Some(baseline) = &table.baseline else {
+        return text;
+    };
+    let mut variants: Vec<&str> = Vec::new();
+    for c in table.cells.iter().filter(|c| c.comparison.is_some()) {
+        if !variants.contains(&c.server.as_str()) {
+            variants.push(&c.server);
+        }
+    }
+    for variant in variants {
+        let cells: Vec<_> = table
+            .cells
+            .iter()
+            .filter(|c| c.server == variant)
+            .filter_map(|c| Some((c, c.comparison.as_ref()?)))
+            .collect();
+        let where_ = |c: &cairn_report::table::Cell| {
+            if table.rows.name == "server" {
+                format!("{} = {}", table.columns.name, c.column)
+            } else {
+                format!("{} = {}", table.rows.name, c.row)
+            }
+        };
+        let (decided, undecided): (Vec<_>, Vec<_>) = cells
+            .iter()
+            .partition(|(_, cmp)| cmp.verdict != Verdict::Inconclusive);
+        text = text.text(format!(
+            "Table `{name}`, {variant} / {baseline} {}, {} of {} comparison{} decided: ",
+            table.metric,
+            decided.len(),
+            cells.len(),
+            if cells.len() == 1 { "" } else { "s" }
+        ));
+        let mut parts = Vec::new();
+        for (c, cmp) in &decided {
+            parts.push(
+                Inline::default()
+                    .strong(cmp.verdict.to_string())
+                    .text(format!(
+                        " at {}, ×{:.3} {}",
+                        where_(c),
+                        cmp.ratio.ratio,
+                        ci_text(&cmp.ratio.ci)
+                    )),
+            );
+        }
+        if !undecided.is_empty() {
+            let mut part = Inline::default().strong(Verdict::Inconclusive.to_string());
+            if undecided.len() <= 3 {
+                let each: Vec<String> = undecided
+                    .iter()
+                    .map(|(c, cmp)| {
+                        format!(
+                            "at {}, ×{:.3} {}",
+                            where_(c),
+                            cmp.ratio.ratio,
+                            ci_text(&cmp.ratio.ci)
+                        )
+                    })
+                    .collect();
+                part = part.text(format!(" {}", each.join(", and ")));
+            } else {
+                part = part.text(format!(" at {} points", undecided.len()));
+            }
+            parts.push(part);
+        }
+        for (i, part) in parts.into_iter().enumerate() {
+            if i > 0 {
+                text = text.text("; ");
+            }
+            text.0.extend(part.0);
+        }
+        text = text.text(". ");
+    }
+    text
+}
+
+/// A scaling in the headline: each server's speedup from its lowest x to its highest, with
+/// the CI.
+fn scaling_headline(text: Inline, s: &Scaling) -> Inline {
+    let mut servers: Vec<&str> = Vec::new();
+    for p in &s.points {
+        if !servers.contains(&p.server.as_str()) {
+            servers.push(&p.server);
+        }
+    }
+    let mut parts = Vec::new();
+    let mut range = None;
+    for server in servers {
+        let points: Vec<_> = s.points.iter().filter(|p| p.server == server).collect();
+        let (Some(first), Some(last)) = (points.first(), points.last()) else {
+            continue;
+        };
+        if points.len() < 2 {
+            continue;
+        }
+        range = Some((first.x.clone(), last.x.clone()));
+        let ci = last
+            .speedup_ci
+            .as_ref()
+            .map_or(" (no CI: too few passes)".to_string(), |i| {
+                // as the scaling table writes it
+                format!(" [{:.2}, {:.2}]", i.low, i.high)
+            });
+        parts.push(format!("{server} ×{:.2}{ci}", last.speedup));
+    }
+    let Some((from, to)) = range else {
+        return text;
+    };
+    text.text(format!(
+        "Scaling of {} from {} = {from} to {to}: {}. ",
+        s.metric,
+        s.x,
+        parts.join(", ")
+    ))
+}
+
+/// `, 4 to 9 passes per cell`: the fewest and most passes of a server at one point, from
+/// the trials themselves (empty when there are none).
+fn passes_per_cell(trials: &[TrialPoint]) -> String {
+    let counts = cell_passes(trials);
+    let (Some(lo), Some(hi)) = (counts.values().min(), counts.values().max()) else {
+        return String::new();
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "es" };
+    if lo == hi {
+        format!(", {lo} pass{} per cell", plural(*lo))
+    } else {
+        format!(", {lo} to {hi} passes per cell")
+    }
+}
+
+/// The passes of each cell (block, server, point).
+fn cell_passes(trials: &[TrialPoint]) -> BTreeMap<(String, String, String), usize> {
+    let mut cells = BTreeMap::new();
+    for t in trials {
+        let point = serde_json::to_string(&t.params).unwrap_or_default();
+        *cells
+            .entry((t.trials.clone(), t.server.clone(), point))
+            .or_default() += 1;
+    }
+    cells
+}
+
+/// The fewest passes per side at which the rank test's smallest p (no ties) is below `alpha`.
+fn fewest_passes_for(alpha: f64) -> usize {
+    (1..100)
+        .find(|&n| cairn_analysis::rank_test::min_p_without_ties(n, n) < alpha)
+        .unwrap_or(100)
+}
+
+/// What the study compared and how: the servers and what differs between them, then per
+/// trials block the workload, the load's driver and place, the dataset, the pass rule with
+/// the passes it chose and when it was measured; every server option; how to read the
+/// figures.
+fn design(inputs: &Inputs, def: &ReportDef) -> Vec<Item> {
+    let mut items = Vec::new();
+    if inputs.trials.is_empty() {
+        return items;
+    }
+    let mut servers: Vec<&str> = Vec::new();
+    for t in &inputs.trials {
+        if !servers.contains(&t.server.as_str()) {
+            servers.push(&t.server);
+        }
+    }
+    let mut compared = Item::new(Inline::plain(format!(
+        "Compared: {} server{}: ",
+        servers.len(),
+        if servers.len() == 1 { "" } else { "s" }
+    )));
+    for (i, s) in servers.iter().enumerate() {
+        if i > 0 {
+            compared.text = compared.text.text(", ");
+        }
+        compared.text = compared.text.code(*s);
+    }
+    let differing = differing_settings(&inputs.trials);
+    if differing.is_empty() {
+        compared.text = compared.text.text(", with the same settings.");
+    } else {
+        compared.text = compared.text.text(", differing in:");
+        for (name, values) in &differing {
+            let mut text = Inline::plain(format!("{name}: "));
+            for (i, (server, value)) in values.iter().enumerate() {
+                let separator = if i == 0 { "" } else { ", " };
+                text = text.text(format!("{separator}{server} = ")).code(value);
+            }
+            compared.sub_items.push(text);
+        }
+    }
+    items.push(compared);
+    for block in &inputs.design {
+        items.push(block_design(
+            inputs,
+            block,
+            def.passes.get(&block.name),
+            def.datasets.get(&block.name),
+        ));
+    }
+    items.push(options_item(&inputs.design));
+    items.push(Item::new(Inline::plain(format!(
+        "How to read it: each cell is the median of its passes; a ratio is variant / baseline with a bootstrap CI of the medians; a verdict needs a rank test and the CI to agree (the rank test needs at least {} passes per side to reach p < 0.05); a cell is noisy when its passes' coefficient of variation is above 5%.",
+        fewest_passes_for(0.05)
+    ))));
+    items
+}
+
+/// One trials block: its workload at its matrix, the driver and where it ran, the dataset,
+/// the passes and when.
+fn block_design(
+    inputs: &Inputs,
+    block: &TrialsDesign,
+    rule: Option<&PassRule>,
+    dataset: Option<&DatasetDef>,
+) -> Item {
+    let w = &block.workload;
+    let trials: Vec<&TrialPoint> = inputs
+        .trials
+        .iter()
+        .filter(|t| t.trials == block.name)
+        .collect();
+    // the matrix: the parameters whose values differ between the block's trials
+    let mut matrix: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for t in &trials {
+        for (k, v) in &t.params {
+            let values = matrix.entry(k.as_str()).or_default();
+            trial_points::push_unique(values, display_value(v));
+        }
+    }
+    matrix.retain(|_, v| v.len() > 1);
+    let mut head = Inline::plain("Trials ")
+        .code(&block.name)
+        .text(": ")
+        .code(format!("{} {}", w.driver, w.test));
+    let at: Vec<String> = matrix
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", v.join(", ")))
+        .collect();
+    if !at.is_empty() {
+        head = head.text(format!(" at {}", at.join("; ")));
+    }
+    let seconds = |k: &str| w.params.get(k).and_then(|v| v.as_f64());
+    let mut settings = Vec::new();
+    match (seconds("duration"), seconds("warmup")) {
+        (Some(d), Some(wu)) if wu > 0.0 => {
+            settings.push(format!("{d} s measured after {wu} s of warm-up"))
+        }
+        (Some(d), _) => settings.push(format!("{d} s measured, no warm-up")),
+        _ => {}
+    }
+    for (k, v) in w.params.iter() {
+        if matrix.contains_key(k.as_str()) || k == "duration" || k == "warmup" {
+            continue;
+        }
+        settings.push(format!("{k} = {}", shown(v)));
+    }
+    for (k, v) in w.driver_props.iter() {
+        settings.push(format!("{k} = {}", shown(v)));
+    }
+    if !settings.is_empty() {
+        head = head.text(format!("; {}", settings.join(", ")));
+    }
+    let mut item = Item::new(head.text("."));
+    let driver = match block.client.get("driver").and_then(Value::as_str) {
+        Some("external") => Inline::plain("Load: the ")
+            .code(&w.driver)
+            .text(" program itself (an external tool)"),
+        Some(_) => Inline::plain("Load: cairn's native ")
+            .code(&w.driver)
+            .text(" driver (the ")
+            .code(&w.test)
+            .text(format!(
+                " queries of {}, issued by cairn-workload), not the ",
+                w.driver
+            ))
+            .code(&w.driver)
+            .text(" program"),
+        None => Inline::plain("Load: ").code(&w.driver),
+    };
+    let place = block
+        .client
+        .get("place")
+        .and_then(Value::as_str)
+        .map(|p| format!("; clients: {p}"))
+        .unwrap_or_default();
+    item.sub_items.push(driver.text(format!("{place}.")));
+    if let Some(d) = dataset {
+        let props: Vec<String> = d
+            .props
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", shown(v)))
+            .collect();
+        item.sub_items
+            .push(Inline::plain("Dataset: ").code(&d.generator).text(format!(
+            " {}; loaded once per server configuration, and every trial starts from that snapshot.",
+            props.join(", ")
+        )));
+    }
+    let chosen = cell_passes(&inputs.trials);
+    let chosen: Vec<usize> = chosen
+        .iter()
+        .filter(|((b, _, _), _)| *b == block.name)
+        .map(|(_, n)| *n)
+        .collect();
+    let ran = match (chosen.iter().min(), chosen.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("; it ran {lo} per cell"),
+        (Some(lo), Some(hi)) => format!("; it ran {lo} to {hi} per cell"),
+        _ => String::new(),
+    };
+    if let Some(rule) = rule {
+        item.sub_items
+            .push(Inline::plain(format!("Passes: {}{ran}.", rule.describe())));
+    } else if !ran.is_empty() {
+        item.sub_items
+            .push(Inline::plain(format!("Passes: {}.", &ran[2..])));
+    }
+    let campaigns = trial_points::campaigns(trials.iter().copied());
+    let (from, to) = (utc_minute(&block.started), utc_minute(&block.finished));
+    // the end's day only when it is another than the start's
+    let to = match (from.split_once(' '), to.split_once(' ')) {
+        (Some((d1, _)), Some((d2, time))) if d1 == d2 => time.to_string(),
+        _ => to,
+    };
+    item.sub_items.push(Inline::plain(format!(
+        "Measured {from} to {to} (UTC), {} pass{} in {} campaign{}{}.",
+        trials.len(),
+        if trials.len() == 1 { "" } else { "es" },
+        campaigns,
+        if campaigns == 1 { "" } else { "s" },
+        if block.servers.len() > 1 {
+            ", the servers' passes interleaved"
+        } else {
+            ""
+        }
+    )));
+    item
+}
+
+/// A plan value as the plan wrote it (`2` for `2.0`, strings bare).
+fn shown(v: &Value) -> String {
+    cairn_defs::value_text(v).unwrap_or_else(|| v.to_string())
+}
+
+/// `2026-12-05T09:03:56.805Z` → `2026-12-05 09:03`.
+fn utc_minute(stamp: &str) -> String {
+    stamp.get(..16).unwrap_or(stamp).replacen('T', " ", 1)
+}
+
+/// Every server option, in full: those every server shares once, then each server's own.
+fn options_item(blocks: &[TrialsDesign]) -> Item {
+    let mut by_server: Vec<(&str, BTreeMap<String, String>)> = Vec::new();
+    for b in blocks {
+        for (server, def) in &b.servers {
+            if by_server.iter().any(|(s, _)| s == server) {
+                continue;
+            }
+            let mut flat = BTreeMap::new();
+            for (k, v) in &def.options {
+                flat.insert(k.clone(), display_value(v));
+            }
+            for (k, v) in &def.env {
+                flat.insert(format!("env {k}"), v.clone());
+            }
+            flat.insert("connect".into(), def.connect_or_default().to_string());
+            flat.insert("allocator".into(), def.allocator_or_default().to_string());
+            by_server.push((server, flat));
+        }
+    }
+    let shared: BTreeMap<String, String> = match by_server.first() {
+        Some((_, first)) => first
+            .iter()
+            .filter(|(k, v)| by_server.iter().all(|(_, m)| m.get(*k) == Some(*v)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let listed = |m: &BTreeMap<String, String>| {
+        let mut text = Inline::default();
+        for (i, (k, v)) in m.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            text = text.text(format!("{sep}{k} = ")).code(v);
+        }
+        text
+    };
+    let mut head = Inline::plain("Server settings of every server: ");
+    head.0.extend(listed(&shared).0);
+    let mut item = Item::new(head);
+    for (server, m) in &by_server {
+        let own: BTreeMap<String, String> = m
+            .iter()
+            .filter(|(k, _)| !shared.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !own.is_empty() {
+            let mut text = Inline::default().code(*server).text(": ");
+            text.0.extend(listed(&own).0);
+            item.sub_items.push(text);
+        }
+    }
+    item
+}
+
+/// Settings that differ between the servers: `(setting, [(server, value)])`.
+fn differing_settings(trials: &[TrialPoint]) -> Vec<(String, Vec<(String, String)>)> {
+    let mut by_server: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for t in trials {
+        let Some(s) = &t.settings else { continue };
+        if !order.contains(&t.server.as_str()) {
+            order.push(&t.server);
+        }
+        let mut flat = BTreeMap::new();
+        for (k, v) in &s.options {
+            flat.insert(format!("option {k}"), display_value(v));
+        }
+        for (k, v) in &s.env {
+            flat.insert(format!("env {k}"), v.clone());
+        }
+        flat.insert("allocator".into(), s.allocator_or_default().to_string());
+        flat.insert("connect".into(), s.connect_or_default().to_string());
+        flat.insert("executor".into(), s.executor_or_default().to_string());
+        if let Some(c) = &s.cpus {
+            flat.insert("cpus".into(), c.clone());
+        }
+        if let Some(m) = s.memory {
+            flat.insert("memory".into(), m.to_string());
+        }
+        by_server.entry(&t.server).or_insert(flat);
+    }
+    let names: BTreeSet<&String> = by_server.values().flat_map(|m| m.keys()).collect();
+    let mut out = Vec::new();
+    for name in names {
+        let values: Vec<(String, String)> = order
+            .iter()
+            .map(|s| {
+                (
+                    s.to_string(),
+                    by_server[s]
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| "(unset)".into()),
+                )
+            })
+            .collect();
+        let distinct: BTreeSet<&String> = values.iter().map(|(_, v)| v).collect();
+        if distinct.len() > 1 {
+            out.push((name.clone(), values));
+        }
+    }
+    out
+}
+
+/// The data's quality, each fact once: the noisy cells (one line per cell, however many
+/// analyses show it), the drift and outlier flags with their numbers, the machines and the
+/// campaigns where a comparison mixes them.
+fn data_quality(inputs: &Inputs, reused: &BTreeMap<String, String>) -> Vec<Block> {
+    let mut noisy = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (_, table) in &inputs.tables {
+        for cell in table.cells.iter().filter(|c| c.noisy) {
+            // the same passes under two analyses of one figure are one noisy point
+            if !seen.insert((table.metric.clone(), cell.trials.clone())) {
+                continue;
+            }
+            noisy.push(Item::new(Inline::plain(format!(
+                "{}: {} = {}, {} = {}: CV {} over {} passes",
+                table.metric,
+                table.rows.name,
+                cell.row,
+                table.columns.name,
+                cell.column,
+                cell.summary
+                    .cv
+                    .map_or("unknown".into(), |cv| format!("{:.1}%", cv * 100.0)),
+                cell.summary.n
+            ))));
+        }
+    }
+    let mut blocks = Vec::new();
+    if noisy.is_empty() {
+        blocks.push(Block::Paragraph(Inline::plain(
+            "Noisy points: none; every cell's coefficient of variation is within 5%.",
+        )));
+    } else {
+        blocks.push(Block::Paragraph(Inline::plain(
+            "Noisy points (⚠: the passes' coefficient of variation is above 5%):",
+        )));
+        blocks.push(Block::List(noisy));
+    }
+    let mut flags = Vec::new();
+    let mut flagged = BTreeSet::new();
+    for (_, table) in &inputs.tables {
+        let number = number_format(table);
+        let key: Vec<_> = table
+            .cells
+            .iter()
+            .filter(|c| c.drift.is_some() || !c.outliers.is_empty())
+            .map(|c| c.trials.clone())
+            .collect();
+        if key.is_empty() || !flagged.insert((table.metric.clone(), key)) {
+            continue;
+        }
+        for line in flags_markdown(table, &number).lines() {
+            if !line.is_empty() {
+                flags.push(Item::new(Inline::ticked(&format!(
+                    "{}: {line}",
+                    table.metric
+                ))));
+            }
+        }
+    }
+    if !flags.is_empty() {
+        blocks.push(Block::List(flags));
+    }
+    let mut facts = measured_in(&inputs.trials, reused);
+    if trial_points::machine_classes(&inputs.trials) > 1 {
+        facts.push(Item::new(Inline::plain(
+            "⚠ the trials were measured on more than one class of machine: comparisons across them are inconclusive",
+        )));
+    }
+    if !facts.is_empty() {
+        blocks.push(Block::List(facts));
+    }
+    blocks
+}
+
+/// Where a trials block's passes were measured — its campaigns (study, run, boot) — for a
+/// block declared `measured-by` another study (reuse the plan chose) or measured in more
+/// than one campaign (its comparisons say they are not measured together).
+fn measured_in(trials: &[TrialPoint], reused: &BTreeMap<String, String>) -> Vec<Item> {
+    let mut by_block: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for t in trials {
+        *by_block
+            .entry(t.trials.as_str())
+            .or_default()
+            .entry(t.campaign.as_str())
+            .or_default() += 1;
+    }
+    by_block
+        .into_iter()
+        .filter(|(block, campaigns)| reused.contains_key(*block) || campaigns.len() > 1)
+        .map(|(block, campaigns)| {
+            let mut text = Inline::plain("trials ").code(block);
+            if let Some(study) = reused.get(block) {
+                text = text
+                    .text(": declared reuse (")
+                    .code(format!("measured-by \"{study}\""))
+                    .text(format!("): study {study}'s measurements, not this study's"));
+            }
+            let list: Vec<String> = campaigns
+                .iter()
+                .map(|(c, n)| format!("{n} in {c}"))
+                .collect();
+            Item::new(text.text(format!("; measured {}", list.join(", "))))
+        })
+        .collect()
+}
+
+/// Where the figures come from: the plan (if known), cairn's version, the machines, each
+/// server's image, version and allocator as verified.
+fn provenance(
+    trials: &[TrialPoint],
+    design: &[TrialsDesign],
+    plan: Option<&PlanSource>,
+) -> Vec<Item> {
+    let mut items = Vec::new();
+    if let Some(plan) = plan {
+        items.push(Item::new(
+            Inline::plain("plan: ")
+                .code(&plan.root)
+                .text(", blake3 ")
+                .code(&plan.digest),
+        ));
+    }
+    items.push(Item::new(Inline::plain(format!(
+        "cairn {}",
+        env!("CARGO_PKG_VERSION")
+    ))));
+    let fingerprints: BTreeSet<String> = trials
+        .iter()
+        .filter(|t| !t.fingerprint.is_null())
+        .map(|t| cairn_report::machine::machine_line(&t.fingerprint))
+        .collect();
+    for f in &fingerprints {
+        items.push(Item::new(Inline::plain(format!("machine: {f}"))));
+    }
+    let mut seen = BTreeSet::new();
+    for t in trials {
+        if !seen.insert(t.server.clone()) {
+            continue;
+        }
+        let image = t.image.get("reference").and_then(Value::as_str);
+        let image_id = t.image.get("image_id").and_then(Value::as_str);
+        let version = t.variant.pointer("/checks/version").and_then(Value::as_str);
+        let malloc = t
+            .variant
+            .pointer("/checks/malloc_library")
+            .and_then(Value::as_str);
+        let allocator = t.variant.get("allocator").and_then(Value::as_str);
+        let mut text = Inline::plain("server ").code(&t.server).text(format!(
+            ": version {} (as the server reported it), allocator {}",
+            version.unwrap_or("unknown"),
+            allocator.unwrap_or("unknown"),
+        ));
+        if let Some(m) = malloc {
+            text = text.text(" (server reports ").code(m).text(")");
+        }
+        let mut item = Item::new(text);
+        let short = |id: &str| id.get(..19).unwrap_or(id).to_string();
+        item.sub_items.push(
+            Inline::plain("image ")
+                // the tag is the image step's key: its first 12 hex name it, as keys do
+                .code(image.map_or("-".into(), |r| match r.rsplit_once(':') {
+                    Some((name, tag)) => format!("{name}:{}", tag.get(..12).unwrap_or(tag)),
+                    None => r.to_string(),
+                }))
+                .text(" (engine id ")
+                .code(image_id.map_or("not recorded".into(), short))
+                .text(")"),
+        );
+        if let Some(words) = design.iter().find_map(|b| b.images.get(&t.server)) {
+            item.sub_items.push(Inline::plain(words.clone()));
+        }
+        items.push(item);
+    }
+    items
+}
