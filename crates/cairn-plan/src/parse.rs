@@ -119,6 +119,11 @@ impl FileParser<'_> {
 
     pub(crate) fn document(&mut self, doc: &KdlDocument) {
         for node in doc.nodes() {
+            // the grammar's list admits a declaration, as `known_child` does for children
+            if !TOP_LEVEL.contains(&node_name(node)) {
+                self.unknown_declaration(node);
+                continue;
+            }
             match node_name(node) {
                 "study" => self.study(node),
                 "import" => self.import(node),
@@ -131,15 +136,18 @@ impl FileParser<'_> {
                 "claim" => self.claim(node),
                 "report" => self.report(node),
                 "step" => self.step(node),
-                other => {
-                    let p = problem("unknown_node", format!("unknown declaration `{other}`"))
-                        .label(self.name_loc(node), "not a top-level node")
-                        .help_opt(did_you_mean(other, TOP_LEVEL.iter().copied()))
-                        .help(format!("top-level nodes are {}", one_of(TOP_LEVEL)));
-                    self.push(p);
-                }
+                _ => self.unknown_declaration(node),
             }
         }
+    }
+
+    fn unknown_declaration(&mut self, node: &KdlNode) {
+        let name = node_name(node);
+        let p = problem("unknown_node", format!("unknown declaration `{name}`"))
+            .label(self.name_loc(node), "not a top-level node")
+            .help_opt(did_you_mean(name, TOP_LEVEL.iter().copied()))
+            .help(format!("top-level nodes are {}", one_of(TOP_LEVEL)));
+        self.push(p);
     }
 
     // ---- generic shape checks -------------------------------------------------------------
