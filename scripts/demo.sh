@@ -11,6 +11,20 @@
 #   bash scripts/demo.sh [WORKDIR]     (default: a new directory under /tmp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cat <<'ANNOUNCE'
+cairn demo: a small real study, end to end (plans/quickstart.kdl).
+  needs:    root (apt, the Docker Engine), a running or installed Docker Engine, the Rust
+            toolchain, a reachable Debian mirror (the base image is debootstrapped from the
+            host's apt mirror, or $CAIRN_DEBIAN_MIRROR), and a few GB of disk for images and cache
+  installs: debootstrap (apt), if missing; starts the Docker Engine if it is stopped
+            (scripts/setup.sh); builds cairn (cargo build --release)
+  runs:     MariaDB servers in Docker containers, removed after their trials; the images it
+            builds stay in the engine; the study is measured into WORKDIR (default: a new
+            directory under /tmp)
+  takes:    the one-time release build, then the study measured here: the base image, the
+            dataset and 16 to 48 trials of about 20 s each (warmup, run, server start),
+            roughly 5 to 15 minutes on a 2-core machine
+ANNOUNCE
 bash scripts/setup.sh
 cargo build --release --locked
 cairn=$PWD/target/release/cairn

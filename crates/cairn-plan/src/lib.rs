@@ -3,6 +3,7 @@
 mod cache;
 mod diagnostics;
 mod fmt;
+mod grammar;
 mod imports;
 pub mod limits;
 pub mod model;
@@ -14,6 +15,7 @@ mod vocabulary;
 pub use cache::load_cached;
 pub use diagnostics::{one_of, problem_at, render, PlanError, Problem};
 pub use fmt::format_text;
+pub use grammar::{grammar, NodeSpec};
 pub use imports::{load, parse_str};
 pub use model::*;
 pub use vocabulary::{allowed_values, check_vocabulary, Vocabulary};

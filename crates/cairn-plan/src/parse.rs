@@ -8,89 +8,12 @@ use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
 use crate::diagnostics::{did_you_mean, one_of, problem, Reporter, P};
+use crate::grammar::*;
 use crate::model::*;
 use crate::values::{parse_duration, parse_percentage, parse_size};
 
-pub(crate) const TOP_LEVEL: &[&str] = &[
-    "study", "import", "image", "server", "dataset", "workload", "trials", "analysis", "claim",
-    "report", "step",
-];
-/// The workload drivers' node names, from their one list in cairn-defs.
-static DRIVERS: std::sync::LazyLock<Vec<&'static str>> =
-    std::sync::LazyLock::new(cairn_defs::driver_names);
-/// How clients connect and where they run: the names of cairn-defs' `Connect` and `ClientPath`.
-static CONNECTS: std::sync::LazyLock<Vec<&'static str>> =
-    std::sync::LazyLock::new(cairn_defs::server::Connect::names);
-static CLIENT_PATHS: std::sync::LazyLock<Vec<&'static str>> =
-    std::sync::LazyLock::new(cairn_defs::server::ClientPath::names);
-const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
-const REPORT_FORMATS: &[&str] = &["markdown", "html"];
-const DISTRIBUTIONS: &[&str] = &["uniform", "gaussian", "special", "pareto", "zipfian"];
-
 /// Free-form `key=value` properties of a node.
 type Props = BTreeMap<String, Sp<Value>>;
-
-/// How a workload parameter's values are checked and normalised.
-#[derive(Clone, Copy)]
-enum ParamKind {
-    /// integer >= 1
-    Positive,
-    /// integer >= 0
-    Count,
-    /// duration string → seconds as `Value::Float`; `true` = must be > 0
-    Duration(bool),
-    Choice(&'static [&'static str]),
-    /// a number >= 0 (integer or decimal), as `Value::Float`
-    Number,
-    /// `#true` / `#false`
-    Flag,
-    /// a string or an integer >= 1 (e.g. sql-bench's `scale "small"` or `scale 10`)
-    NameOrCount,
-    /// any string
-    Text,
-}
-
-/// Every workload parameter a driver understands, with how its values are checked here;
-/// the driver checks the rest (which parameter belongs to which driver, ranges) before a run.
-const PARAMS: &[(&str, ParamKind)] = &[
-    // every driver
-    ("threads", ParamKind::Positive),
-    ("duration", ParamKind::Duration(true)),
-    ("warmup", ParamKind::Duration(false)),
-    ("events", ParamKind::Count),
-    ("report-interval", ParamKind::Duration(true)),
-    // sysbench OLTP
-    ("rate", ParamKind::Count),
-    ("range-size", ParamKind::Positive),
-    ("distribution", ParamKind::Choice(DISTRIBUTIONS)),
-    ("pareto-h", ParamKind::Number),
-    ("zipfian-exp", ParamKind::Number),
-    ("point-selects", ParamKind::Count),
-    ("simple-ranges", ParamKind::Count),
-    ("sum-ranges", ParamKind::Count),
-    ("order-ranges", ParamKind::Count),
-    ("distinct-ranges", ParamKind::Count),
-    ("index-updates", ParamKind::Count),
-    ("non-index-updates", ParamKind::Count),
-    ("delete-inserts", ParamKind::Count),
-    ("range-selects", ParamKind::Flag),
-    ("skip-trx", ParamKind::Flag),
-    ("max-retries", ParamKind::Count),
-    // super-smack
-    ("clients", ParamKind::Positive),
-    ("rounds", ParamKind::Positive),
-    // sql-bench
-    ("scale", ParamKind::NameOrCount),
-    ("engine", ParamKind::Text),
-    ("fast-insert", ParamKind::Flag),
-    ("tcpip", ParamKind::Flag),
-    ("seed", ParamKind::Count),
-    ("statement-timeout", ParamKind::Duration(true)),
-    ("tables", ParamKind::Positive),
-    // every driver: bounds the whole run, a run still going after it is stopped (the
-    // trial's watchdog)
-    ("timeout", ParamKind::Duration(true)),
-];
 
 /// Every declared name per kind, including declarations too broken to enter the [`Plan`],
 /// so that references to them are not reported as dangling.
@@ -196,6 +119,11 @@ impl FileParser<'_> {
 
     pub(crate) fn document(&mut self, doc: &KdlDocument) {
         for node in doc.nodes() {
+            // the grammar's list admits a declaration, as `known_child` does for children
+            if !TOP_LEVEL.contains(&node_name(node)) {
+                self.unknown_declaration(node);
+                continue;
+            }
             match node_name(node) {
                 "study" => self.study(node),
                 "import" => self.import(node),
@@ -208,15 +136,18 @@ impl FileParser<'_> {
                 "claim" => self.claim(node),
                 "report" => self.report(node),
                 "step" => self.step(node),
-                other => {
-                    let p = problem("unknown_node", format!("unknown declaration `{other}`"))
-                        .label(self.name_loc(node), "not a top-level node")
-                        .help_opt(did_you_mean(other, TOP_LEVEL.iter().copied()))
-                        .help(format!("top-level nodes are {}", one_of(TOP_LEVEL)));
-                    self.push(p);
-                }
+                _ => self.unknown_declaration(node),
             }
         }
+    }
+
+    fn unknown_declaration(&mut self, node: &KdlNode) {
+        let name = node_name(node);
+        let p = problem("unknown_node", format!("unknown declaration `{name}`"))
+            .label(self.name_loc(node), "not a top-level node")
+            .help_opt(did_you_mean(name, TOP_LEVEL.iter().copied()))
+            .help(format!("top-level nodes are {}", one_of(TOP_LEVEL)));
+        self.push(p);
     }
 
     // ---- generic shape checks -------------------------------------------------------------
@@ -231,6 +162,16 @@ impl FileParser<'_> {
         .help_opt(did_you_mean(name, allowed.iter().copied()))
         .help(format!("`{parent}` accepts {}", one_of(allowed)));
         self.push(p);
+    }
+
+    /// False, with a problem, when `c` is not one of `allowed`: the grammar's list is the
+    /// only thing that admits a child, so the parser cannot accept what the table omits.
+    fn known_child(&mut self, parent: &str, c: &KdlNode, allowed: &[&str]) -> bool {
+        if allowed.contains(&node_name(c)) {
+            return true;
+        }
+        self.unknown_child(parent, c, allowed);
+        false
     }
 
     /// For children that hold one value (`run`, `passes`, `image`, …): false, with a
@@ -462,7 +403,6 @@ impl FileParser<'_> {
     /// be needed). `passes max=12 until="decided"` may leave out `min`
     /// ([`Passes::default_min`]).
     fn trial_passes(&mut self, node: &KdlNode) -> Option<Sp<Passes>> {
-        const PROPS: &[&str] = &["min", "max", "until-ci", "until", "metric"];
         let loc = self.name_loc(node);
         if args(node).next().is_some() || props(node).next().is_none() {
             return self
@@ -473,13 +413,15 @@ impl FileParser<'_> {
         let (mut min, mut max, mut until_ci, mut metric) = (None, None, None, None);
         let mut until_decided: Option<Sp<()>> = None;
         let mut ok = true;
-        for e in self.props_only(node, PROPS) {
+        for e in self.props_only(node, PASSES_PROPS) {
             match prop_name(e) {
                 "min" => min = self.int_of("min", e, 1, u32::MAX as i128),
                 "max" => max = self.int_of("max", e, 1, u32::MAX as i128),
                 "metric" => metric = self.string_of(e),
                 "until" => match self.string_of(e) {
-                    Some(s) if s.value == "decided" => until_decided = Some(Sp::new((), s.loc)),
+                    Some(s) if PASSES_UNTIL.contains(&s.as_str()) => {
+                        until_decided = Some(Sp::new((), s.loc))
+                    }
                     Some(s) => {
                         ok = false;
                         self.bad_value(
@@ -770,7 +712,9 @@ impl FileParser<'_> {
         self.plan.study.loc = Some(self.name_loc(node));
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(&mut seen, &["title"], "study", c) {
+            if !self.known_child("study", c, STUDY_CHILDREN)
+                || !self.first_of(&mut seen, STUDY_SINGLE, "study", c)
+            {
                 continue;
             }
             match node_name(c) {
@@ -782,7 +726,7 @@ impl FileParser<'_> {
                         }
                     }
                 }
-                _ => self.unknown_child("study", c, &["title", "host-path"]),
+                _ => self.unknown_child("study", c, STUDY_CHILDREN),
             }
         }
     }
@@ -836,9 +780,6 @@ impl FileParser<'_> {
     }
 
     fn image(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &[
-            "extends", "debian", "packages", "file", "run", "env", "build",
-        ];
         let Some(name) = self.decl_name(node, "image") else {
             return;
         };
@@ -851,7 +792,9 @@ impl FileParser<'_> {
         };
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(&mut seen, &["extends"], "image", c) {
+            if !self.known_child("image", c, IMAGE_CHILDREN)
+                || !self.first_of(&mut seen, IMAGE_SINGLE, "image", c)
+            {
                 continue;
             }
             let at = self.loc(c.span());
@@ -865,7 +808,7 @@ impl FileParser<'_> {
                         arch: None,
                         variant: None,
                     });
-                    for e in self.props_only(c, &["suite", "arch", "variant"]) {
+                    for e in self.props_only(c, DEBIAN_PROPS) {
                         let Some(v) = self.string_of(e) else { continue };
                         if !debian_word(&v, "") {
                             self.bad_value(
@@ -946,7 +889,7 @@ impl FileParser<'_> {
                         image.layers.push(Sp::new(Layer::Build(Box::new(b)), at));
                     }
                 }
-                _ => self.unknown_child("image", c, CHILDREN),
+                _ => self.unknown_child("image", c, IMAGE_CHILDREN),
             }
         }
         self.plan.images.push(image);
@@ -954,20 +897,6 @@ impl FileParser<'_> {
 
     /// `build "debian:hello" { compiler "gcc"; cflags "-O2"; link "static"; strip #true; … }`.
     fn build(&mut self, node: &KdlNode) -> Option<Build> {
-        const CHILDREN: &[&str] = &[
-            "compiler",
-            "cflags",
-            "cxxflags",
-            "ldflags",
-            "type",
-            "configure",
-            "cmake",
-            "link",
-            "strip",
-            "deps",
-            "prefix",
-        ];
-        const SINGLE: &[&str] = &["compiler", "type", "link", "strip", "prefix"];
         self.props_only(node, &[]);
         let source = self.single_arg(node).and_then(|e| self.string_of(e))?;
         let source = match source.value.split_once(':') {
@@ -1015,7 +944,9 @@ impl FileParser<'_> {
         };
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(&mut seen, SINGLE, "build", c) {
+            if !self.known_child("build", c, BUILD_CHILDREN)
+                || !self.first_of(&mut seen, BUILD_SINGLE, "build", c)
+            {
                 ok = false;
                 continue;
             }
@@ -1034,9 +965,9 @@ impl FileParser<'_> {
                 }
             };
             match name {
-                "compiler" => b.compiler = choice(self, &["gcc", "clang"]),
-                "type" => b.build_type = choice(self, &["release", "debug"]),
-                "link" => b.link = choice(self, &["dynamic", "static"]),
+                "compiler" => b.compiler = choice(self, BUILD_COMPILERS),
+                "type" => b.build_type = choice(self, BUILD_TYPES),
+                "link" => b.link = choice(self, BUILD_LINKS),
                 "prefix" => {
                     if let Some(p) = self.one_string(c) {
                         if p.value.starts_with('/') && !p.value.contains(char::is_whitespace) {
@@ -1107,7 +1038,7 @@ impl FileParser<'_> {
                 }
                 _ => {
                     ok = false;
-                    self.unknown_child("build", c, CHILDREN)
+                    self.unknown_child("build", c, BUILD_CHILDREN)
                 }
             }
         }
@@ -1135,20 +1066,6 @@ impl FileParser<'_> {
     }
 
     fn server(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &[
-            "extends",
-            "image",
-            "option",
-            "env",
-            "allocator",
-            "connect",
-            "cpus",
-            "memory",
-            "executor",
-            "system",
-            "client",
-            "link",
-        ];
         let Some(name) = self.decl_name(node, "server") else {
             return;
         };
@@ -1169,23 +1086,9 @@ impl FileParser<'_> {
         };
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(
-                &mut seen,
-                &[
-                    "extends",
-                    "image",
-                    "allocator",
-                    "connect",
-                    "cpus",
-                    "memory",
-                    "executor",
-                    "system",
-                    "client",
-                    "link",
-                ],
-                "server",
-                c,
-            ) {
+            if !self.known_child("server", c, SERVER_CHILDREN)
+                || !self.first_of(&mut seen, SERVER_SINGLE, "server", c)
+            {
                 continue;
             }
             match node_name(c) {
@@ -1206,7 +1109,7 @@ impl FileParser<'_> {
                         rate: None,
                         delay: None,
                     };
-                    for e in self.props_only(c, &["rate", "delay"]) {
+                    for e in self.props_only(c, LINK_PROPS) {
                         let Some(v) = self.string_of(e) else { continue };
                         match prop_name(e) {
                             "rate" => link.rate = Some(v),
@@ -1242,7 +1145,7 @@ impl FileParser<'_> {
                         _ => self.wrong_type(e, "a size", Some("sizes look like \"512K\", \"256M\", \"4G\" or \"1024\" (bytes)".into())),
                     }
                 }
-                _ => self.unknown_child("server", c, CHILDREN),
+                _ => self.unknown_child("server", c, SERVER_CHILDREN),
             }
         }
         self.plan.servers.push(s);
@@ -1513,14 +1416,6 @@ impl FileParser<'_> {
     }
 
     fn trials(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &[
-            "servers",
-            "dataset",
-            "workload",
-            "passes",
-            "seed",
-            "measured-by",
-        ];
         let Some(name) = self.decl_name(node, "trials") else {
             return;
         };
@@ -1530,12 +1425,9 @@ impl FileParser<'_> {
         let mut measured_by = None;
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(
-                &mut seen,
-                &["dataset", "workload", "passes", "seed", "measured-by"],
-                "trials",
-                c,
-            ) {
+            if !self.known_child("trials", c, TRIALS_CHILDREN)
+                || !self.first_of(&mut seen, TRIALS_SINGLE, "trials", c)
+            {
                 continue;
             }
             match node_name(c) {
@@ -1552,7 +1444,7 @@ impl FileParser<'_> {
                         .one_int(c, 0, u64::MAX as i128)
                         .map(|v| Sp::new(v.value as u64, v.loc))
                 }
-                _ => self.unknown_child("trials", c, CHILDREN),
+                _ => self.unknown_child("trials", c, TRIALS_CHILDREN),
             }
         }
         for (i, s) in servers.iter().enumerate() {
@@ -1624,6 +1516,9 @@ impl FileParser<'_> {
         let mut kind: Option<(Sp<String>, Props)> = None;
         for c in children(node) {
             let n = node_name(c);
+            if !self.known_child("analysis", c, ANALYSIS_CHILDREN) {
+                continue;
+            }
             if n == "trials" {
                 trials.extend(self.strings(c));
             } else if ANALYSIS_KINDS.contains(&n) {
@@ -1648,11 +1543,7 @@ impl FileParser<'_> {
                 }
                 kind = Some((Sp::new(n.to_string(), self.name_loc(c)), map));
             } else {
-                self.unknown_child(
-                    "analysis",
-                    c,
-                    &["trials", "table", "compare", "plot", "scaling"],
-                );
+                self.unknown_child("analysis", c, ANALYSIS_CHILDREN);
             }
         }
         let kind = self.require(
@@ -1673,7 +1564,6 @@ impl FileParser<'_> {
     }
 
     fn claim(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &["metric", "where", "expect"];
         let Some(name) = self.decl_name(node, "claim") else {
             return;
         };
@@ -1681,7 +1571,9 @@ impl FileParser<'_> {
         let mut filter = BTreeMap::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(&mut seen, &["metric", "expect"], "claim", c) {
+            if !self.known_child("claim", c, CLAIM_CHILDREN)
+                || !self.first_of(&mut seen, CLAIM_SINGLE, "claim", c)
+            {
                 continue;
             }
             match node_name(c) {
@@ -1690,7 +1582,7 @@ impl FileParser<'_> {
                 "expect" => {
                     self.no_children(c);
                     expect = self.single_arg(c).and_then(|e| self.string_of(e));
-                    for e in self.props_only(c, &["within", "by"]) {
+                    for e in self.props_only(c, EXPECT_PROPS) {
                         let Some(s) = self.string_of(e) else { continue };
                         match parse_percentage(&s) {
                             Ok(x) if prop_name(e) == "by" => by = Some(Sp::new(x, s.loc)),
@@ -1703,7 +1595,7 @@ impl FileParser<'_> {
                         }
                     }
                 }
-                _ => self.unknown_child("claim", c, CHILDREN),
+                _ => self.unknown_child("claim", c, CLAIM_CHILDREN),
             }
         }
         let metric = self.require(metric, &name, "claim", "metric", "add `metric \"tps\"`");
@@ -1734,13 +1626,15 @@ impl FileParser<'_> {
         let mut format = None;
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(&mut seen, &["format"], "report", c) {
+            if !self.known_child("report", c, REPORT_CHILDREN)
+                || !self.first_of(&mut seen, REPORT_SINGLE, "report", c)
+            {
                 continue;
             }
             match node_name(c) {
                 "analyses" => analyses.extend(self.strings(c)),
                 "format" => format = self.choice(c, REPORT_FORMATS),
-                _ => self.unknown_child("report", c, &["analyses", "format"]),
+                _ => self.unknown_child("report", c, REPORT_CHILDREN),
             }
         }
         self.plan.reports.push(Report {
@@ -1751,11 +1645,8 @@ impl FileParser<'_> {
     }
 
     fn step(&mut self, node: &KdlNode) {
-        const CHILDREN: &[&str] = &[
-            "run", "needs", "input", "output", "env", "matrix", "passes", "timeout", "measure",
-        ];
         // `kind="…"`: a registered kind's step, its other properties its definition
-        let kind_entry = props(node).find(|e| prop_name(e) == "kind");
+        let kind_entry = props(node).find(|e| STEP_PROPS.contains(&prop_name(e)));
         let Some(name) = (if kind_entry.is_some() {
             self.decl_name_of(node, "step")
         } else {
@@ -1775,12 +1666,9 @@ impl FileParser<'_> {
         let (mut passes, mut timeout, mut measure) = (None, None, false);
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(
-                &mut seen,
-                &["run", "passes", "timeout", "measure"],
-                "step",
-                c,
-            ) {
+            if !self.known_child("step", c, STEP_CHILDREN)
+                || !self.first_of(&mut seen, STEP_SINGLE, "step", c)
+            {
                 continue;
             }
             match node_name(c) {
@@ -1861,7 +1749,7 @@ impl FileParser<'_> {
                         }
                     };
                 }
-                _ => self.unknown_child("step", c, CHILDREN),
+                _ => self.unknown_child("step", c, STEP_CHILDREN),
             }
         }
         for (i, n) in needs.iter().enumerate() {
@@ -1914,7 +1802,7 @@ impl FileParser<'_> {
         self.no_children(c);
         let step = self.single_arg(c).and_then(|e| self.string_of(e))?;
         let mut as_dir = step.value.clone();
-        for e in self.props_only(c, &["as"]) {
+        for e in self.props_only(c, NEEDS_PROPS) {
             if let Some(s) = self.string_of(e) {
                 if s.is_empty() || s.contains('/') || escapes(&s) {
                     self.bad_value(
@@ -1953,7 +1841,6 @@ impl FileParser<'_> {
     /// registered kind (see [`CommandStep`]). Its kind is checked against the registries
     /// later ([`crate::check_vocabulary`]); its properties by the kind itself.
     fn kind_step(&mut self, node: &KdlNode, name: Sp<String>, kind: &KdlEntry) {
-        const CHILDREN: &[&str] = &["needs", "matrix", "passes"];
         let Some(kind) = self.string_of(kind) else {
             return;
         };
@@ -1966,14 +1853,16 @@ impl FileParser<'_> {
         let (mut needs, mut matrix, mut passes) = (Vec::new(), Vec::new(), None);
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.first_of(&mut seen, &["passes"], "step", c) {
+            if !self.known_child("step", c, KIND_STEP_CHILDREN)
+                || !self.first_of(&mut seen, KIND_STEP_SINGLE, "step", c)
+            {
                 continue;
             }
             match node_name(c) {
                 "needs" => needs.extend(self.need(c)),
                 "matrix" => matrix.extend(self.matrix(c)),
                 "passes" => passes = self.passes(c),
-                _ => self.unknown_child("step", c, CHILDREN),
+                _ => self.unknown_child("step", c, KIND_STEP_CHILDREN),
             }
         }
         self.check_duplicate_axes(&matrix, "matrix axis");
