@@ -302,7 +302,7 @@ fn ratio_text(r: f64, ci: (f64, f64)) -> String {
 fn side_text(s: &Option<SideEffect>) -> String {
     match s {
         Some(s) => format!(
-            "{} ({}+{} passes; {})",
+            "{} ({} + {} passes; report: {})",
             ratio_text(s.ratio, s.ci),
             s.passes.0,
             s.passes.1,
