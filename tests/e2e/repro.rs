@@ -283,6 +283,26 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
         e["reason"].as_str().unwrap().starts_with("too few passes"),
         "{e}"
     );
+    // --json: stdout holds JSON lines only (the bundle's check, then the findings)
+    let j = sb
+        .cairn([
+            "--json",
+            "reproduce",
+            "study.tar.zst",
+            "--into",
+            "repro-json",
+        ])
+        .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
+        .guard(GUARD)
+        .success();
+    let lines: Vec<Value> = j
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let found = lines.last().unwrap();
+    assert_eq!(found["summary"], cmp["summary"], "{found}");
+    assert_eq!(found["effects"][0]["variant"], "jemalloc", "{found}");
     let cmp = &cmp["absolute"];
     assert_eq!(cmp["mixes"], "machines and campaigns");
     let cells = cmp["cells"].as_array().unwrap();

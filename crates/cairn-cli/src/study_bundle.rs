@@ -186,6 +186,10 @@ pub fn reproduce(
             cmd.arg("--cache").arg(c);
         }
         cmd.args(args).arg(&v.plan);
+        if cli.json {
+            // stdout carries only JSON lines: the run's and the report's progress go to stderr
+            cmd.stdout(std::io::stderr());
+        }
         let status = cmd.status().map_err(context::fail(FAILED))?;
         if !status.success() {
             eprintln!(
