@@ -2,7 +2,8 @@
 //! rows=500, 1 s runs, 2 passes) is bundled, verified, altered in every way a bundle can
 //! be (a flipped byte in a blob, a deleted record, a foreign file — each named with what it
 //! breaks, and reproduce refuses), and reproduced under a second, simulated fingerprint:
-//! every trial re-runs and the comparison names a verdict for every claim. Hostile archives
+//! every trial re-runs and the comparison reports the effect (jemalloc against system),
+//! the claim's verdict on both sides and the absolute cells, in that order. Hostile archives
 //! (`../`, links, a decompression bomb) are refused; a host `step` does not run without
 //! the flag; `gc` keeps another machine's trials; an image rebuilt with the same packages
 //! changes no record and re-runs nothing downstream.
@@ -228,8 +229,82 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
     let repro = sb.path().join("repro");
     let cmp: Value =
         serde_json::from_slice(&std::fs::read(repro.join("comparison.json")).unwrap()).unwrap();
-    assert!(repro.join("comparison.md").exists());
-    assert!(r.stdout.contains("ratio"), "{}", r.stdout);
+    let md = std::fs::read_to_string(repro.join("comparison.md")).unwrap();
+    // the findings first: a summary line, the effects, the claims, then the absolute cells
+    let sections = [
+        "effects consistent,",
+        "## Effects: each variant's ratio to its baseline",
+        "## Claims: the published verdict vs here",
+        "## Absolute cells, as context",
+    ];
+    let at: Vec<usize> = sections
+        .iter()
+        .map(|s| md.find(s).unwrap_or_else(|| panic!("{s:?} in:\n{md}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "in order:\n{md}");
+    assert!(r.stdout.contains(&md), "printed too: {}", r.stdout);
+    assert!(
+        md.contains("differs between machines as a matter of course")
+            && md.contains("each cell mixes machines and campaigns"),
+        "{md}"
+    );
+    // the JSON in the same order, structured (read as written: a `Value` sorts its keys)
+    let text = std::fs::read_to_string(repro.join("comparison.json")).unwrap();
+    let top_level: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("  \""))
+        .filter_map(|l| l.split('"').next())
+        .collect();
+    assert_eq!(
+        top_level,
+        ["study", "summary", "effects", "claims", "absolute"],
+        "{text}"
+    );
+    assert_eq!(cmp["summary"]["effects"], 1, "{cmp}");
+    assert!(cmp["summary"]["line"]
+        .as_str()
+        .unwrap()
+        .starts_with("0 of 1 effects consistent, 0 differ, 1 undecided; claims: "));
+    let effects = cmp["effects"].as_array().unwrap();
+    assert_eq!(effects.len(), 1, "jemalloc against system: {cmp}");
+    let e = &effects[0];
+    assert_eq!(
+        (&e["variant"], &e["baseline"]),
+        (&"jemalloc".into(), &"system".into())
+    );
+    for side in ["published", "reproduced"] {
+        assert!(e[side]["ratio"].as_f64().is_some_and(|r| r > 0.0), "{e}");
+        assert_eq!(e[side]["passes"], serde_json::json!([2, 2]), "{e}");
+    }
+    assert!(e["ratio_ci"].is_array(), "{e}");
+    // two passes a side can never tell
+    assert_eq!(e["verdict"], "undecided", "{e}");
+    assert!(
+        e["reason"].as_str().unwrap().starts_with("too few passes"),
+        "{e}"
+    );
+    // --json: stdout holds JSON lines only (the bundle's check, then the findings)
+    let j = sb
+        .cairn([
+            "--json",
+            "reproduce",
+            "study.tar.zst",
+            "--into",
+            "repro-json",
+        ])
+        .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
+        .guard(GUARD)
+        .success();
+    let lines: Vec<Value> = j
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let found = lines.last().unwrap();
+    assert_eq!(found["summary"], cmp["summary"], "{found}");
+    assert_eq!(found["effects"][0]["variant"], "jemalloc", "{found}");
+    let cmp = &cmp["absolute"];
+    assert_eq!(cmp["mixes"], "machines and campaigns");
     let cells = cmp["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2, "one tps cell per server: {cmp}");
     for c in cells {

@@ -73,6 +73,17 @@ pub fn median_ratio_at(
     check_positive(baseline, "baseline")?;
     check_positive(variant, "variant")?;
     check_resamples(settings)?;
+    let (ratio, ratios) = median_ratio_draws(baseline, variant, settings);
+    Ok(estimate(ratio, ratios, settings, level))
+}
+
+/// The ratio of medians and its `settings.resamples` bootstrap draws (unsorted), from
+/// samples already checked.
+pub(crate) fn median_ratio_draws(
+    baseline: &[f64],
+    variant: &[f64],
+    settings: BootstrapSettings,
+) -> (f64, Vec<f64>) {
     // resample from sorted copies: the result must not depend on the order of the passes
     let (baseline, variant) = (sorted(baseline), sorted(variant));
     let ratio = median_of_sorted(&variant) / median_of_sorted(&baseline);
@@ -86,7 +97,7 @@ pub fn median_ratio_at(
             median_in_place(&mut variant_draw) / median_in_place(&mut baseline_draw)
         })
         .collect();
-    Ok(estimate(ratio, ratios, settings, level))
+    (ratio, ratios)
 }
 
 /// The median of within-block ratios (each pair: variant / baseline of the same block) with
@@ -110,6 +121,16 @@ pub fn paired_median_ratio_at(
     check_positive(&baseline, "baseline")?;
     check_positive(&variant, "variant")?;
     check_resamples(settings)?;
+    let (ratio, medians) = paired_median_ratio_draws(pairs, settings);
+    Ok(estimate(ratio, medians, settings, level))
+}
+
+/// The median of within-block ratios and its `settings.resamples` bootstrap draws
+/// (unsorted), from pairs already checked.
+pub(crate) fn paired_median_ratio_draws(
+    pairs: &[(f64, f64)],
+    settings: BootstrapSettings,
+) -> (f64, Vec<f64>) {
     // the statistic depends on the ratios only: resample them, sorted (order-free)
     let ratios = sorted(&pairs.iter().map(|(b, v)| v / b).collect::<Vec<_>>());
     let ratio = median_of_sorted(&ratios);
@@ -121,11 +142,11 @@ pub fn paired_median_ratio_at(
             median_in_place(&mut draw)
         })
         .collect();
-    Ok(estimate(ratio, medians, settings, level))
+    (ratio, medians)
 }
 
 /// A bootstrap needs enough resamples to place the interval's ends.
-fn check_resamples(settings: BootstrapSettings) -> Result<(), StatsError> {
+pub(crate) fn check_resamples(settings: BootstrapSettings) -> Result<(), StatsError> {
     if settings.resamples < 100 {
         return Err(StatsError::Setting(format!(
             "a bootstrap needs at least 100 resamples to place a 95% interval, not {}",
@@ -137,7 +158,7 @@ fn check_resamples(settings: BootstrapSettings) -> Result<(), StatsError> {
 
 /// The estimate `ratio` with the percentile interval of coverage `level` of its bootstrap
 /// `draws`.
-fn estimate(
+pub(crate) fn estimate(
     ratio: f64,
     mut draws: Vec<f64>,
     settings: BootstrapSettings,

@@ -14,6 +14,7 @@
 //! | passes needed to resolve a difference | [`compare::passes_needed`] | from the pooled CV, and at least what the rank test needs |
 //! | claim check: holds / fails / inconclusive | [`claim`] | rule below |
 //! | adaptive passes: which points need another pass | [`adaptive`] | relative t-CI half-width against `until-ci` |
+//! | an effect published vs reproduced: consistent / differs / undecided | [`replication`] | the ratio of the two effects, bootstrap CI from both campaigns' resamples; rule in the module |
 //! | drift across passes in run order; outlying passes | [`drift`] | exact Mann–Kendall test; modified z-score from the MAD above 3.5 |
 //! | a sequential design: looks, boundaries, when passes stop; its simulation | [`sequential`] | Lan–DeMets O'Brien–Fleming-type α spending, boundaries by numerical integration |
 //!
@@ -51,6 +52,7 @@ pub mod compare;
 pub mod drift;
 mod error;
 pub mod rank_test;
+pub mod replication;
 mod sample;
 pub mod sequential;
 pub mod summary;
@@ -64,4 +66,5 @@ pub use compare::{
 };
 pub use error::StatsError;
 pub use rank_test::{mann_whitney, signed_rank, MannWhitney, PMethod, SignedRank};
+pub use replication::{replicate, Agreement, AgreementReason, Effect, Replication};
 pub use summary::{summarize, Interval, Summary, CONFIDENCE};

@@ -3,7 +3,10 @@
 //! machine, whatever its images' ids), grouped into table cells (a point × a figure the
 //! plan's analyses read), and compared — B's median against A's as a ratio with its seeded
 //! bootstrap CI and the verdict of `cairn_analysis::compare` (A is the baseline); each
-//! claim's verdict on both sides and whether it holds on B too.
+//! claim's verdict on both sides and whether it holds on B too. The two sides were never
+//! measured together: every cell mixes campaigns (and machines, when the fingerprints
+//! differ), so a cell's difference may be the machine's or the moment's, and the output
+//! says so.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,13 +51,19 @@ pub struct Comparison {
     pub study: String,
     pub fingerprints_a: Vec<Value>,
     pub fingerprints_b: Vec<Value>,
+    /// What the cells mix: `campaigns`, or `machines and campaigns` when the sides'
+    /// fingerprints differ (A and B are never one campaign).
+    pub mixes: String,
     pub cells: Vec<Cell>,
     pub claims: Vec<ClaimRow>,
 }
 
 /// Every record of `store` by definition key (records without one are older than it and
 /// cannot be matched); a measurement only when its fingerprint is `fingerprint` (if given).
-fn by_definition(store: &Store, fingerprint: Option<&Value>) -> BTreeMap<String, Vec<Record>> {
+pub(crate) fn by_definition(
+    store: &Store,
+    fingerprint: Option<&Value>,
+) -> BTreeMap<String, Vec<Record>> {
     let keys = store.record_keys().unwrap_or_default();
     let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for r in store.get_records(&keys).into_iter().flatten().flatten() {
@@ -180,14 +189,14 @@ pub fn compare(
             match cairn_analysis::compare(&sa, &sb, direction, &Criteria::default()) {
                 Ok(c) => {
                     let v = match c.verdict {
-                        Verdict::NoSignificantDifference => "reproduced (within ±5%)".to_string(),
+                        Verdict::NoSignificantDifference => "the same within ±5%".to_string(),
                         Verdict::Inconclusive => {
                             format!("inconclusive ({})", reason_text(&c.reason))
                         }
-                        Verdict::Faster => "differs: better here".into(),
-                        Verdict::Slower => "differs: worse here".into(),
-                        Verdict::Higher => "differs: higher here".into(),
-                        Verdict::Lower => "differs: lower here".into(),
+                        Verdict::Faster => "better on B".into(),
+                        Verdict::Slower => "worse on B".into(),
+                        Verdict::Higher => "higher on B".into(),
+                        Verdict::Lower => "lower on B".into(),
                     };
                     (
                         Some(c.ratio.ratio),
@@ -230,8 +239,14 @@ pub fn compare(
             b: vb,
         });
     }
+    let mixes = if fps_a == fps_b {
+        "campaigns"
+    } else {
+        "machines and campaigns"
+    };
     Comparison {
         study: graph.study.clone(),
+        mixes: mixes.to_string(),
         fingerprints_a: fps_a
             .into_iter()
             .filter_map(|s| serde_json::from_str(&s).ok())
@@ -302,6 +317,9 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
             );
         }
     }
-    s += "\nA cell is *reproduced* when the whole 95% CI of the ratio of medians lies within ±5%; with few passes the rank test cannot decide and the cell is inconclusive (the rules of cairn-analysis).\n";
+    s += &format!(
+        "\n{a} and {b} were not measured together: each cell mixes {}, so a difference may be the machine's or the moment's, not the variants'. A cell is *the same within ±5%* when the whole 95% CI of the ratio of medians lies within ±5%; with few passes the rank test cannot decide and the cell is inconclusive (the rules of cairn-analysis).\n",
+        c.mixes
+    );
     s
 }

@@ -1,6 +1,6 @@
 //! `cairn bundle`, `cairn verify BUNDLE` and `cairn reproduce`: pack a study, check a
 //! bundle (a `.tar.zst` or an unpacked folder), re-run a verified bundle on this machine
-//! and compare with what was published (`crate::comparison`).
+//! and compare what it finds with what was published (`crate::bundle::findings`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -119,7 +119,8 @@ pub fn verify(cli: &Cli, target: &Path) -> Result<i32, Exit> {
 
 /// `cairn reproduce BUNDLE [--into DIR] [--allow-host-steps]`: verify, unpack, run every
 /// step here into `DIR/reproduced` (nothing published is reused: a fresh store), render the
-/// report, and write `DIR/comparison.md` and `.json`.
+/// report, and write what it found against what was published (effects, claims, absolute
+/// cells: [`crate::bundle::findings`]) to `DIR/comparison.md` and `.json`.
 pub fn reproduce(
     cli: &Cli,
     target: &Path,
@@ -185,6 +186,10 @@ pub fn reproduce(
             cmd.arg("--cache").arg(c);
         }
         cmd.args(args).arg(&v.plan);
+        if cli.json {
+            // stdout carries only JSON lines: the run's and the report's progress go to stderr
+            cmd.stdout(std::io::stderr());
+        }
         let status = cmd.status().map_err(context::fail(FAILED))?;
         if !status.success() {
             eprintln!(
@@ -196,14 +201,15 @@ pub fn reproduce(
     }
     let a = context::open_store(&published)?;
     let b = context::open_store(&results)?;
-    let cmp = crate::comparison::compare(&graph, &a, &b, None, None);
-    let md = crate::comparison::markdown(&cmp, "published", "reproduced here");
+    let found = crate::bundle::findings::findings(&graph, &a, &b);
+    let md = crate::bundle::findings::markdown(&found);
     std::fs::write(dir.join("comparison.md"), &md).map_err(context::fail(FAILED))?;
-    std::fs::write(
-        dir.join("comparison.json"),
-        serde_json::to_vec_pretty(&cmp).expect("serialises"),
-    )
-    .map_err(context::fail(FAILED))?;
+    let json = serde_json::to_vec_pretty(&found).expect("serialises");
+    std::fs::write(dir.join("comparison.json"), &json).map_err(context::fail(FAILED))?;
+    if cli.json {
+        println!("{}", serde_json::to_string(&found).expect("serialises"));
+        return Ok(OK);
+    }
     println!("{md}");
     println!(
         "wrote {} and comparison.json (verified in {:.1} s, reproduced and compared in {:.1} s)",

@@ -3,7 +3,7 @@
 //! every file's blake3; `cairn verify` checks one (a file or an unpacked folder) — each
 //! file against the manifest, and every record's key against the plan and its inputs'
 //! records — and names what each problem breaks; `cairn reproduce` re-runs a verified
-//! bundle here and compares.
+//! bundle here and compares what it finds with what was published ([`findings`]).
 //!
 //! A bundle is untrusted input ([`unpack`]): entries outside their folder, links and
 //! decompression beyond the declared size are refused, and the plan's host `step`s run
@@ -11,6 +11,7 @@
 
 pub mod chain;
 pub mod check;
+pub mod findings;
 pub mod format;
 pub mod pack;
 pub mod unpack;
