@@ -291,9 +291,20 @@ fn status_word(s: Status) -> &'static str {
 /// them (`-v` lists them): an analysis of a large plan waits on hundreds of trials.
 const LISTED_PENDING_INPUTS: usize = 3;
 
-/// A step's reasons, a line each; with `graph`, the inputs it waits on are counted by kind
+/// Each step's kind by its address, for counting the inputs a step waits on by kind.
+type KindsByAddress<'g> = std::collections::HashMap<&'g str, &'static str>;
+
+fn kinds_by_address(graph: &StepGraph) -> KindsByAddress<'_> {
+    graph
+        .steps
+        .iter()
+        .map(|s| (s.address.as_str(), s.kind.as_str()))
+        .collect()
+}
+
+/// A step's reasons, a line each; with `kinds`, the inputs it waits on are counted by kind
 /// in one line when there are more than [`LISTED_PENDING_INPUTS`] of them.
-fn reason_lines(s: &StepStatus, graph: Option<&StepGraph>) -> Vec<String> {
+fn reason_lines(s: &StepStatus, kinds: Option<&KindsByAddress<'_>>) -> Vec<String> {
     let waits_on: Vec<&str> = s
         .reasons
         .iter()
@@ -302,16 +313,12 @@ fn reason_lines(s: &StepStatus, graph: Option<&StepGraph>) -> Vec<String> {
             _ => None,
         })
         .collect();
-    let Some(graph) = graph.filter(|_| waits_on.len() > LISTED_PENDING_INPUTS) else {
+    let Some(kinds) = kinds.filter(|_| waits_on.len() > LISTED_PENDING_INPUTS) else {
         return s.reasons.iter().map(describe).collect();
     };
     let mut by_kind: std::collections::BTreeMap<&str, usize> = Default::default();
     for from in &waits_on {
-        let kind = graph
-            .steps
-            .iter()
-            .find(|st| st.address == *from)
-            .map_or("step", |st| st.kind.as_str());
+        let kind = kinds.get(from).copied().unwrap_or("step");
         *by_kind.entry(kind).or_default() += 1;
     }
     let counted: Vec<String> = by_kind
@@ -335,9 +342,14 @@ fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
     print_status_condensed(s, indent, verbose, None)
 }
 
-/// [`print_status`]; with `graph`, a long list of inputs waited on is counted
+/// [`print_status`]; with `kinds`, a long list of inputs waited on is counted
 /// ([`reason_lines`]).
-fn print_status_condensed(s: &StepStatus, indent: usize, verbose: u8, graph: Option<&StepGraph>) {
+fn print_status_condensed(
+    s: &StepStatus,
+    indent: usize,
+    verbose: u8,
+    kinds: Option<&KindsByAddress<'_>>,
+) {
     let pad = "  ".repeat(indent);
     println!(
         "{pad}{:<8} {:<40} {}",
@@ -345,7 +357,7 @@ fn print_status_condensed(s: &StepStatus, indent: usize, verbose: u8, graph: Opt
         s.address,
         short(&s.key)
     );
-    for line in reason_lines(s, graph) {
+    for line in reason_lines(s, kinds) {
         println!("{pad}         · {line}");
     }
     if verbose >= 2 {
@@ -376,12 +388,12 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
         return Ok(OK);
     }
     let mut counts = [0usize; 5];
+    let kinds = (cli.verbose == 0).then(|| kinds_by_address(&graph));
     for &id in &graph.order {
         let s = &all[id];
         counts[s.status as usize] += 1;
         if s.status != Status::Cached || cli.verbose > 0 {
-            let condense = (cli.verbose == 0).then_some(&graph);
-            print_status_condensed(s, 0, cli.verbose, condense);
+            print_status_condensed(s, 0, cli.verbose, kinds.as_ref());
         }
     }
     let not_needed = match counts[Status::NotNeeded as usize] {
