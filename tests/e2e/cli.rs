@@ -446,3 +446,305 @@ fn a_closed_pipe_a_subdirectory_and_gc_without_plans_are_handled() {
         .count();
     assert_eq!(after, records);
 }
+
+/// A sandbox holding the committed quickstart's store, images and plans (no container
+/// runs: every trial is recorded), and the class those trials were measured on, as JSON:
+/// run with it as `CAIRN_SIMULATED_MACHINE`, this machine is that class.
+fn committed_quickstart() -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let root = crate::support::repo_root();
+    sb.copy_tree(&root.join("results/store"), "results/store");
+    sb.copy_tree(&root.join("images"), "images");
+    sb.write(
+        "plans/quickstart.kdl",
+        &std::fs::read_to_string(root.join("plans/quickstart.kdl")).unwrap(),
+    );
+    let class = crate::support::files_under(&sb.store().join("records"))
+        .into_iter()
+        .filter_map(|p| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+            (r["kind"] == "trial").then(|| r["fingerprint"].to_string())
+        })
+        .next()
+        .expect("the committed store holds trials");
+    (sb, class)
+}
+
+/// `i` run as if this machine were of `class` (JSON).
+fn simulated<'a>(i: crate::support::Invocation<'a>, class: &str) -> crate::support::Invocation<'a> {
+    i.env("CAIRN_SIMULATED_MACHINE", class)
+}
+
+/// The key file names of the committed store's trial records, with their addresses.
+fn trial_keys(sb: &Sandbox) -> Vec<(String, String)> {
+    crate::support::files_under(&sb.store().join("records"))
+        .into_iter()
+        .filter_map(|p| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+            (r["kind"] == "trial").then(|| {
+                (
+                    r["key"].as_str().unwrap().to_string(),
+                    r["address"].as_str().unwrap().to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The first hour, item 1: a machine class has a short stable id; `cairn machine` prints
+/// it, `--measured-on` and `compare --measured-on-a/-b` (and the old `--fingerprint-a/-b`)
+/// take it; a bad class names its flag and a class without trials is refused, exit 2.
+#[test]
+fn a_machine_class_is_named_by_its_short_id() {
+    let (sb, class) = committed_quickstart();
+    let sim = |i| simulated(i, &class);
+    let m = sim(sb.cairn(["--json", "machine"])).success();
+    let id = m.json_lines()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 12, "{id}");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    // stable: the same class, the same id, on every run
+    let again = sim(sb.cairn(["machine"])).success();
+    assert!(
+        again.stdout.contains(&format!("class {id} ")),
+        "{}",
+        again.stdout
+    );
+
+    // the report, and a comparison of the class with the whole store, by the id
+    sim(sb.cairn(["report", "plans/quickstart.kdl", "--measured-on", &id])).success();
+    sb.cairn([
+        "compare",
+        "results",
+        "--plan",
+        "plans/quickstart.kdl",
+        "--measured-on-a",
+        &id[..8],
+    ])
+    .success();
+    // the old name, and a value that is no class: the flag is named, exit 2
+    let r = sb
+        .cairn([
+            "compare",
+            "results",
+            "--plan",
+            "plans/quickstart.kdl",
+            "--fingerprint-a",
+            "garbage",
+        ])
+        .code(2);
+    assert!(r.stderr.contains("--measured-on-a"), "{}", r.stderr);
+    assert!(r.stderr.contains(&id), "the classes known: {}", r.stderr);
+    // a class the store holds no trial of: said, with the classes it does hold, exit 2
+    let none = r#"{"cpu_model":"none","cores":1,"threads":1,"memory_gib":1,"kernel":"0","runtime":"host"}"#;
+    let r = sb
+        .cairn([
+            "compare",
+            "results",
+            "--plan",
+            "plans/quickstart.kdl",
+            "--measured-on-a",
+            &id,
+            "--fingerprint-b",
+            none,
+        ])
+        .code(2);
+    assert!(
+        r.stderr
+            .contains("--measured-on-b: B holds no trial of quickstart measured on"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains(&id), "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let unknown = if id.starts_with("0000") {
+        "ffff0000"
+    } else {
+        "00000000"
+    };
+    let r = sb
+        .cairn(["report", "plans/quickstart.kdl", "--measured-on", unknown])
+        .code(2);
+    assert!(
+        r.stderr
+            .contains("--measured-on: no machine class here has the id"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The first hour, items 2 and 6: `history` of a plan finds the trials its keys name,
+/// whichever study recorded them (here the committed quickstart's trials, their records
+/// rewritten as another study's); a report rendered from recorded results says one
+/// summary line, not a line per cached step.
+#[test]
+fn history_finds_results_by_key_and_a_render_is_quiet() {
+    let (sb, class) = committed_quickstart();
+    let sim = |i| simulated(i, &class);
+    let r = sim(sb.cairn(["report", "plans/quickstart.kdl"])).success();
+    assert!(!r.stderr.contains("cached  trial/"), "{}", r.stderr);
+    assert!(!r.stderr.contains("not needed trial/"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(" cached, "),
+        "one summary line: {}",
+        r.stderr
+    );
+    let v = sim(sb.cairn(["report", "-v", "plans/quickstart.kdl"])).success();
+    assert!(v.stderr.contains("cached  trial/"), "{}", v.stderr);
+
+    let store = cairn_store::Store::open(&sb.results()).unwrap();
+    for (key, _) in trial_keys(&sb) {
+        let mut rec = store.get_record(&key).unwrap().unwrap();
+        rec.study = "recorded-elsewhere".into();
+        store.put_record(&mut rec).unwrap();
+    }
+    let h = sim(sb.cairn(["history", "plans/quickstart.kdl"])).success();
+    assert!(!h.stdout.contains("no results"), "{}", h.stdout);
+    assert!(
+        h.stdout.contains("trial/ro/system[threads=1] (tps):"),
+        "{}",
+        h.stdout
+    );
+    assert!(h.stdout.contains("median"), "{}", h.stdout);
+}
+
+/// The first hour, item 3: a key as a report prints it (12 hex) names its step for `cat`
+/// and `explain`; a prefix of two keys is refused with both listed.
+#[test]
+fn a_key_prefix_names_a_step_for_cat_and_explain() {
+    let (sb, class) = committed_quickstart();
+    let sim = |i| simulated(i, &class);
+    let (key, address) = trial_keys(&sb).remove(0);
+    let short = &key[..12];
+    let c = sim(sb.cairn(["cat", "plans/quickstart.kdl", short, "figures.json"])).success();
+    assert!(c.stdout.contains("tps"), "{}", c.stdout);
+    let e = sim(sb.cairn(["explain", "plans/quickstart.kdl", short])).success();
+    assert!(e.stdout.contains(&address), "{}", e.stdout);
+    // a key of no record and no step
+    let none = if key.starts_with("00000000") {
+        "ffffffff"
+    } else {
+        "00000000"
+    };
+    sb.cairn(["cat", "plans/quickstart.kdl", none])
+        .stderr(contains("has a key starting with"))
+        .code(2);
+    // two keys share the prefix: both listed, exit 2
+    let records = sb.store().join("records");
+    std::fs::copy(
+        records.join(format!("{key}.json")),
+        records.join(format!("{}{}.json", &key[..8], "0".repeat(56))),
+    )
+    .unwrap();
+    let r = sb.cairn(["cat", "plans/quickstart.kdl", &key[..8]]).code(2);
+    assert!(r.stderr.contains("is the start of 2 keys"), "{}", r.stderr);
+    assert!(r.stderr.contains(&key[..16]), "{}", r.stderr);
+}
+
+/// The first hour, item 4: `check --json` prints its verdict and diagnostics as JSON;
+/// `report --help` says what it writes; `fmt --help` offers no flag it ignores.
+#[test]
+fn check_json_and_help_texts() {
+    let sb = Sandbox::new();
+    sb.fixture("basic.kdl", "basic.kdl");
+    let ok = sb.cairn(["--json", "check", "basic.kdl"]).success();
+    let v = &ok.json_lines()[0];
+    assert_eq!(v["valid"], true, "{v}");
+    assert_eq!(v["steps"], 4, "{v}");
+    sb.fixture("bad_unknown_node.kdl", "broken.kdl");
+    let bad = sb.cairn(["--json", "check", "broken.kdl"]).code(2);
+    let v = &bad.json_lines()[0];
+    assert_eq!(v["valid"], false, "{v}");
+    assert!(
+        v["diagnostic"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
+    let help = sb.cairn(["report", "--help"]).success();
+    for file in [
+        "report.md",
+        "report.html",
+        "plot",
+        "data.csv",
+        "series.csv",
+        "data.json",
+    ] {
+        assert!(help.stdout.contains(file), "{file}: {}", help.stdout);
+    }
+    let help = sb.cairn(["fmt", "--help"]).success();
+    for flag in ["--results", "--cache", "--json"] {
+        assert!(!help.stdout.contains(flag), "{flag}: {}", help.stdout);
+    }
+    assert!(help.stdout.contains("Examples:"), "{}", help.stdout);
+}
+
+/// The first hour, item 5: `cairn plan` counts the many inputs a step waits on; `-v`
+/// lists them.
+#[test]
+fn plan_counts_the_inputs_a_pending_step_waits_on() {
+    let sb = Sandbox::new();
+    sb.write(
+        "fan.kdl",
+        "study \"fan\"\nstep \"gen\" { run \"echo $n > x\"; output \"x\"; matrix { n 1 2 3 4 5 } }\nstep \"sum\" { needs \"gen\"; run \"cat gen*/x > s\"; output \"s\" }\n",
+    );
+    let p = sb.cairn(["plan", "fan.kdl"]).success();
+    assert!(
+        p.stdout.contains("waits on 5 commands that run first"),
+        "{}",
+        p.stdout
+    );
+    assert!(!p.stdout.contains("waits on input"), "{}", p.stdout);
+    let v = sb.cairn(["plan", "-v", "fan.kdl"]).success();
+    assert_eq!(
+        v.stdout.matches("waits on input").count(),
+        5,
+        "{}",
+        v.stdout
+    );
+}
+
+/// The first hour, item 7: a bundle is written as any new file is (0666 less the umask),
+/// not private to its owner.
+#[test]
+fn a_bundle_is_readable_as_any_new_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        "study \"shared\"\nstep \"s\" { run \"echo hi > out\"; output \"out\" }\n",
+    );
+    sb.cairn(["run", "plan.kdl"]).success();
+    sb.cairn(["bundle", "plan.kdl", "-o", "s.tar.zst"])
+        .success();
+    // SAFETY: reading the umask (set back at once)
+    let umask = unsafe {
+        let m = libc::umask(0o022);
+        libc::umask(m);
+        m
+    };
+    let mode = std::fs::metadata(sb.path().join("s.tar.zst"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o666 & !(umask as u32), "{mode:o}");
+}
+
+/// The first hour, item 8: every shipped plan is in `cairn fmt`'s canonical form.
+#[test]
+fn every_shipped_plan_is_formatted() {
+    let root = crate::support::repo_root();
+    let mut plans: Vec<String> = crate::support::files_under(&root.join("plans"))
+        .into_iter()
+        .chain(crate::support::files_under(&root.join("images")))
+        .filter(|p| p.extension().is_some_and(|e| e == "kdl"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    plans.sort();
+    assert!(plans.len() >= 4, "{plans:?}");
+    let sb = Sandbox::new();
+    let r = sb.cairn(["fmt", "--check"]).args(&plans).run();
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+}

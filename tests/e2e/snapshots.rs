@@ -64,8 +64,8 @@ fn plan_prints_each_steps_status_key_and_reasons() {
 
 /// The machine-dependent parts of a `cairn results` table: whether a trial's record was
 /// measured on this machine (`cached`) or elsewhere (`other machine`) depends on where the
-/// test runs, and so do the column widths that follow from it and the count of trials
-/// measured here. Columns are joined by one space, the state becomes `<state>`.
+/// test runs, and so do the column widths that follow from it, the count of trials
+/// measured here and this machine's class id. Columns are joined by one space, the state becomes `<state>`.
 fn machine_neutral(table: &str) -> String {
     table
         .lines()
@@ -79,6 +79,11 @@ fn machine_neutral(table: &str) -> String {
                 .unwrap_or(line);
             match line.split_once(" of ") {
                 Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => {
+                    // and this machine's class, by its id
+                    let rest = match rest.split_once("(class ") {
+                        Some((head, _)) => format!("{head}(class <id>)"),
+                        None => rest.to_string(),
+                    };
                     format!("<n> of {rest}")
                 }
                 _ => line,

@@ -2,19 +2,21 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "cairn",
     version,
-    about = "Benchmark studies as code: plan, run, explain, verify"
+    about = "Benchmark studies as code: plan, run, explain, verify",
+    after_help = "Examples:\n  cairn plan plans/quickstart.kdl      what would run, and why\n  cairn run plans/quickstart.kdl       run it; the report lands in results/<study>/\n  cairn results plans/quickstart.kdl   every trial and its figures"
 )]
 pub struct Cli {
     /// More output: -v lists cached steps too, -vv shows each key's JSON beside its hash.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
-    /// Results directory holding the store (`<results>/store`).
+    /// Results directory holding the store (`<results>/store`); default: the nearest
+    /// `results/` in this directory or above it.
     #[arg(long, global = true, env = "CAIRN_RESULTS", default_value = "results")]
     pub results: PathBuf,
     /// Machine-local cache directory (working directories, image tarballs, snapshots).
@@ -29,21 +31,46 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Validate a plan and print its step counts.
-    Check { plan: PathBuf },
-    /// Show every step: cached / will run / pending / blocked, and why.
-    Plan {
+    /// Validate a plan and print its step counts (`--json`: the verdict and any diagnostic
+    /// as JSON on stdout).
+    #[command(
+        after_help = "Examples:\n  cairn check plans/quickstart.kdl\n  cairn check --json plans/quickstart.kdl   {\"valid\": …, \"diagnostic\": …}"
+    )]
+    Check {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
-        /// Treat these steps as stale.
+    },
+    /// Show every step that is not cached (will run / pending / blocked) and why; `-v` lists
+    /// the cached steps and every input a pending analysis waits on too.
+    #[command(
+        after_help = "Examples:\n  cairn plan plans/quickstart.kdl\n  cairn plan -v --fresh 'kind:trial' plans/quickstart.kdl"
+    )]
+    Plan {
+        /// The plan file (`.kdl`).
+        plan: PathBuf,
+        /// Treat these steps as stale (name, address, kind:<kind>, or a * pattern).
         #[arg(long)]
         fresh: Vec<String>,
         #[command(flatten)]
         on: OnArgs,
     },
     /// Why a step would run: which input changed, old → new, back to the first change.
-    Explain { plan: PathBuf, step: String },
+    #[command(
+        after_help = "Examples:\n  cairn explain plans/quickstart.kdl 'trial/load/pg[clients=8]#1'\n  cairn explain plans/quickstart.kdl a1c1b85482bb   (a key, as a report prints it)"
+    )]
+    Explain {
+        /// The plan file (`.kdl`).
+        plan: PathBuf,
+        /// The step: its address, name or pattern, or its key (at least 8 hex of it, as a
+        /// report prints it).
+        step: String,
+    },
     /// Run every stale step.
+    #[command(
+        after_help = "Examples:\n  cairn run plans/quickstart.kdl\n  cairn run --only 'kind:image' -j 2 plans/quickstart.kdl\n  cairn run --fresh 'trial/*' plans/quickstart.kdl   measure again on purpose"
+    )]
     Run {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
         /// Run only these steps and what they need (name, address, kind:<kind>, or a * pattern).
         #[arg(long)]
@@ -88,37 +115,62 @@ pub enum Command {
         dir: PathBuf,
     },
     /// Every trial of a plan with its parameters and headline figures (cached results only).
+    #[command(
+        after_help = "Examples:\n  cairn results plans/quickstart.kdl\n  cairn results --csv plans/quickstart.kdl > trials.csv"
+    )]
     Results {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
         /// Comma-separated values with every figure (for scripts); `--json` gives JSON lines.
         #[arg(long)]
         csv: bool,
     },
     /// Render the study's report from recorded trials (never measuring) into
-    /// `<results>/<study>/`: report.md, data.csv, data.json.
+    /// `<results>/<study>/`: report.md, report.html, the plots (plot-*.svg, plot-*.png),
+    /// data.csv (one row per trial), series.csv (the time series within trials) and
+    /// data.json (everything, typed).
+    #[command(
+        after_help = "Examples:\n  cairn report plans/quickstart.kdl\n  cairn report --measured-on 3f9a1c2b7d4e plans/quickstart.kdl   another machine class's results"
+    )]
     Report {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
-        /// Read the measurements of another machine class held in the store (JSON, as
-        /// `cairn machine --json` prints its class). Without it: this machine's, or, when
-        /// this machine has not measured the study, the one class whose results are complete.
-        #[arg(long)]
+        /// Read the measurements of another machine class held in the store: its id (as
+        /// `cairn machine` prints it) or its JSON. Without it: this machine's, or, when this
+        /// machine has not measured the study, the one class whose results are complete.
+        #[arg(long, value_name = "CLASS")]
         measured_on: Option<String>,
     },
     /// Print a finished step's output file (or its stdout/stderr) from the store.
+    #[command(
+        after_help = "Examples:\n  cairn cat plans/quickstart.kdl 'trial/load/pg[clients=8]#1' @stdout\n  cairn cat plans/quickstart.kdl a1c1b85482bb   (a trial key, as a report prints it)"
+    )]
     Cat {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
+        /// The step: its address or name, or its key (at least 8 hex of it, as a report
+        /// prints it; an earlier record of the step too).
         step: String,
         /// Which output (default: the step's only output); `@stdout` / `@stderr` for its logs.
         output: Option<String>,
     },
     /// Print the step graph.
+    #[command(
+        after_help = "Examples:\n  cairn graph plans/quickstart.kdl | dot -Tsvg > graph.svg\n  cairn graph --format mermaid plans/quickstart.kdl"
+    )]
     Graph {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
+        /// The graph language: Graphviz `dot` or `mermaid`.
         #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
         format: GraphFormat,
     },
     /// Rewrite plan files in canonical formatting.
+    #[command(
+        after_help = "Examples:\n  cairn fmt plans/*.kdl\n  cairn fmt --check plans/*.kdl   in CI: exit 1 if any is not formatted"
+    )]
     Fmt {
+        /// The plan files to format.
         #[arg(required = true)]
         plans: Vec<PathBuf>,
         /// Only report files that are not formatted (exit 1 if any).
@@ -127,18 +179,27 @@ pub enum Command {
     },
     /// Pack a study into one archive: plan files, lock, every record and blob its report
     /// depends on, the rendered report, and a manifest of every file's blake3.
+    #[command(
+        after_help = "Examples:\n  cairn bundle plans/quickstart.kdl -o quickstart.tar.zst\n  cairn verify quickstart.tar.zst && cairn reproduce quickstart.tar.zst"
+    )]
     Bundle {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
         /// The archive to write (`.tar.zst`).
         #[arg(short, long)]
         output: PathBuf,
-        /// Pack the measurements of another machine class held in the store (as for `report`).
-        #[arg(long)]
+        /// Pack the measurements of another machine class held in the store (its id or
+        /// JSON, as for `report`).
+        #[arg(long, value_name = "CLASS")]
         measured_on: Option<String>,
     },
     /// Verify a bundle (a `.tar.zst` or an unpacked folder), re-run every trial of it on
     /// this machine into a fresh store, and compare: `<into>/comparison.md` and `.json`.
+    #[command(
+        after_help = "Examples:\n  cairn reproduce quickstart.tar.zst\n  cairn reproduce --into /tmp/again quickstart.tar.zst"
+    )]
     Reproduce {
+        /// The bundle (`.tar.zst` or an unpacked folder).
         bundle: PathBuf,
         /// Where to unpack and reproduce (default `<bundle name>-reproduced`; must be empty).
         #[arg(long)]
@@ -148,23 +209,31 @@ pub enum Command {
         allow_host_steps: bool,
     },
     /// Compare two result sets of one plan cell by cell: each a bundle (archive or folder)
-    /// or a results directory (with --plan); or, with --fingerprint-a/-b, two machines in
-    /// one results directory.
+    /// or a results directory (with --plan); or, with --measured-on-a/-b, two machine
+    /// classes in one results directory.
+    #[command(
+        after_help = "Examples:\n  cairn compare published.tar.zst reproduced/\n  cairn compare results --plan plans/quickstart.kdl --measured-on-a 3f9a1c2b7d4e --measured-on-b 77c0e1d2a9b4"
+    )]
     Compare {
+        /// Side A, the baseline: a bundle (`.tar.zst` or folder) or a results directory.
         a: PathBuf,
+        /// Side B: a bundle or a results directory (default: A again, for two machine
+        /// classes of one store).
         b: Option<PathBuf>,
         /// The plan of results directories (a bundle brings its own).
         #[arg(long)]
         plan: Option<PathBuf>,
-        /// Only A's measurements on this fingerprint (JSON, as `cairn machine --json` prints its class).
-        #[arg(long)]
-        fingerprint_a: Option<String>,
-        /// Only B's measurements on this fingerprint.
-        #[arg(long)]
-        fingerprint_b: Option<String>,
+        /// Only A's measurements made on this machine class: its id (as `cairn machine`
+        /// prints it) or its JSON.
+        #[arg(long, value_name = "CLASS", alias = "fingerprint-a")]
+        measured_on_a: Option<String>,
+        /// Only B's measurements made on this machine class (id or JSON).
+        #[arg(long, value_name = "CLASS", alias = "fingerprint-b")]
+        measured_on_b: Option<String>,
     },
     /// Re-hash every blob and record in the store and report damage; with a BUNDLE, check
     /// that bundle instead (every file, and every record chaining back to its plan).
+    #[command(after_help = "Examples:\n  cairn verify\n  cairn verify quickstart.tar.zst")]
     Verify {
         /// A bundle (`.tar.zst` or an unpacked folder) to check instead of the store.
         bundle: Option<PathBuf>,
@@ -174,9 +243,13 @@ pub enum Command {
         repair: bool,
     },
     /// Remove records and blobs that no plan references (dry run unless --apply).
+    #[command(
+        after_help = "Examples:\n  cairn gc                  what would go (the plans in plans/ are kept)\n  cairn gc --apply plans/quickstart.kdl"
+    )]
     Gc {
-        /// Plans whose steps to keep (default: plans/*.kdl).
+        /// Plans whose steps to keep (default: plans/*.kdl beside the results directory).
         plans: Vec<PathBuf>,
+        /// Remove them (without it: only say what would be removed).
         #[arg(long)]
         apply: bool,
         /// Also remove measurements made on other machines (another fingerprint class),
@@ -186,7 +259,11 @@ pub enum Command {
     },
     /// Every earlier result of each table cell on this machine's class, with its date and
     /// server version; changes beyond the noise flagged.
+    #[command(
+        after_help = "Examples:\n  cairn history plans/release.kdl\n  cairn history --metric latency_p95_ms --fail-on slower plans/release.kdl   in CI"
+    )]
     History {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
         /// The figure to follow.
         #[arg(long, default_value = "tps")]
@@ -199,13 +276,19 @@ pub enum Command {
     /// Write `PLAN.lock` beside the plan: the package versions of every image (built here
     /// first if need be) and the digest of every plan file. Later runs build exactly those
     /// versions or say which one the archive no longer serves; `cairn plan` compares.
+    #[command(
+        after_help = "Examples:\n  cairn lock plans/quickstart.kdl   writes plans/quickstart.kdl.lock"
+    )]
     Lock {
+        /// The plan file (`.kdl`).
         plan: PathBuf,
         /// The Debian mirror for base images that must be built first.
         #[arg(long)]
         mirror: Option<String>,
     },
-    /// Print this machine's fingerprint: the class in measurement keys and the exact facts.
+    /// Print this machine's fingerprint: the class in measurement keys (and its short id,
+    /// which `--measured-on` takes) and the exact facts.
+    #[command(after_help = "Examples:\n  cairn machine\n  cairn machine --json | jq .id")]
     Machine {
         /// The fingerprint of measurements on the host (the process runtime) instead of in
         /// containers (the default: it asks the Docker Engine for its version).
@@ -214,12 +297,17 @@ pub enum Command {
     },
     /// Remove every container and network cairn left in the Docker Engine (images are kept),
     /// and the server socket directories of ended runs.
+    #[command(after_help = "Example:\n  cairn clean   after a run was killed")]
     Clean,
     /// Measure cairn's own overhead on synthetic plans.
+    #[command(
+        after_help = "Examples:\n  cairn bench\n  cairn bench --study plans/quickstart.kdl\n  cairn bench --sequential --studies 200"
+    )]
     Bench {
         /// Sizes of the independent fan-in plans to measure.
         #[arg(long, default_values_t = [200usize, 10_000])]
         steps: Vec<usize>,
+        /// Steps run in parallel (as `run -j`).
         #[arg(short, long, default_value_t = default_jobs())]
         jobs: usize,
         /// Also time `cairn run` of this plan when every step of it is served from the store
@@ -283,10 +371,113 @@ pub struct OnArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum GraphFormat {
+    /// Graphviz.
     Dot,
+    /// Mermaid (renders in GitHub Markdown).
     Mermaid,
+}
+
+/// The global flags a command has no use for: its help does not offer them (they are still
+/// accepted, and do nothing, so a flag given before any command never breaks one).
+const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
+    ("fmt", &["results", "cache", "json"]),
+    ("graph", &["results", "cache", "json"]),
+    ("check", &["results", "cache"]),
+    ("machine", &["results"]),
+    ("clean", &["results", "cache"]),
+];
+
+/// The command line's grammar: [`Cli`], with each command's unused global flags hidden.
+pub fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    for (name, unused) in UNUSED_GLOBALS {
+        cmd = cmd.mut_subcommand(*name, |mut sub| {
+            // a command's own copy of a global flag is not replaced by the global one
+            for a in globals
+                .iter()
+                .filter(|a| unused.contains(&a.get_id().as_str()))
+            {
+                sub = sub.arg(a.clone().hide(true));
+            }
+            sub
+        });
+    }
+    cmd
 }
 
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    #[test]
+    fn the_grammar_is_consistent() {
+        command().debug_assert();
+    }
+
+    /// Every argument a person sees is described, and every command shows an example.
+    #[test]
+    fn every_argument_has_help_and_every_command_an_example() {
+        let mut cmd = command();
+        cmd.build();
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            assert!(
+                sub.get_after_help().is_some(),
+                "`cairn {}` has no example",
+                sub.get_name()
+            );
+            for a in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+                if ["help", "version"].contains(&a.get_id().as_str()) {
+                    continue;
+                }
+                assert!(
+                    a.get_help().is_some(),
+                    "`cairn {}`: `{}` has no description",
+                    sub.get_name(),
+                    a.get_id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fmt_does_not_offer_the_store_flags_but_accepts_them() {
+        let mut cmd = command();
+        cmd.build();
+        let fmt = cmd.find_subcommand_mut("fmt").unwrap();
+        let mut help = Vec::new();
+        fmt.write_long_help(&mut help).unwrap();
+        let help = String::from_utf8(help).unwrap();
+        for flag in ["--results", "--cache", "--json"] {
+            assert!(!help.contains(flag), "{flag} in\n{help}");
+        }
+        let m = command()
+            .try_get_matches_from(["cairn", "--results", "r", "fmt", "p.kdl"])
+            .unwrap();
+        assert!(Cli::from_arg_matches(&m).is_ok());
+    }
+
+    #[test]
+    fn the_old_class_flags_of_compare_still_work() {
+        let m = command()
+            .try_get_matches_from(["cairn", "compare", "r", "--fingerprint-a", "abcd1234"])
+            .unwrap();
+        let Command::Compare { measured_on_a, .. } = Cli::from_arg_matches(&m).unwrap().command
+        else {
+            panic!("not compare");
+        };
+        assert_eq!(measured_on_a.as_deref(), Some("abcd1234"));
+    }
 }

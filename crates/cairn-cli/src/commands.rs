@@ -43,7 +43,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         quiet_on_closed_pipe();
     }
     let r = match &cli.command {
-        Command::Check { plan } => check(plan),
+        Command::Check { plan } => check(&cli, plan),
         Command::Plan { plan, fresh, on } => plan_cmd(&cli, plan, fresh, on),
         Command::Lock { plan, mirror } => crate::lock_cmd::lock(&cli, plan, mirror.clone()),
         Command::Explain { plan, step } => explain(&cli, plan, step),
@@ -106,15 +106,15 @@ pub fn dispatch(cli: Cli) -> i32 {
             a,
             b,
             plan,
-            fingerprint_a,
-            fingerprint_b,
+            measured_on_a,
+            measured_on_b,
         } => crate::study_bundle::compare(
             &cli,
             a,
             b.as_deref(),
             plan.as_deref(),
-            fingerprint_a.as_deref(),
-            fingerprint_b.as_deref(),
+            measured_on_a.as_deref(),
+            measured_on_b.as_deref(),
         ),
         Command::Clean => clean(&cli),
         Command::History {
@@ -155,15 +155,11 @@ pub fn dispatch(cli: Cli) -> i32 {
     }
 }
 
-fn check(path: &Path) -> Result<i32, Exit> {
+fn check(cli: &Cli, path: &Path) -> Result<i32, Exit> {
+    if cli.json {
+        context::diagnostics_as_json();
+    }
     let (plan, graph) = context::load_graph(path)?;
-    crate::preflight::check(&plan, &graph)?;
-    println!(
-        "{}: study `{}` is valid — {} steps",
-        path.display(),
-        plan.study.name,
-        graph.steps.len()
-    );
     // every kind the graph holds, in the order its steps come (images first)
     let mut kinds: Vec<StepKind> = Vec::new();
     for step in &graph.steps {
@@ -171,6 +167,31 @@ fn check(path: &Path) -> Result<i32, Exit> {
             kinds.push(step.kind);
         }
     }
+    if cli.json {
+        crate::preflight::diagnose(&plan, &graph).map_err(|e| {
+            context::print_diagnostic(&e);
+            Exit(BAD_INPUT)
+        })?;
+        let counts: serde_json::Map<String, serde_json::Value> = kinds
+            .iter()
+            .map(|k| (k.as_str().to_string(), json!(graph.count(*k))))
+            .collect();
+        println!(
+            "{}",
+            json!({"valid": true, "plan": path, "study": plan.study.name,
+                   "steps": graph.steps.len(), "kinds": counts,
+                   "notes": crate::preflight::design_notes(&plan),
+                   "warnings": crate::preflight::design_warnings(&plan)})
+        );
+        return Ok(OK);
+    }
+    crate::preflight::check(&plan, &graph)?;
+    println!(
+        "{}: study `{}` is valid — {} steps",
+        path.display(),
+        plan.study.name,
+        graph.steps.len()
+    );
     for kind in kinds {
         println!("  {:<9} {}", kind.as_str(), graph.count(kind));
     }
@@ -266,7 +287,69 @@ fn status_word(s: Status) -> &'static str {
     }
 }
 
+/// Above this many inputs a step waits on, `cairn plan` counts them instead of listing
+/// them (`-v` lists them): an analysis of a large plan waits on hundreds of trials.
+const LISTED_PENDING_INPUTS: usize = 3;
+
+/// Each step's kind by its address, for counting the inputs a step waits on by kind.
+type KindsByAddress<'g> = std::collections::HashMap<&'g str, &'static str>;
+
+fn kinds_by_address(graph: &StepGraph) -> KindsByAddress<'_> {
+    graph
+        .steps
+        .iter()
+        .map(|s| (s.address.as_str(), s.kind.as_str()))
+        .collect()
+}
+
+/// A step's reasons, a line each; with `kinds`, the inputs it waits on are counted by kind
+/// in one line when there are more than [`LISTED_PENDING_INPUTS`] of them.
+fn reason_lines(s: &StepStatus, kinds: Option<&KindsByAddress<'_>>) -> Vec<String> {
+    let waits_on: Vec<&str> = s
+        .reasons
+        .iter()
+        .filter_map(|r| match r {
+            Reason::InputPending { from, .. } => Some(from.as_str()),
+            _ => None,
+        })
+        .collect();
+    let Some(kinds) = kinds.filter(|_| waits_on.len() > LISTED_PENDING_INPUTS) else {
+        return s.reasons.iter().map(describe).collect();
+    };
+    let mut by_kind: std::collections::BTreeMap<&str, usize> = Default::default();
+    for from in &waits_on {
+        let kind = kinds.get(from).copied().unwrap_or("step");
+        *by_kind.entry(kind).or_default() += 1;
+    }
+    let counted: Vec<String> = by_kind
+        .into_iter()
+        .map(|(kind, n)| crate::wording::count(n, kind))
+        .collect();
+    let mut lines: Vec<String> = s
+        .reasons
+        .iter()
+        .filter(|r| !matches!(r, Reason::InputPending { .. }))
+        .map(describe)
+        .collect();
+    lines.push(format!(
+        "waits on {} that run first (-v lists them)",
+        crate::wording::and_list(&counted)
+    ));
+    lines
+}
+
 fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
+    print_status_condensed(s, indent, verbose, None)
+}
+
+/// [`print_status`]; with `kinds`, a long list of inputs waited on is counted
+/// ([`reason_lines`]).
+fn print_status_condensed(
+    s: &StepStatus,
+    indent: usize,
+    verbose: u8,
+    kinds: Option<&KindsByAddress<'_>>,
+) {
     let pad = "  ".repeat(indent);
     println!(
         "{pad}{:<8} {:<40} {}",
@@ -274,8 +357,8 @@ fn print_status(s: &StepStatus, indent: usize, verbose: u8) {
         s.address,
         short(&s.key)
     );
-    for r in &s.reasons {
-        println!("{pad}         · {}", describe(r));
+    for line in reason_lines(s, kinds) {
+        println!("{pad}         · {line}");
     }
     if verbose >= 2 {
         if let Some(k) = &s.key_json {
@@ -305,11 +388,12 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
         return Ok(OK);
     }
     let mut counts = [0usize; 5];
+    let kinds = (cli.verbose == 0).then(|| kinds_by_address(&graph));
     for &id in &graph.order {
         let s = &all[id];
         counts[s.status as usize] += 1;
         if s.status != Status::Cached || cli.verbose > 0 {
-            print_status(s, 0, cli.verbose);
+            print_status_condensed(s, 0, cli.verbose, kinds.as_ref());
         }
     }
     let not_needed = match counts[Status::NotNeeded as usize] {
@@ -338,11 +422,37 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
 
 fn explain(cli: &Cli, path: &Path, step: &str) -> Result<i32, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
-    let sel = context::matching_selectors(&graph, path, &[step.to_string()])?.remove(0);
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
     let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], true);
+    let by_name = context::selectors(&[step.to_string()])?.remove(0);
+    let sel = if !graph.steps.iter().any(|s| by_name.matches(s))
+        && crate::step_by_key::looks_like_key(step)
+    {
+        match crate::step_by_key::find(&graph, &all, &store, step)? {
+            Some(crate::step_by_key::KeyMatch { step: Some(id), .. }) => {
+                cairn_graph::Selector::Exact(graph.steps[id].address.clone())
+            }
+            Some(m) => {
+                eprintln!(
+                    "error: `{step}` is the key of {}; explain a step of {}",
+                    crate::step_by_key::describe(&graph, &m),
+                    path.display()
+                );
+                return Err(Exit(BAD_INPUT));
+            }
+            None => {
+                eprintln!(
+                    "error: no step of {} and no record in the store has a key starting with `{step}`",
+                    path.display()
+                );
+                return Err(Exit(BAD_INPUT));
+            }
+        }
+    } else {
+        context::matching_selectors(&graph, path, &[step.to_string()])?.remove(0)
+    };
     for (depth, id) in cairn_engine::explain(&graph, &all, &sel) {
         if cli.json {
             println!("{}", json!({"depth": depth, "status": &all[id]}));
@@ -498,34 +608,38 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
     let (_plan, graph) = context::load_graph(path)?;
     let sel = context::selectors(&[step.to_string()])?.remove(0);
     let matching: Vec<_> = graph.steps.iter().filter(|s| sel.matches(s)).collect();
-    let [target] = matching.as_slice() else {
-        eprintln!(
-            "error: `{step}` matches {} steps; name one address (see `cairn plan -v {}`)",
-            matching.len(),
-            path.display()
-        );
-        return Err(Exit(BAD_INPUT));
-    };
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let fp = machine.fingerprint(&graph);
     let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], false);
-    let st = &all[target.id];
-    let record = match (&st.status, &st.key) {
-        (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
-        _ => None,
-    };
-    let Some(record) = record else {
-        eprintln!(
-            "error: {} has no result for its current definition yet (status: {}); run `cairn run {}`",
-            target.address,
-            status_word(st.status),
-            path.display()
-        );
-        for line in why_not_cached(&graph, &all, target.id) {
-            eprintln!("  {line}");
+    let (label, record) = match matching.as_slice() {
+        [target] => (
+            target.address.clone(),
+            current_record(&graph, &all, &store, target.id, path)?,
+        ),
+        [] if crate::step_by_key::looks_like_key(step) => {
+            let Some(m) = crate::step_by_key::find(&graph, &all, &store, step)? else {
+                eprintln!(
+                    "error: no step of {} and no record in the store has a key starting with `{step}`",
+                    path.display()
+                );
+                return Err(Exit(BAD_INPUT));
+            };
+            let label = crate::step_by_key::describe(&graph, &m);
+            match (m.record, m.step) {
+                (Some(r), _) => (label, r),
+                (None, Some(id)) => (label, current_record(&graph, &all, &store, id, path)?),
+                (None, None) => unreachable!("a key comes from a step or a record"),
+            }
         }
-        return Err(Exit(FAILED));
+        _ => {
+            eprintln!(
+                "error: `{step}` matches {} steps; name one address or key (see `cairn plan -v {}`)",
+                matching.len(),
+                path.display()
+            );
+            return Err(Exit(BAD_INPUT));
+        }
     };
     let blob = match output {
         Some(log) if log.starts_with('@') => record.logs.get(&log[1..]),
@@ -536,8 +650,7 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
     let Some(blob) = blob else {
         let names: Vec<&str> = record.outputs.keys().map(String::as_str).collect();
         eprintln!(
-            "error: name one output of {}: {} (or @stdout, @stderr)",
-            target.address,
+            "error: name one output of {label}: {} (or @stdout, @stderr)",
             names.join(", ")
         );
         return Err(Exit(BAD_INPUT));
@@ -545,6 +658,33 @@ fn cat(cli: &Cli, path: &Path, step: &str, output: Option<&str>) -> Result<i32, 
     let bytes = store.read_blob(blob).map_err(context::fail(FAILED))?;
     let _ = std::io::stdout().write_all(&bytes);
     Ok(OK)
+}
+
+/// The record of step `id` for its current definition, or why it has none (exit 1).
+fn current_record(
+    graph: &StepGraph,
+    all: &[StepStatus],
+    store: &cairn_store::Store,
+    id: usize,
+    path: &Path,
+) -> Result<cairn_store::Record, Exit> {
+    let st = &all[id];
+    let record = match (&st.status, &st.key) {
+        (Status::Cached, Some(k)) => store.get_record(k).ok().flatten(),
+        _ => None,
+    };
+    record.ok_or_else(|| {
+        eprintln!(
+            "error: {} has no result for its current definition yet (status: {}); run `cairn run {}`",
+            st.address,
+            status_word(st.status),
+            path.display()
+        );
+        for line in why_not_cached(graph, all, id) {
+            eprintln!("  {line}");
+        }
+        Exit(FAILED)
+    })
 }
 
 fn graph(path: &Path, format: GraphFormat) -> Result<i32, Exit> {

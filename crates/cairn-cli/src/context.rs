@@ -2,6 +2,7 @@
 //! diagnostic), open the store, probe the machine, find the cache directory.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairn_engine::{Env, Registry};
 use cairn_exec::cancel::CancelToken;
@@ -11,6 +12,45 @@ use cairn_store::Store;
 use crate::BAD_INPUT;
 
 pub use crate::exit::{fail, Exit};
+
+/// Whether plan diagnostics are printed as JSON on stdout (`cairn check --json`) instead of
+/// rendered for people on stderr. Set once, before the plan is read.
+static DIAGNOSTICS_AS_JSON: AtomicBool = AtomicBool::new(false);
+
+/// From now on, plan diagnostics are JSON lines on stdout (see [`print_diagnostic`]).
+pub fn diagnostics_as_json() {
+    DIAGNOSTICS_AS_JSON.store(true, Ordering::Relaxed);
+}
+
+/// A bad plan's diagnostic: rendered with its source on stderr, or, after
+/// [`diagnostics_as_json`], one JSON object on stdout (`{"valid": false, "diagnostic": …}`,
+/// the diagnostic as miette's JSON: message, severity, file name, labelled byte spans).
+pub fn print_diagnostic(e: &dyn miette::Diagnostic) {
+    if DIAGNOSTICS_AS_JSON.load(Ordering::Relaxed) {
+        let mut text = String::new();
+        let _ = miette::JSONReportHandler::new().render_report(&mut text, e);
+        let diagnostic: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|_| serde_json::json!({"message": e.to_string()}));
+        println!(
+            "{}",
+            serde_json::json!({"valid": false, "diagnostic": diagnostic})
+        );
+    } else {
+        eprint!("{}", cairn_plan::render(e));
+    }
+}
+
+/// A bad plan's error that carries no source span, printed as [`print_diagnostic`] would.
+pub fn print_error(message: &str) {
+    if DIAGNOSTICS_AS_JSON.load(Ordering::Relaxed) {
+        println!(
+            "{}",
+            serde_json::json!({"valid": false, "diagnostic": {"message": message, "severity": "error"}})
+        );
+    } else {
+        eprintln!("error: {message}");
+    }
+}
 
 pub fn load_graph(path: &Path) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
     load_graph_cached(path, None)
@@ -22,7 +62,7 @@ pub fn load_graph_cached(
     cache: Option<&Path>,
 ) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
     let report = |e: cairn_plan::PlanError| {
-        eprint!("{}", cairn_plan::render(&e));
+        print_diagnostic(&e);
         Exit(BAD_INPUT)
     };
     let (mut plan, from_cache) = match cache {
@@ -40,7 +80,7 @@ pub fn load_graph_cached(
         // error points at the plan text
         Err(_) if from_cache => load_graph(path),
         Err(e) => {
-            eprintln!("error: {e}");
+            print_error(&e.to_string());
             Err(Exit(BAD_INPUT))
         }
     }

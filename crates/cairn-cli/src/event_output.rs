@@ -18,11 +18,25 @@ macro_rules! say {
     }};
 }
 
-pub fn pick(json: bool, verbose: u8) -> Box<dyn Reporter> {
-    pick_with_budget(json, verbose, BTreeMap::new)
+/// The reporter for a render from recorded results (`cairn report`), where every trial is
+/// cached: a cached step's line (with its headline) and an adaptive pass's decision only
+/// with `-v`, so the output is the run's one summary line and the outcome.
+pub fn pick_for_render(json: bool, verbose: u8) -> Box<dyn Reporter> {
+    if json {
+        Box::new(JsonLines)
+    } else if std::io::stderr().is_terminal() {
+        Box::new(Progress::new(verbose, BTreeMap::new(), verbose > 0))
+    } else {
+        Box::new(LogLines {
+            verbose,
+            started: Instant::now(),
+            served_lines: verbose > 0,
+        })
+    }
 }
 
-/// [`pick`], with each step's estimated time (`cairn_engine::budget`) for the progress
+/// The reporter of a run: JSON lines, a progress bar on a terminal, log lines otherwise; with
+/// each step's estimated time (`cairn_engine::budget`) for the progress
 /// bar's ETA; with none, the bar estimates from its own rate. `budget` is asked only when
 /// the bar is shown (it reads the study's names log, and records the log lacks).
 pub fn pick_with_budget(
@@ -33,11 +47,12 @@ pub fn pick_with_budget(
     if json {
         Box::new(JsonLines)
     } else if std::io::stderr().is_terminal() {
-        Box::new(Progress::new(verbose, budget()))
+        Box::new(Progress::new(verbose, budget(), true))
     } else {
         Box::new(LogLines {
             verbose,
             started: Instant::now(),
+            served_lines: true,
         })
     }
 }
@@ -150,6 +165,9 @@ pub(crate) fn decision_line(d: &cairn_engine::adaptive::Decision) -> String {
 pub struct LogLines {
     verbose: u8,
     started: Instant,
+    /// Whether a cached step with a headline, and an adaptive pass's decision, have their
+    /// lines without `-v` (not in a render from recorded results).
+    served_lines: bool,
 }
 
 impl Reporter for LogLines {
@@ -161,7 +179,9 @@ impl Reporter for LogLines {
                 step,
                 headline: Some(h),
                 ..
-            } => say!("[{t:7.2}s] cached  {}: {h}", step.address),
+            } if self.served_lines || self.verbose > 0 => {
+                say!("[{t:7.2}s] cached  {}: {h}", step.address)
+            }
             Event::StepCached { step, .. } if self.verbose > 0 => {
                 say!("[{t:7.2}s] cached  {}", step.address)
             }
@@ -204,7 +224,9 @@ impl Reporter for LogLines {
             Event::StepPhase { step, phase } => {
                 say!("[{t:7.2}s] phase   {}: {phase}", step.address)
             }
-            Event::PassDecided { decision, .. } => say!("[{t:7.2}s] {}", decision_line(decision)),
+            Event::PassDecided { decision, .. } if self.served_lines || self.verbose > 0 => {
+                say!("[{t:7.2}s] {}", decision_line(decision))
+            }
             Event::RunFinished { summary } => say!("[{t:7.2}s] {}", summary_line(summary)),
             _ => {}
         }
@@ -280,6 +302,9 @@ impl Reporter for JsonLines {
 pub struct Progress {
     bar: ProgressBar,
     verbose: u8,
+    /// Whether a cached step with a headline, and an adaptive pass's decision, have their
+    /// lines without `-v` (not in a render from recorded results).
+    served_lines: bool,
     /// Estimated time of each step not yet done (cached, finished, failed, skipped or not
     /// needed take theirs off); empty: the bar's own rate-based ETA.
     left: BTreeMap<String, Duration>,
@@ -288,7 +313,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    fn new(verbose: u8, budget: BTreeMap<String, Duration>) -> Progress {
+    fn new(verbose: u8, budget: BTreeMap<String, Duration>, served_lines: bool) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         let template = if budget.is_empty() {
             "{elapsed_precise} [{bar:30}] {pos}/{len} steps  ETA {eta}  {wide_msg}"
@@ -303,6 +328,7 @@ impl Progress {
         Progress {
             bar,
             verbose,
+            served_lines,
             left: budget,
             running: None,
         }
@@ -341,10 +367,12 @@ impl Reporter for Progress {
             }
             Event::StepCached { step, headline, .. } => {
                 self.settle(&step.address);
-                if let Some(h) = headline {
-                    self.bar.println(format!("cached  {}: {h}", step.address));
-                } else if self.verbose > 0 {
-                    self.bar.println(format!("cached  {}", step.address));
+                match headline {
+                    Some(h) if self.served_lines || self.verbose > 0 => {
+                        self.bar.println(format!("cached  {}: {h}", step.address))
+                    }
+                    _ if self.verbose > 0 => self.bar.println(format!("cached  {}", step.address)),
+                    _ => {}
                 }
                 self.bar.inc(1)
             }
@@ -401,7 +429,9 @@ impl Reporter for Progress {
                 self.bar.set_message(format!("{} ({phase})", step.address))
             }
             Event::PassDecided { step, decision } => {
-                self.bar.println(decision_line(decision));
+                if self.served_lines || self.verbose > 0 {
+                    self.bar.println(decision_line(decision));
+                }
                 if !decision.needed {
                     self.settle(&step.address);
                     self.bar.inc(1)

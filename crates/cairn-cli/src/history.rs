@@ -1,8 +1,12 @@
 //! `cairn history PLAN`: every earlier result of each table cell on this machine's class.
 //! The store keeps every result a study's trials ever had. A cell is a trial point of the
-//! study (its address without the pass), whatever its definition was: after a release the
+//! plan (its address without the pass), whatever its definition was: after a release the
 //! same point has another key — the archive served other packages under the same recipe
 //! (the same *definition key*), or the plan bumped the image (another definition key).
+//! A record belongs to a point by content, not by the study that made it: its key is the
+//! point's current key, or its definition key is the point's (another plan with the same
+//! trials — `release.kdl` shares the quickstart's — made it); or, by name, the plan's own
+//! study recorded it at that point under an earlier definition.
 //! Records of one point measured on this fingerprint are grouped into result sets by their
 //! definition (server and workload) and what they ran on (their inputs' output digests:
 //! image and dataset),
@@ -20,11 +24,11 @@
 //! continuous`: the exit code is 1 when the newest result set of any cell is flagged that
 //! way against the one before it, and the cells are named on stderr.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use cairn_analysis::{Criteria, Verdict};
-use cairn_graph::StepKind;
+use cairn_graph::{StepGraph, StepKind};
 use cairn_kinds::trial_points::point_of;
 use cairn_store::Record;
 use serde_json::{json, Value};
@@ -55,6 +59,51 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The plan's trial points, and how a record is known to be one of them.
+struct PlanPoints {
+    names: BTreeSet<String>,
+    /// A trial's current key here → its point.
+    by_key: HashMap<String, String>,
+    /// A trial's definition key → its point.
+    by_definition: HashMap<String, String>,
+}
+
+impl PlanPoints {
+    fn new(graph: &StepGraph, statuses: &[cairn_engine::StepStatus]) -> PlanPoints {
+        let mut points = PlanPoints {
+            names: BTreeSet::new(),
+            by_key: HashMap::new(),
+            by_definition: HashMap::new(),
+        };
+        for s in graph.steps.iter().filter(|s| s.kind == StepKind::TRIAL) {
+            let point = point_of(&s.address).to_string();
+            if let Some(k) = &statuses[s.id].key {
+                points.by_key.insert(k.clone(), point.clone());
+            }
+            if !s.definition_key.is_empty() {
+                points
+                    .by_definition
+                    .insert(s.definition_key.clone(), point.clone());
+            }
+            points.names.insert(point);
+        }
+        points
+    }
+
+    /// The point of the plan (of `study`) that record `r` is a result of, if any: by its
+    /// key, by its definition key, else by its study and address.
+    fn of(&self, study: &str, r: &Record) -> Option<String> {
+        if let Some(p) = self.by_key.get(&r.key) {
+            return Some(p.clone());
+        }
+        if let Some(p) = self.by_definition.get(&r.definition_key) {
+            return Some(p.clone());
+        }
+        let point = point_of(&r.address);
+        (r.study == study && self.names.contains(point)).then(|| point.to_string())
+    }
+}
+
 /// Whether `verdict` is a change `fail_on` fails on.
 fn fails(fail_on: FailOn, verdict: Verdict) -> bool {
     let slower = matches!(verdict, Verdict::Slower | Verdict::Lower);
@@ -71,28 +120,27 @@ pub fn history(cli: &Cli, path: &Path, metric: &str, fail_on: Option<FailOn>) ->
     let (_plan, graph) = context::load_graph_cached(path, Some(&cache))?;
     let store = context::open_store(&cli.results)?;
     let machine = context::Machine::new(cache);
-    let fp = serde_json::to_value(machine.fingerprint(&graph)).expect("serialises");
+    let class = machine.fingerprint(&graph);
+    let fp = serde_json::to_value(&class).expect("serialises");
+    let points = PlanPoints::new(
+        &graph,
+        &cairn_engine::statuses(&graph, &machine.env(&graph, &store, &class), &[], false),
+    );
     let keys = store.record_keys().map_err(context::fail(crate::FAILED))?;
-    // the study's trials measured here, by point (address without the pass)
+    // the plan's trials measured here, by point (address without the pass)
     let mut by_point: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for r in store.get_records(&keys).into_iter().flatten().flatten() {
-        if r.kind == "trial" && r.study == graph.study && r.fingerprint.as_ref() == Some(&fp) {
-            by_point
-                .entry(point_of(&r.address).to_string())
-                .or_default()
-                .push(r);
+        if r.kind != "trial" || r.fingerprint.as_ref() != Some(&fp) {
+            continue;
+        }
+        if let Some(point) = points.of(&graph.study, &r) {
+            by_point.entry(point).or_default().push(r);
         }
     }
     // point → result set (its definition and inputs) → set
     let mut cells: BTreeMap<String, BTreeMap<String, Set>> = BTreeMap::new();
-    let points: std::collections::BTreeSet<String> = graph
-        .steps
-        .iter()
-        .filter(|s| s.kind == StepKind::TRIAL)
-        .map(|s| point_of(&s.address).to_string())
-        .collect();
-    for point in points {
-        for r in by_point.get(&point).into_iter().flatten() {
+    for point in &points.names {
+        for r in by_point.get(point).into_iter().flatten() {
             let Some(v) = figure(r, metric) else { continue };
             // a set: one definition (server and workload: the pass is not in it) on one
             // set of inputs
@@ -178,7 +226,11 @@ pub fn history(cli: &Cli, path: &Path, metric: &str, fail_on: Option<FailOn>) ->
         return Ok(code);
     }
     if out.is_empty() {
-        println!("no results of {} on this machine's class yet", graph.study);
+        println!(
+            "no results of {}'s trials on this machine's class ({}) yet",
+            graph.study,
+            cairn_graph::fingerprint::class_id(&class)
+        );
     }
     for o in &out {
         println!("{} ({metric}):", o["point"].as_str().unwrap_or(""));

@@ -21,16 +21,19 @@ mod measured_on;
 pub mod preflight;
 mod report_command;
 mod results;
+mod step_by_key;
 mod study_bundle;
+mod wording;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 pub use args::Cli;
 
 pub use exit::{BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 pub fn main() -> i32 {
-    let mut cli = Cli::parse();
+    let mut cli =
+        Cli::from_arg_matches(&args::command().get_matches()).unwrap_or_else(|e| e.exit());
     cli.results = context::discover_results(&cli.results);
     init_logging(cli.verbose);
     commands::dispatch(cli)

@@ -1,5 +1,6 @@
 //! `cairn machine`: this machine's fingerprint — the class that measurement keys carry (it
-//! decides reuse and comparison) and the exact facts recorded beside each measurement.
+//! decides reuse and comparison), its short id (what `--measured-on` takes), and the exact
+//! facts recorded beside each measurement.
 
 use serde_json::{json, Value};
 
@@ -11,11 +12,12 @@ pub fn machine(cli: &Cli, host: bool) -> Result<i32, Exit> {
     let m = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
     let class = m.fingerprint_for(!host);
     let details = m.details().clone();
+    let id = cairn_graph::fingerprint::class_id(&class);
     if cli.json {
-        println!("{}", json!({"class": class, "details": details}));
+        println!("{}", json!({"id": id, "class": class, "details": details}));
         return Ok(OK);
     }
-    println!("class (in every measurement key; decides reuse and comparison):");
+    println!("class {id} (in every measurement key; decides reuse and comparison):");
     println!("  cpu model        {}", class.cpu_model);
     println!("  cores / threads  {} / {}", class.cores, class.threads);
     println!("  memory           {} GiB", class.memory_gib);

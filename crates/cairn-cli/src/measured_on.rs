@@ -1,12 +1,14 @@
-//! Which machine's measurements a command that only reads them (`report`, `bundle`) reads:
-//! this machine's; the class named with `--measured-on`; or, when this machine has not
-//! measured the study, the one other machine class whose complete results the store holds
-//! (a clone of a published study, measured elsewhere, renders and bundles as published).
+//! Which machine's measurements a command that only reads them (`report`, `bundle`,
+//! `compare`) reads: this machine's; the class named with `--measured-on` (its short id, as
+//! `cairn machine` prints it, or its JSON); or, when this machine has not measured the
+//! study, the one other machine class whose complete results the store holds (a clone of a
+//! published study, measured elsewhere, renders and bundles as published).
 //!
 //! Measurement keys hold the machine's class, so on a machine of another class the same
 //! plan asks for other keys: reading commands must be told (or find) whose results to read.
 //! Nothing is ever measured here; this only picks the keys to read.
 
+use cairn_graph::fingerprint::{class_id, CLASS_ID_LEN};
 use cairn_graph::{Fingerprint, StepGraph};
 use cairn_store::Store;
 
@@ -30,6 +32,148 @@ fn describe(fp: &Fingerprint) -> String {
     cairn_report::machine::machine_line(&serde_json::to_value(fp).expect("serialises"))
 }
 
+/// The class as a person picks it from a list: its id, then what it is.
+pub fn class_line(fp: &Fingerprint) -> String {
+    format!("{}  {}", class_id(fp), describe(fp))
+}
+
+/// The fewest hex digits of an id a command accepts (a prefix as short as `git`'s).
+const MIN_ID_PREFIX: usize = 4;
+
+/// The class a flag names: `text` is a class id (or a prefix of one, at least
+/// [`MIN_ID_PREFIX`] hex) among `known`, or a class's JSON (as `cairn machine --json`
+/// prints it under "class"). A bad value is bad input, named by `flag`.
+pub fn parse_class(flag: &str, text: &str, known: &[Fingerprint]) -> Result<Fingerprint, Exit> {
+    let text = text.trim();
+    if text.starts_with('{') {
+        return serde_json::from_str(text).map_err(|e| {
+            eprintln!(
+                "error: {flag}: {e}: expected a machine class's id (as `cairn machine` prints it) or its JSON (as `cairn machine --json` prints it under \"class\")"
+            );
+            Exit(BAD_INPUT)
+        });
+    }
+    let is_id = (MIN_ID_PREFIX..=CLASS_ID_LEN).contains(&text.len())
+        && text.chars().all(|c| c.is_ascii_hexdigit());
+    if !is_id {
+        eprintln!(
+            "error: {flag}: `{text}` is not a machine class: give its id ({CLASS_ID_LEN} hex, as `cairn machine` prints it) or its JSON"
+        );
+        list_classes(known);
+        return Err(Exit(BAD_INPUT));
+    }
+    let text = text.to_ascii_lowercase();
+    let matching: Vec<&Fingerprint> = known
+        .iter()
+        .filter(|fp| class_id(fp).starts_with(&text))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => {
+            eprintln!("error: {flag}: no machine class here has the id `{text}`");
+            list_classes(known);
+            Err(Exit(BAD_INPUT))
+        }
+        several => {
+            eprintln!(
+                "error: {flag}: `{text}` is the start of {} class ids; give more of it:",
+                several.len()
+            );
+            for fp in several {
+                eprintln!("  {}", class_line(fp));
+            }
+            Err(Exit(BAD_INPUT))
+        }
+    }
+}
+
+/// On stderr: the classes a flag could have named.
+fn list_classes(known: &[Fingerprint]) {
+    if known.is_empty() {
+        eprintln!("  (no machine class is known here: the store holds no measurement)");
+        return;
+    }
+    eprintln!("  the classes known here:");
+    for fp in known {
+        eprintln!("  {}", class_line(fp));
+    }
+}
+
+/// The classes a `--measured-on` can name here: this machine's (in containers and on the
+/// host), then every class the store holds measurements of.
+fn known_classes(machine: &Machine, store: &Store) -> Result<Vec<Fingerprint>, Exit> {
+    let mut out = vec![machine.fingerprint_for(true)];
+    for fp in std::iter::once(machine.fingerprint_for(false)).chain(store_classes(store, None)?) {
+        if !out.contains(&fp) {
+            out.push(fp);
+        }
+    }
+    Ok(out)
+}
+
+/// `--measured-on-a` / `--measured-on-b` of `compare`: the class whose trials to read from
+/// one side's store (`None`: every class). A class the side holds no trial of `graph` of
+/// (by definition key, as `compare` matches them) is bad input — a comparison of nothing
+/// would only say "cannot compare" in every cell: the error lists the classes it does hold
+/// the plan's trials of.
+pub fn side_class(
+    flag: &str,
+    text: Option<&str>,
+    store: &Store,
+    side: &str,
+    graph: &StepGraph,
+) -> Result<Option<serde_json::Value>, Exit> {
+    let Some(text) = text else { return Ok(None) };
+    let fp = parse_class(flag, text, &store_classes(store, None)?)?;
+    let held = plan_trial_classes(store, graph)?;
+    if !held.contains(&fp) {
+        eprintln!(
+            "error: {flag}: {side} holds no trial of {} measured on {}",
+            graph.study,
+            class_line(&fp)
+        );
+        if held.is_empty() {
+            eprintln!("  ({side} holds no trial of {} at all)", graph.study);
+        } else {
+            eprintln!("  the classes {side} holds its trials of:");
+            for c in &held {
+                eprintln!("  {}", class_line(c));
+            }
+        }
+        return Err(Exit(BAD_INPUT));
+    }
+    Ok(Some(serde_json::to_value(&fp).expect("serialises")))
+}
+
+/// The classes of the store's records of `graph`'s trials (their definition keys), in a
+/// stable order.
+fn plan_trial_classes(store: &Store, graph: &StepGraph) -> Result<Vec<Fingerprint>, Exit> {
+    let definitions: std::collections::HashSet<&str> = graph
+        .steps
+        .iter()
+        .filter(|s| s.kind == cairn_graph::StepKind::TRIAL)
+        .map(|s| s.definition_key.as_str())
+        .collect();
+    let keys = store.record_keys().map_err(context::fail(FAILED))?;
+    let mut out: Vec<Fingerprint> = Vec::new();
+    for rec in store.get_records(&keys).into_iter().flatten().flatten() {
+        if rec.kind != "trial" || !definitions.contains(rec.definition_key.as_str()) {
+            continue;
+        }
+        let Some(fp) = rec
+            .fingerprint
+            .and_then(|v| serde_json::from_value::<Fingerprint>(v).ok())
+        else {
+            continue;
+        };
+        if !out.contains(&fp) {
+            out.push(fp);
+        }
+    }
+    out.sort_by_key(describe);
+    Ok(out)
+}
+
 /// The fingerprint whose measurements to read (see the module's doc). `explicit` is the
 /// `--measured-on` JSON, as `cairn machine --json` prints a class.
 pub fn reading_fingerprint(
@@ -39,18 +183,13 @@ pub fn reading_fingerprint(
     explicit: Option<&str>,
 ) -> Result<Fingerprint, Exit> {
     if let Some(text) = explicit {
-        return serde_json::from_str(text).map_err(|e| {
-            eprintln!(
-                "error: --measured-on: {e}: expected a machine class as JSON, as `cairn machine --json` prints it under \"class\""
-            );
-            Exit(BAD_INPUT)
-        });
+        return parse_class("--measured-on", text, &known_classes(machine, store)?);
     }
     let here = machine.fingerprint(graph);
     if complete_on(graph, store, &here) {
         return Ok(here);
     }
-    let complete: Vec<Fingerprint> = recorded_classes(graph, store)?
+    let complete: Vec<Fingerprint> = store_classes(store, Some(&graph.study))?
         .into_iter()
         .filter(|fp| fp != &here)
         .filter(|fp| complete_on(graph, store, fp))
@@ -60,9 +199,9 @@ pub fn reading_fingerprint(
         [one] => {
             eprintln!(
                 "note: this machine ({}) has not measured {}; reading the results measured on {}",
-                describe(&here),
+                class_line(&here),
                 graph.study,
-                describe(one)
+                class_line(one)
             );
             Ok(one.clone())
         }
@@ -73,26 +212,23 @@ pub fn reading_fingerprint(
                 several.len()
             );
             for fp in several {
-                eprintln!(
-                    "  --measured-on '{}'   ({})",
-                    serde_json::to_string(fp).expect("serialises"),
-                    describe(fp)
-                );
+                eprintln!("  --measured-on {}   ({})", class_id(fp), describe(fp));
             }
             Err(Exit(BAD_INPUT))
         }
     }
 }
 
-/// The distinct machine classes of the study's recorded measurements, in a stable order.
-fn recorded_classes(graph: &StepGraph, store: &Store) -> Result<Vec<Fingerprint>, Exit> {
+/// The distinct machine classes of the store's measurements (of `study` only, if given), in
+/// a stable order.
+pub fn store_classes(store: &Store, study: Option<&str>) -> Result<Vec<Fingerprint>, Exit> {
     let mut out: Vec<Fingerprint> = Vec::new();
     for key in store.record_keys().map_err(context::fail(FAILED))? {
         // a damaged record is verify's to report; it cannot make a study complete
         let Ok(Some(rec)) = store.get_record(&key) else {
             continue;
         };
-        if rec.study != graph.study {
+        if study.is_some_and(|s| rec.study != s) {
             continue;
         }
         let Some(fp) = rec
@@ -127,5 +263,47 @@ mod tests {
             describe(&fp),
             "AMD EPYC, 2 cores / 2 threads, 24.0 GiB, kernel 6.18.44, docker 20.10"
         );
+    }
+
+    fn class(threads: u32) -> Fingerprint {
+        Fingerprint {
+            cpu_model: "AMD EPYC".into(),
+            cores: 2,
+            threads,
+            memory_gib: 24,
+            kernel: "6.18.44".into(),
+            runtime: "docker 20.10".into(),
+        }
+    }
+
+    #[test]
+    fn a_class_is_named_by_its_id_a_prefix_of_it_or_its_json() {
+        let known = [class(2), class(4)];
+        let id = class_id(&known[1]);
+        assert_eq!(parse_class("--measured-on", &id, &known).unwrap(), known[1]);
+        assert_eq!(
+            parse_class("--measured-on", &id[..8].to_uppercase(), &known).unwrap(),
+            known[1]
+        );
+        let json = serde_json::to_string(&known[0]).unwrap();
+        assert_eq!(parse_class("--measured-on", &json, &[]).unwrap(), known[0]);
+    }
+
+    #[test]
+    fn a_bad_class_is_bad_input() {
+        let known = [class(2)];
+        for bad in ["garbage", "{\"cpu\": 1}", "ab", "0123456789abcdef"] {
+            let Err(Exit(code)) = parse_class("--measured-on-a", bad, &known) else {
+                panic!("{bad} accepted");
+            };
+            assert_eq!(code, BAD_INPUT, "{bad}");
+        }
+        // a well-formed id of no class known here
+        let unknown = if class_id(&known[0]).starts_with("0000") {
+            "ffff"
+        } else {
+            "0000"
+        };
+        assert!(parse_class("--measured-on", unknown, &known).is_err());
     }
 }

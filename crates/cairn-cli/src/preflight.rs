@@ -179,7 +179,7 @@ pub fn names(plan: &Plan) -> Result<(), PlanError> {
 /// stderr, and make the exit code 2 (bad input).
 pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
     diagnose(plan, graph).map_err(|e| {
-        eprint!("{}", cairn_plan::render(&e));
+        crate::context::print_diagnostic(&e);
         Exit(BAD_INPUT)
     })?;
     for n in design_notes(plan) {

@@ -257,7 +257,7 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
         seed: None,
         retries: cairn_engine::RetryPolicy::default(),
     };
-    let mut reporter = event_output::pick(cli.json, cli.verbose);
+    let mut reporter = event_output::pick_for_render(cli.json, cli.verbose);
     let summary = cairn_engine::run(&graph, &env, &opts, reporter.as_mut());
     if summary.cancelled {
         return Ok(INTERRUPTED);

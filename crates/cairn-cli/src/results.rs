@@ -279,8 +279,9 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     }
     let measured = rows.iter().filter(|r| r.state == "cached").count();
     println!(
-        "{measured} of {} trials measured for this definition on this machine",
-        rows.len()
+        "{measured} of {} trials measured for this definition on this machine (class {})",
+        rows.len(),
+        cairn_graph::fingerprint::class_id(&fp)
     );
     if let (true, Some(figure)) = (any_outlier, figure_cols.first()) {
         println!(
@@ -299,7 +300,19 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
         );
     }
     if rows.iter().any(|r| r.state == "other machine") {
-        println!("`other machine`: figures measured elsewhere (another fingerprint); run the plan to measure here");
+        let mut others: Vec<String> = rows
+            .iter()
+            .filter(|r| r.state == "other machine")
+            .filter_map(|r| r.record.as_ref()?.fingerprint.clone())
+            .filter_map(|v| serde_json::from_value::<cairn_graph::Fingerprint>(v).ok())
+            .map(|c| cairn_graph::fingerprint::class_id(&c))
+            .collect();
+        others.sort();
+        others.dedup();
+        println!(
+            "`other machine`: figures measured elsewhere (class {}); run the plan to measure here (`cairn report --measured-on ID` reads them)",
+            others.join(", ")
+        );
     }
     Ok(OK)
 }

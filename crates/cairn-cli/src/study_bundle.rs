@@ -262,12 +262,6 @@ pub fn compare(
     fingerprint_a: Option<&str>,
     fingerprint_b: Option<&str>,
 ) -> Result<i32, Exit> {
-    let parse_fp = |s: Option<&str>| -> Result<Option<serde_json::Value>, Exit> {
-        s.map(serde_json::from_str)
-            .transpose()
-            .map_err(context::fail(BAD_INPUT))
-    };
-    let (fa, fb) = (parse_fp(fingerprint_a)?, parse_fp(fingerprint_b)?);
     let sa = side(a)?;
     let sb = match b {
         Some(b) => side(b)?,
@@ -283,6 +277,9 @@ pub fn compare(
         })?;
     let graph =
         crate::bundle::check::load_bundled_plan(&plan_path).map_err(context::fail(BAD_INPUT))?;
+    use crate::measured_on::side_class;
+    let fa = side_class("--measured-on-a", fingerprint_a, &sa.store, "A", &graph)?;
+    let fb = side_class("--measured-on-b", fingerprint_b, &sb.store, "B", &graph)?;
     let cmp = crate::comparison::compare(&graph, &sa.store, &sb.store, fa.as_ref(), fb.as_ref());
     if cli.json {
         println!("{}", serde_json::to_string(&cmp).expect("serialises"));

@@ -27,6 +27,18 @@ pub struct Fingerprint {
     pub runtime: String,
 }
 
+/// A class's short stable name: the first 12 hex of blake3 over its JSON (the fields in
+/// their declared order, as keys hold it), e.g. `3f9a1c2b7d4e`. Every machine of one class
+/// has the same id, on every run; people pass it where a command asks for a class
+/// (`--measured-on`) instead of the class's JSON.
+pub fn class_id(class: &Fingerprint) -> String {
+    let json = serde_json::to_vec(class).expect("a class serialises");
+    blake3::hash(&json).to_hex()[..CLASS_ID_LEN].to_string()
+}
+
+/// Hex digits in a [`class_id`].
+pub const CLASS_ID_LEN: usize = 12;
+
 /// `MemTotal` in bytes → GiB, rounded to the nearest: the kernel reserves a machine- and
 /// boot-dependent few MiB, so the exact number differs between instances of one type.
 pub fn memory_class(memory_bytes: u64) -> u64 {
@@ -69,6 +81,34 @@ pub fn runtime_class(runtime: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample() -> Fingerprint {
+        Fingerprint {
+            cpu_model: "AMD EPYC".into(),
+            cores: 2,
+            threads: 2,
+            memory_gib: 24,
+            kernel: "6.18.44".into(),
+            runtime: "docker 20.10".into(),
+        }
+    }
+
+    #[test]
+    fn a_class_id_is_twelve_hex_and_follows_the_class_only() {
+        let id = class_id(&sample());
+        assert_eq!(id.len(), CLASS_ID_LEN);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+        // pinned: an id printed yesterday names the same class today, on any machine
+        assert_eq!(id, "356d3065fc2c");
+        let round_trip: Fingerprint =
+            serde_json::from_value(serde_json::to_value(sample()).unwrap()).unwrap();
+        assert_eq!(class_id(&round_trip), id);
+        let other = Fingerprint {
+            threads: 4,
+            ..sample()
+        };
+        assert_ne!(class_id(&other), id);
+    }
 
     #[test]
     fn two_instances_of_one_type_are_one_class() {

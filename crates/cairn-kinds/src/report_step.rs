@@ -284,10 +284,10 @@ impl cairn_engine::Kind for ReportKind {
         extra.insert(
             "headline".into(),
             json!(format!(
-                "{} tables, {} claims, {} trials",
-                data.tables.len(),
-                data.claims.len(),
-                data.trials.len()
+                "{}, {}, {}",
+                count(data.tables.len(), "table"),
+                count(data.claims.len(), "claim"),
+                count(data.trials.len(), "trial")
             )),
         );
         Ok(Built {
@@ -295,5 +295,14 @@ impl cairn_engine::Kind for ReportKind {
             extra,
             ..Default::default()
         })
+    }
+}
+
+/// `1 claim`, `2 claims`: a count and its noun (a regular plural).
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }

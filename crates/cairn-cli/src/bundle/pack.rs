@@ -195,8 +195,12 @@ fn write_archive(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let tmp =
-        tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // made as any new file is (0666 less the umask, so 0644 usually), not a temporary
+    // file's private 0600: the archive is there to be shared
+    let tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     let err = |e: io::Error| format!("writing {}: {e}", out.display());
     {
         // the tar in memory, then compressed in memory (the pure-Rust encoder cannot report
