@@ -50,13 +50,14 @@ report "summary" {{ analyses "tps" "lat" }}
 }
 
 /// `report.md` with what varies between runs and machines redacted: numbers, keys and
-/// digests, the machine, and which cells happened to be noisy.
+/// digests, the machine (in the headline and the provenance), and the data quality (which
+/// cells happened to be noisy).
 fn redact(text: &str) -> String {
     let mut out = Vec::new();
     let mut in_noisy = false;
     for line in text.lines() {
         if line.starts_with("## ") {
-            in_noisy = line == "## Noisy points";
+            in_noisy = line == "## Data quality";
             out.push(line.to_string());
             if in_noisy {
                 out.push(String::new());
@@ -65,6 +66,11 @@ fn redact(text: &str) -> String {
             }
             continue;
         }
+        // the headline names the machine it rests on
+        let line = match line.split_once(" on one machine (") {
+            Some((head, _)) => format!("{head} on one machine ([MACHINE])."),
+            None => line.to_string(),
+        };
         if in_noisy || line.starts_with("⚠ noisy") {
             continue;
         }

@@ -103,8 +103,19 @@ fn results_shows_the_committed_quickstart_trials() {
         "plans/quickstart.kdl",
         &std::fs::read_to_string(repo_root().join("plans/quickstart.kdl")).expect("quickstart"),
     );
+    // run as the class the trials were measured on, so the table is the same on any machine
+    let class = crate::support::files_under(&sb.store().join("records"))
+        .into_iter()
+        .filter_map(|p| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+            (r["kind"] == "trial").then(|| r["fingerprint"].to_string())
+        })
+        .next()
+        .expect("the committed store holds trials");
     let r = sb
         .cairn(["results", "plans/quickstart.kdl"])
+        .env("CAIRN_SIMULATED_MACHINE", &class)
         .stdout(contains("trials measured"))
         .success();
     assert_snapshot(

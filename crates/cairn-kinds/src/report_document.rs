@@ -853,13 +853,23 @@ fn provenance(
         "cairn {}",
         env!("CARGO_PKG_VERSION")
     ))));
-    let fingerprints: BTreeSet<String> = trials
+    let fingerprints: BTreeSet<(String, Option<String>)> = trials
         .iter()
         .filter(|t| !t.fingerprint.is_null())
-        .map(|t| cairn_report::machine::machine_line(&t.fingerprint))
+        .map(|t| {
+            // the class's short id, which `--measured-on` takes
+            let id = serde_json::from_value(t.fingerprint.clone())
+                .ok()
+                .map(|f| cairn_graph::fingerprint::class_id(&f));
+            (cairn_report::machine::machine_line(&t.fingerprint), id)
+        })
         .collect();
-    for f in &fingerprints {
-        items.push(Item::new(Inline::plain(format!("machine: {f}"))));
+    for (line, id) in &fingerprints {
+        let mut text = Inline::plain(format!("machine: {line}"));
+        if let Some(id) = id {
+            text = text.text(", class ").code(id);
+        }
+        items.push(Item::new(text));
     }
     let mut seen = BTreeSet::new();
     for t in trials {
