@@ -90,7 +90,8 @@ pub enum Command {
     /// Every trial of a plan with its parameters and headline figures (cached results only).
     Results {
         plan: PathBuf,
-        /// Comma-separated values with every figure (for scripts); `--json` gives JSON lines.
+        /// The trials measured for this definition here as CSV, in the layout of a report's
+        /// data.csv (its columns: data-dictionary.md); `--json` gives JSON lines.
         #[arg(long)]
         csv: bool,
     },

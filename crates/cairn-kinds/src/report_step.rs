@@ -3,9 +3,11 @@
 //! ([`cairn_report::document`]) and rendered once each as `report.md`
 //! ([`cairn_report::markdown`]) and as one self-contained page, `report.html`
 //! ([`cairn_report::html`], charts inline); the data behind it as `data.csv` (one row per
-//! trial: every parameter and figure) and `data.json`, each chart of its `plot`/`scaling`
+//! trial: its facts, every parameter and figure; [`crate::data_csv`]) with its
+//! `data-dictionary.md`, and `data.json`, each chart of its `plot`/`scaling`
 //! analyses as `plot-<name>.svg` and `.png`, and the trials' per-second samples as
-//! `series.csv` ([`crate::series_csv`]).
+//! `series.csv` ([`crate::series_csv`]) and, a chart per matrix point, as throughput over
+//! time (`plot-series-<block>-<point>.svg` and `.png`, [`crate::series_plot`]).
 //!
 //! Deterministic and cached like an analysis: the step reads its analyses' and claims'
 //! outputs and the study's trial records, so it re-renders exactly when one of them
@@ -24,8 +26,10 @@ use serde_json::{json, Value};
 
 use crate::analysis_step::TABLE_JSON;
 use crate::claim_step::CLAIM_JSON;
+use crate::data_csv::{self, DATA_DICTIONARY_MD};
 use crate::plot_analysis::{PLOT_PNG, PLOT_SVG, SCALING_JSON};
-use crate::series_csv;
+use crate::series_csv::{self, Samples};
+use crate::series_plot::{self, SeriesPlot};
 use crate::trial_points::{self, display_value, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
@@ -74,6 +78,10 @@ struct Inputs {
     scalings: Vec<(String, Scaling)>,
     claims: Vec<(String, ClaimResult)>,
     trials: Vec<TrialPoint>,
+    /// The trials' per-interval samples, by record key (`series.csv`).
+    samples: Samples,
+    /// Throughput over time, a chart per point ([`series_plot`]), each with its SVG.
+    series_plots: Vec<(SeriesPlot, Figure)>,
 }
 
 fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, StepError> {
@@ -107,6 +115,20 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         }
     }
     let trials = trial_points::read(store, step, inputs)?;
+    let samples = series_csv::read(store, step, inputs);
+    let series_plots = series_plot::plots(&trials, &samples)
+        .into_iter()
+        .map(|plot| {
+            let svg = cairn_report::time_chart::svg(&plot.chart)
+                .map_err(|e| failed(format!("drawing {}: {e}", plot.stem)))?;
+            let figure = Figure {
+                name: plot.caption.clone(),
+                svg,
+                files: vec![format!("{}.svg", plot.stem), format!("{}.png", plot.stem)],
+            };
+            Ok((plot, figure))
+        })
+        .collect::<Result<_, StepError>>()?;
     Ok(Inputs {
         tables,
         figures,
@@ -114,6 +136,8 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         scalings,
         claims,
         trials,
+        samples,
+        series_plots,
     })
 }
 
@@ -142,45 +166,6 @@ fn read_figure(
         svg: String::from_utf8_lossy(&svg).into_owned(),
         files: names,
     })
-}
-
-/// Every trial as CSV: address, trials, server, pass, key, then every parameter and every
-/// figure any trial has (in name order); an absent value is empty.
-pub fn data_csv(trials: &[TrialPoint]) -> String {
-    let params: BTreeSet<&str> = trials
-        .iter()
-        .flat_map(|t| t.params.keys().map(String::as_str))
-        .collect();
-    let figures: BTreeSet<&str> = trials.iter().flat_map(|t| t.figures.names()).collect();
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = ["address", "trials", "server", "pass", "key"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    header.extend(params.iter().map(|p| p.to_string()));
-    header.extend(figures.iter().map(|f| f.to_string()));
-    w.write_record(&header).expect("writes to memory");
-    for t in trials {
-        let mut line = vec![
-            t.address.clone(),
-            t.trials.clone(),
-            t.server.clone(),
-            t.pass.to_string(),
-            t.key.clone(),
-        ];
-        line.extend(
-            params
-                .iter()
-                .map(|p| t.params.get(*p).map_or(String::new(), display_value)),
-        );
-        line.extend(figures.iter().map(|f| {
-            t.figures
-                .get_named(f)
-                .map_or(String::new(), |v| v.to_string())
-        }));
-        w.write_record(&line).expect("writes to memory");
-    }
-    String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 fields")
 }
 
 /// Settings that differ between the servers: `(setting, [(server, value)])`.
@@ -248,6 +233,8 @@ pub fn render(
         scalings: Vec::new(),
         claims: claims.to_vec(),
         trials: trials.to_vec(),
+        samples: Samples::new(),
+        series_plots: Vec::new(),
     };
     markdown::render(&build(title, &inputs, None, &BTreeMap::new()))
 }
@@ -285,6 +272,13 @@ fn build(
         let figures = inputs.figures.iter().cloned().map(Block::Figure).collect();
         sections.push(section("Plots", figures));
     }
+    if !inputs.series_plots.is_empty() {
+        let figures = inputs
+            .series_plots
+            .iter()
+            .map(|(_, f)| Block::Figure(f.clone()));
+        sections.push(section("Throughput over time", figures.collect()));
+    }
     if !inputs.tables.is_empty() {
         let tables = inputs.tables.iter().map(|(name, table)| Block::Table {
             name: name.clone(),
@@ -317,7 +311,9 @@ fn build(
             Block::Paragraph(
                 Inline::plain("The data: ")
                     .code(DATA_CSV)
-                    .text(" (one row per trial: every parameter and figure), ")
+                    .text(" (one row per trial: every parameter and figure; its columns in ")
+                    .code(DATA_DICTIONARY_MD)
+                    .text("), ")
                     .code(SERIES_CSV)
                     .text(" (per-second samples, long format) and ")
                     .code(DATA_JSON)
@@ -545,13 +541,15 @@ impl cairn_engine::Kind for ReportKind {
         let report = build(&def.title, &read, None, &def.reused);
         let md = markdown::render(&report);
         let html = report_html::render(&report);
-        let csv = data_csv(&read.trials);
-        let series = series_csv::render(&read.trials, &series_csv::read(env.store, step, inputs));
+        let csv = data_csv::data_csv(&read.trials);
+        let dictionary = data_csv::data_dictionary(&read.trials);
+        let series = series_csv::render(&read.trials, &read.samples);
         let Inputs {
             tables,
             figure_files,
             claims,
             trials,
+            series_plots,
             ..
         } = read;
         let data = ReportData {
@@ -570,10 +568,21 @@ impl cairn_engine::Kind for ReportKind {
             (REPORT_MD.to_string(), put(md.as_bytes(), REPORT_MD)?),
             (REPORT_HTML.to_string(), put(html.as_bytes(), REPORT_HTML)?),
             (DATA_CSV.to_string(), put(csv.as_bytes(), DATA_CSV)?),
+            (
+                DATA_DICTIONARY_MD.to_string(),
+                put(dictionary.as_bytes(), DATA_DICTIONARY_MD)?,
+            ),
             (SERIES_CSV.to_string(), put(series.as_bytes(), SERIES_CSV)?),
             (DATA_JSON.to_string(), put(&json, DATA_JSON)?),
         ]);
         outputs.extend(figure_files);
+        for (plot, figure) in &series_plots {
+            let png = cairn_report::time_chart::png(&plot.chart)
+                .map_err(|e| failed(format!("drawing {}: {e}", plot.stem)))?;
+            for (file, bytes) in figure.files.iter().zip([figure.svg.as_bytes(), &png]) {
+                outputs.insert(file.clone(), put(bytes, file)?);
+            }
+        }
         let mut extra = serde_json::Map::new();
         extra.insert(
             "headline".into(),
