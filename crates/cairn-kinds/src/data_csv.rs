@@ -218,12 +218,15 @@ pub fn columns(trials: &[TrialPoint]) -> Vec<Column> {
     cols
 }
 
-/// The unit of a workload parameter: durations are seconds (the plan's `"2m"` is 120).
+/// The unit of a workload parameter: durations are seconds (the plan's `"2m"` is 120), a
+/// fixed rate is events per second.
 fn param_unit(name: &str) -> &'static str {
-    match name {
-        "duration" | "warmup" | "report-interval" | "statement-timeout" | "timeout" => "s",
-        "rate" => "1/s",
-        _ => "",
+    if cairn_plan::is_duration_param(name) {
+        "s"
+    } else if name == "rate" {
+        "1/s"
+    } else {
+        ""
     }
 }
 

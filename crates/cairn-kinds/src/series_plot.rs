@@ -84,12 +84,22 @@ pub fn plots(trials: &[TrialPoint], samples: &Samples) -> Vec<SeriesPlot> {
                 chart: TimeChart {
                     title: caption.clone(),
                     y_label: "tps (1/s)".into(),
+                    span_s: span(&members, samples),
                     panels: panels(&servers, &members, samples),
                 },
                 caption,
             }
         })
         .collect()
+}
+
+/// Where the last interval of `members` ends, in seconds from the start.
+fn span(members: &[&TrialPoint], samples: &Samples) -> f64 {
+    members
+        .iter()
+        .filter_map(|t| samples.get(&t.key))
+        .flat_map(|(width, intervals)| intervals.iter().map(move |iv| iv.start_s + width))
+        .fold(0.0, f64::max)
 }
 
 /// One panel per server among `members` (in the study's server order), its passes in pass
@@ -205,6 +215,7 @@ mod tests {
         assert_eq!(panels[1].passes.len(), 1);
         assert_eq!(panels[0].warmup_end, Some(1.0));
         assert_eq!(panels[0].passes[0].samples[1], (1.5, 101.0));
+        assert_eq!(plots[1].chart.span_s, 4.0);
         assert!(super::plots(&trials, &Samples::new()).is_empty());
     }
 }

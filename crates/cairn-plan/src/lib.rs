@@ -16,4 +16,5 @@ pub use diagnostics::{one_of, problem_at, render, PlanError, Problem};
 pub use fmt::format_text;
 pub use imports::{load, parse_str};
 pub use model::*;
+pub use parse::is_duration_param;
 pub use vocabulary::{allowed_values, check_vocabulary, Vocabulary};

@@ -92,6 +92,14 @@ const PARAMS: &[(&str, ParamKind)] = &[
     ("timeout", ParamKind::Duration(true)),
 ];
 
+/// Whether the workload parameter `name` is a duration, which the plan writes as `"2m"` and
+/// a trial records in seconds (for the unit a data file gives it).
+pub fn is_duration_param(name: &str) -> bool {
+    PARAMS
+        .iter()
+        .any(|(p, kind)| *p == name && matches!(kind, ParamKind::Duration(_)))
+}
+
 /// Every declared name per kind, including declarations too broken to enter the [`Plan`],
 /// so that references to them are not reported as dangling.
 #[derive(Default)]

@@ -541,6 +541,23 @@ mod tests {
     }
 
     #[test]
+    fn powers_of_two_get_a_log_axis_ticked_at_each_doubling() {
+        let chart = sample(Style::Line);
+        assert_eq!(chart.x_axis(), XAxis::Log2);
+        let svg = svg(&chart).unwrap();
+        for tick in ["\n1\n", "\n2\n", "\n4\n", "\n8\n", "\n16\n", "log₂ scale"] {
+            assert!(svg.contains(tick), "no {tick:?} on the x axis");
+        }
+        assert!(svg.contains("ideal: linear from each lowest point"));
+        let mut named = sample(Style::Line);
+        named.x = vec!["a".into(), "b".into(), "c".into()];
+        assert_eq!(named.x_axis(), XAxis::Categorical);
+        let mut three = sample(Style::Line);
+        three.x = vec!["1".into(), "3".into(), "4".into()];
+        assert_eq!(three.x_axis(), XAxis::Categorical);
+    }
+
+    #[test]
     fn rendering_is_deterministic() {
         let chart = sample(Style::Line);
         assert_eq!(svg(&chart).unwrap(), svg(&chart).unwrap());

@@ -3,7 +3,8 @@
 //! and PNG with the same font, palette and byte-stable rendering as [`crate::chart`].
 //!
 //! The panels share one y axis, so servers compare by eye, and start at zero. A sample is
-//! drawn at the middle of its interval (it is the rate over the whole interval).
+//! drawn at the middle of its interval (it is the rate over the whole interval); a pass of
+//! one or two samples (a run of a second or two) is drawn as dots, which a line would not show.
 
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,8 @@ pub struct TimeChart {
     pub title: String,
     /// The y axis, with its unit: `tps (1/s)`.
     pub y_label: String,
+    /// Where the x axis ends: the end of the last interval, in seconds from the start.
+    pub span_s: f64,
     pub panels: Vec<Panel>,
 }
 
@@ -59,16 +62,8 @@ impl TimeChart {
     }
 
     fn x_end(&self) -> f64 {
-        let last = self
-            .panels
-            .iter()
-            .flat_map(|p| &p.passes)
-            .flat_map(|l| l.samples.iter().map(|s| s.0))
-            .filter(|v| v.is_finite())
-            .fold(0.0f64, f64::max);
-        // the last sample's interval ends about half an interval later
-        if last > 0.0 {
-            last * 1.03
+        if self.span_s.is_finite() && self.span_s > 0.0 {
+            self.span_s
         } else {
             1.0
         }
@@ -94,7 +89,10 @@ impl Drawing for TimeChart {
             let color = PALETTE[panel.colour % PALETTE.len()];
             let mut ctx = ChartBuilder::on(&area)
                 .caption(
-                    format!("{}: each line a pass, shaded: warm-up", panel.name),
+                    match panel.warmup_end {
+                        Some(_) => format!("{}: each line a pass, shaded: warm-up", panel.name),
+                        None => format!("{}: each line a pass", panel.name),
+                    },
                     (FAMILY, 14),
                 )
                 .margin(8)
@@ -127,6 +125,15 @@ impl Drawing for TimeChart {
                     color.mix(0.75).stroke_width(1),
                 ))
                 .map_err(err)?;
+                // a run of a sample or two draws no line to speak of: mark its samples
+                if line.samples.len() <= 2 {
+                    ctx.draw_series(
+                        line.samples
+                            .iter()
+                            .map(|s| Circle::new(*s, 3, color.mix(0.75).filled())),
+                    )
+                    .map_err(err)?;
+                }
             }
         }
         root.present().map_err(err)?;
@@ -158,6 +165,7 @@ mod tests {
         TimeChart {
             title: "tps over time, ro at threads = 4".into(),
             y_label: "tps (1/s)".into(),
+            span_s: 10.0,
             panels: vec![
                 Panel {
                     name: "system".into(),
