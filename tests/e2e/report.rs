@@ -1,6 +1,7 @@
 //! End-to-end: a tiny real study (two MariaDB servers in Docker, one thread count, three
 //! passes of a second) with a table, a claim and a report — `cairn run` ends with the table
-//! and the verdict, `cairn report` writes `results/<study>/report.md`, `data.csv` and
+//! and the verdict, `cairn report` writes `results/<study>/report.md`, `data.csv` (the
+//! same bytes as `cairn results --csv`) with its dictionary, throughput over time and
 //! `data.json` (report.md pinned by a snapshot with numbers, keys and noise redacted), and
 //! re-measuring one trial re-runs its analysis, claim and report and nothing else.
 //! `report.html` carries its plot inline, and headless Chromium (installed by
@@ -182,6 +183,31 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
         assert!(header.contains(&col), "{col} in {header:?}");
     }
     assert_eq!(lines.count(), 6);
+    for col in [
+        "study",
+        "block",
+        "run_order",
+        "started",
+        "server_version",
+        "allocator",
+    ] {
+        assert!(header.contains(&col), "{col} in {header:?}");
+    }
+    // `cairn results --csv` writes the same layout from the same records: the same bytes
+    let results = sb.cairn(["results", "plan.kdl", "--csv"]).run();
+    results.expect_code(0);
+    assert_eq!(
+        results.stdout, csv,
+        "`cairn results --csv` differs from data.csv"
+    );
+    // the data dictionary beside it names every column
+    let dictionary = std::fs::read_to_string(dir.join("data-dictionary.md")).unwrap();
+    for col in &header {
+        assert!(
+            dictionary.contains(&format!("| `{col}` |")),
+            "`{col}` not in data-dictionary.md:\n{dictionary}"
+        );
+    }
     let data: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("data.json")).unwrap()).unwrap();
     assert_eq!(data["trials"].as_array().unwrap().len(), 6);
@@ -198,7 +224,14 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
     );
 
     // the plot: files beside the report, inline in report.html, rendered by a browser
-    for file in ["plot-lat.svg", "plot-lat.png", "report.html", "series.csv"] {
+    for file in [
+        "plot-lat.svg",
+        "plot-lat.png",
+        "plot-series-r.svg",
+        "plot-series-r.png",
+        "report.html",
+        "series.csv",
+    ] {
         assert!(dir.join(file).exists(), "{file} in {}", dir.display());
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();

@@ -121,7 +121,8 @@ pub enum Command {
     Results {
         /// The plan file (`.kdl`).
         plan: PathBuf,
-        /// Comma-separated values with every figure (for scripts); `--json` gives JSON lines.
+        /// The trials measured for this definition here as CSV, in the layout of a report's
+        /// data.csv (its columns: data-dictionary.md); `--json` gives JSON lines.
         #[arg(long)]
         csv: bool,
     },

@@ -331,46 +331,32 @@ fn client_of(r: &Row<'_>) -> Option<String> {
     Some(s)
 }
 
-/// Every trial with every parameter and figure, as CSV.
+/// The trials measured for this definition on this machine (a current record), in the
+/// layout of a report's `data.csv` (one function writes both). A trial without one — not
+/// measured, outdated, measured elsewhere, or a pass the rule did not need — is no row;
+/// how many were left out goes to stderr, so the CSV on stdout stays the data alone.
 fn to_csv(rows: &[Row<'_>]) -> String {
-    let params: BTreeSet<&str> = rows
+    let points: Vec<_> = rows
         .iter()
-        .flat_map(|r| r.params.keys().map(String::as_str))
+        .filter(|r| r.state == "cached")
+        .filter_map(|r| {
+            let record = r.record.as_ref()?;
+            Some(cairn_kinds::trial_points::point_of_record(
+                record, r.address,
+            ))
+        })
         .collect();
-    let figures: BTreeSet<&str> = rows.iter().flat_map(|r| r.figures.names()).collect();
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = ["address", "trials", "server", "pass", "state", "key"]
+    let left_out = rows
         .iter()
-        .map(|s| s.to_string())
-        .collect();
-    header.extend(params.iter().map(|p| p.to_string()));
-    header.extend(figures.iter().map(|f| f.to_string()));
-    w.write_record(&header).expect("writes to memory");
-    for r in rows {
-        let f = &r.figures;
-        let mut line = vec![
-            r.address.to_string(),
-            r.trials.to_string(),
-            r.server.clone(),
-            r.pass.to_string(),
-            r.state.to_string(),
-            r.record
-                .as_ref()
-                .map_or(String::new(), |rec| rec.key.clone()),
-        ];
-        line.extend(
-            params
-                .iter()
-                .map(|p| r.params.get(*p).map_or(String::new(), |v| v.to_string())),
+        .filter(|r| r.state != "cached" && r.state != "not needed")
+        .count();
+    if left_out > 0 {
+        eprintln!(
+            "{left_out} of {} trials have no record for this definition on this machine and are not in the CSV (see `cairn results` without --csv)",
+            rows.len()
         );
-        line.extend(
-            figures
-                .iter()
-                .map(|k| f.get_named(k).map_or(String::new(), |v| v.to_string())),
-        );
-        w.write_record(&line).expect("writes to memory");
     }
-    String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 fields")
+    cairn_kinds::data_csv::data_csv(&points)
 }
 
 #[cfg(test)]

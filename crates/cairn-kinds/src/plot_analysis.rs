@@ -6,7 +6,8 @@
 //! chart and every cell still names its trials. Each point is the median of its passes; its
 //! whisker is the distribution-free 95% CI of the median where the passes give one (six and
 //! more), else the range of the passes — the chart's caption says which, never a bar that
-//! looks tighter than the data.
+//! looks tighter than the data —, and every pass is a dot over it. A scaling chart draws each
+//! server's ideal (linear from its lowest x) beside its points.
 //!
 //! `scaling` is a `plot` of throughput (`tps` unless `metric` says otherwise) against a
 //! numeric x (`threads` unless `x` says otherwise) plus, per server and point, the speedup
@@ -203,8 +204,10 @@ const WHISKERS_CI: &str = "whiskers: 95% CI";
 /// Fewer than six passes give no CI of the median: the whiskers show the passes' range.
 const WHISKERS_RANGE: &str = "whiskers: min–max of passes";
 
-/// The chart of a table: one series per server (its rows), x its columns.
-pub fn chart_of(table: &Table, style: Style, title: &str) -> Chart {
+/// The chart of a table: one series per server (its rows), x its columns; each point its
+/// median, its whisker and its passes; with `ideal_scaling`, each server's linear scaling
+/// from its lowest x beside it.
+pub fn chart_of(table: &Table, style: Style, title: &str, ideal_scaling: bool) -> Chart {
     let mut all_ci = true;
     let series = table
         .rows
@@ -229,6 +232,7 @@ pub fn chart_of(table: &Table, style: Style, title: &str) -> Chart {
                             value: c.summary.median,
                             low,
                             high,
+                            passes: c.values.clone(),
                         }
                     })
                 })
@@ -242,12 +246,13 @@ pub fn chart_of(table: &Table, style: Style, title: &str) -> Chart {
     };
     let whiskers = if all_ci { WHISKERS_CI } else { WHISKERS_RANGE };
     Chart {
-        title: format!("{title}median, {whiskers}"),
+        title: format!("{title}median, dots: passes, {whiskers}"),
         x_label: table.columns.name.clone(),
         y_label: format!("{}{unit}", table.metric),
         x: table.columns.values.clone(),
         series,
         style,
+        ideal_scaling,
     }
 }
 
@@ -326,7 +331,7 @@ pub fn render(
         Flavour::Plot => format!("{} by {}: ", table.metric, table.columns.name),
         Flavour::Scaling => format!("scaling of {} with {}: ", table.metric, table.columns.name),
     };
-    let chart = chart_of(&table, spec.style, &title);
+    let chart = chart_of(&table, spec.style, &title, spec.flavour == Flavour::Scaling);
     let mut headline = format!(
         "{} of {} by {}: {} servers × {} points",
         spec.flavour.name(),
@@ -391,6 +396,7 @@ mod tests {
             fingerprint: Value::Null,
             node: None,
             campaign: String::new(),
+            measured: Default::default(),
         }
     }
 

@@ -20,6 +20,7 @@ use cairn_report::table::{ci_text, flags_markdown, number_format, Table};
 use cairn_store::Store;
 use serde_json::Value;
 
+use crate::data_csv::DATA_DICTIONARY_MD;
 use crate::report_step::{Inputs, PlanSource, DATA_CSV, DATA_JSON, SERIES_CSV};
 use crate::trial_points::{self, display_value, TrialPoint};
 
@@ -166,6 +167,13 @@ pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &Repo
         let figures = inputs.figures.iter().cloned().map(Block::Figure).collect();
         sections.push(section("Plots", figures));
     }
+    if !inputs.series_plots.is_empty() {
+        let figures = inputs
+            .series_plots
+            .iter()
+            .map(|(_, f)| Block::Figure(f.clone()));
+        sections.push(section("Throughput over time", figures.collect()));
+    }
     let scaled: BTreeSet<&str> = inputs.scalings.iter().map(|(n, _)| n.as_str()).collect();
     // a scaling analysis's medians are its own table's: shown once, under Scaling
     let tables: Vec<Block> = inputs
@@ -205,7 +213,9 @@ pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &Repo
             Block::Paragraph(
                 Inline::plain("The data: ")
                     .code(DATA_CSV)
-                    .text(" (one row per trial: every parameter and figure), ")
+                    .text(" (one row per trial: every parameter and figure; its columns in ")
+                    .code(DATA_DICTIONARY_MD)
+                    .text("), ")
                     .code(SERIES_CSV)
                     .text(" (per-second samples, long format) and ")
                     .code(DATA_JSON)

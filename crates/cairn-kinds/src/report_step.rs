@@ -3,9 +3,11 @@
 //! ([`cairn_report::document`]) and rendered once each as `report.md`
 //! ([`cairn_report::markdown`]) and as one self-contained page, `report.html`
 //! ([`cairn_report::html`], charts inline); the data behind it as `data.csv` (one row per
-//! trial: every parameter and figure) and `data.json`, each chart of its `plot`/`scaling`
+//! trial: its facts, every parameter and figure; [`crate::data_csv`]) with its
+//! `data-dictionary.md`, and `data.json`, each chart of its `plot`/`scaling`
 //! analyses as `plot-<name>.svg` and `.png`, and the trials' per-second samples as
-//! `series.csv` ([`crate::series_csv`]).
+//! `series.csv` ([`crate::series_csv`]) and, a chart per matrix point, as throughput over
+//! time (`plot-series-<block>-<point>.svg` and `.png`, [`crate::series_plot`]).
 //!
 //! Deterministic and cached like an analysis: the step reads its analyses' and claims'
 //! outputs and the study's trial records, so it re-renders exactly when one of them
@@ -15,7 +17,7 @@
 //! the plan it was made from in its provenance ([`exported`]): the step's key leaves the
 //! plan's text out on purpose, so what the step stores goes without it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use cairn_defs::ReportDef;
 use cairn_graph::Step;
@@ -24,10 +26,12 @@ use serde_json::json;
 
 use crate::analysis_step::TABLE_JSON;
 use crate::claim_step::CLAIM_JSON;
+use crate::data_csv::{self, DATA_DICTIONARY_MD};
 use crate::plot_analysis::{PLOT_PNG, PLOT_SVG, SCALING_JSON};
 use crate::report_document::{build, TrialsDesign};
-use crate::series_csv;
-use crate::trial_points::{self, display_value, TrialPoint};
+use crate::series_csv::{self, Samples};
+use crate::series_plot::{self, SeriesPlot};
+use crate::trial_points::{self, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
 use cairn_engine::Env;
@@ -77,6 +81,10 @@ pub struct Inputs {
     pub trials: Vec<TrialPoint>,
     /// How each trials block was measured, for the design section.
     pub design: Vec<TrialsDesign>,
+    /// The trials' per-interval samples, by record key (`series.csv`).
+    pub samples: Samples,
+    /// Throughput over time, a chart per point ([`series_plot`]), each with its SVG.
+    pub series_plots: Vec<(SeriesPlot, Figure)>,
 }
 
 fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, StepError> {
@@ -111,6 +119,20 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
     }
     let trials = trial_points::read(store, step, inputs)?;
     let design = crate::report_document::read_design(store, step, inputs)?;
+    let samples = series_csv::read(store, step, inputs);
+    let series_plots = series_plot::plots(&trials, &samples)
+        .into_iter()
+        .map(|plot| {
+            let svg = cairn_report::time_chart::svg(&plot.chart)
+                .map_err(|e| failed(format!("drawing {}: {e}", plot.stem)))?;
+            let figure = Figure {
+                name: plot.caption.clone(),
+                svg,
+                files: vec![format!("{}.svg", plot.stem), format!("{}.png", plot.stem)],
+            };
+            Ok((plot, figure))
+        })
+        .collect::<Result<_, StepError>>()?;
     Ok(Inputs {
         design,
         tables,
@@ -119,6 +141,8 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         scalings,
         claims,
         trials,
+        samples,
+        series_plots,
     })
 }
 
@@ -149,45 +173,6 @@ fn read_figure(
     })
 }
 
-/// Every trial as CSV: address, trials, server, pass, key, then every parameter and every
-/// figure any trial has (in name order); an absent value is empty.
-pub fn data_csv(trials: &[TrialPoint]) -> String {
-    let params: BTreeSet<&str> = trials
-        .iter()
-        .flat_map(|t| t.params.keys().map(String::as_str))
-        .collect();
-    let figures: BTreeSet<&str> = trials.iter().flat_map(|t| t.figures.names()).collect();
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = ["address", "trials", "server", "pass", "key"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    header.extend(params.iter().map(|p| p.to_string()));
-    header.extend(figures.iter().map(|f| f.to_string()));
-    w.write_record(&header).expect("writes to memory");
-    for t in trials {
-        let mut line = vec![
-            t.address.clone(),
-            t.trials.clone(),
-            t.server.clone(),
-            t.pass.to_string(),
-            t.key.clone(),
-        ];
-        line.extend(
-            params
-                .iter()
-                .map(|p| t.params.get(*p).map_or(String::new(), display_value)),
-        );
-        line.extend(figures.iter().map(|f| {
-            t.figures
-                .get_named(f)
-                .map_or(String::new(), |v| v.to_string())
-        }));
-        w.write_record(&line).expect("writes to memory");
-    }
-    String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 fields")
-}
-
 /// `report.md` of tables, claims and trials alone (no charts, no scaling analyses), as the
 /// step renders it.
 pub fn render(
@@ -204,6 +189,8 @@ pub fn render(
         claims: claims.to_vec(),
         trials: trials.to_vec(),
         design: Vec::new(),
+        samples: Samples::new(),
+        series_plots: Vec::new(),
     };
     markdown::render(&build(title, &inputs, None, &ReportDef::default()))
 }
@@ -251,13 +238,15 @@ impl cairn_engine::Kind for ReportKind {
         let report = build(&def.title, &read, None, &def);
         let md = markdown::render(&report);
         let html = report_html::render(&report);
-        let csv = data_csv(&read.trials);
-        let series = series_csv::render(&read.trials, &series_csv::read(env.store, step, inputs));
+        let csv = data_csv::data_csv(&read.trials);
+        let dictionary = data_csv::data_dictionary(&read.trials);
+        let series = series_csv::render(&read.trials, &read.samples);
         let Inputs {
             tables,
             figure_files,
             claims,
             trials,
+            series_plots,
             ..
         } = read;
         let data = ReportData {
@@ -276,10 +265,21 @@ impl cairn_engine::Kind for ReportKind {
             (REPORT_MD.to_string(), put(md.as_bytes(), REPORT_MD)?),
             (REPORT_HTML.to_string(), put(html.as_bytes(), REPORT_HTML)?),
             (DATA_CSV.to_string(), put(csv.as_bytes(), DATA_CSV)?),
+            (
+                DATA_DICTIONARY_MD.to_string(),
+                put(dictionary.as_bytes(), DATA_DICTIONARY_MD)?,
+            ),
             (SERIES_CSV.to_string(), put(series.as_bytes(), SERIES_CSV)?),
             (DATA_JSON.to_string(), put(&json, DATA_JSON)?),
         ]);
         outputs.extend(figure_files);
+        for (plot, figure) in &series_plots {
+            let png = cairn_report::time_chart::png(&plot.chart)
+                .map_err(|e| failed(format!("drawing {}: {e}", plot.stem)))?;
+            for (file, bytes) in figure.files.iter().zip([figure.svg.as_bytes(), &png]) {
+                outputs.insert(file.clone(), put(bytes, file)?);
+            }
+        }
         let mut extra = serde_json::Map::new();
         extra.insert(
             "headline".into(),

@@ -1,6 +1,8 @@
 //! `series.csv`: the per-second samples of every trial in long format (one row per trial,
 //! interval and figure), for pandas and R — `key, address, trials, server, pass,
-//! <parameters…>, second, in_warmup, figure, value`.
+//! <parameters…>, second, in_warmup, figure, value`; `key` is the trial's short key as
+//! `data.csv` has it (join the two on it), numbers are written as there
+//! ([`crate::data_csv::number`]).
 //!
 //! The samples are the drivers' report intervals (`series` in a trial's `metrics.json`, one
 //! second unless `report-interval` says otherwise; `second` is the interval's start, from the
@@ -16,7 +18,8 @@ use cairn_graph::Step;
 use cairn_store::Store;
 use serde::Deserialize;
 
-use crate::trial_points::{display_value, TrialPoint};
+use crate::data_csv::{number, short_key, value};
+use crate::trial_points::TrialPoint;
 use crate::trial_step::METRICS;
 use cairn_engine::execute::{read_json, Done};
 
@@ -29,12 +32,11 @@ struct Recorded {
     series: Vec<cairn_workload::metrics::Interval>,
 }
 
+/// The samples of trials by record key: the interval's width (seconds) and the intervals.
+pub type Samples = BTreeMap<String, (f64, Vec<cairn_workload::metrics::Interval>)>;
+
 /// The intervals of every trial among `step`'s inputs that recorded any, by record key.
-pub fn read(
-    store: &Store,
-    step: &Step,
-    inputs: &[&Done],
-) -> BTreeMap<String, (f64, Vec<cairn_workload::metrics::Interval>)> {
+pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Samples {
     let mut out = BTreeMap::new();
     for (input, done) in step.inputs.iter().zip(inputs) {
         if !input.mount.starts_with("trial/") || !done.outputs.contains_key(METRICS) {
@@ -51,10 +53,7 @@ pub fn read(
 }
 
 /// The CSV, trials in `trials`' order, intervals in time order.
-pub fn render(
-    trials: &[TrialPoint],
-    series: &BTreeMap<String, (f64, Vec<cairn_workload::metrics::Interval>)>,
-) -> String {
+pub fn render(trials: &[TrialPoint], series: &Samples) -> String {
     let params: BTreeSet<&str> = trials
         .iter()
         .flat_map(|t| t.params.keys().map(String::as_str))
@@ -72,7 +71,7 @@ pub fn render(
             continue;
         };
         let mut fixed = vec![
-            t.key.clone(),
+            short_key(&t.key).to_string(),
             t.address.clone(),
             t.trials.clone(),
             t.server.clone(),
@@ -81,7 +80,7 @@ pub fn render(
         fixed.extend(
             params
                 .iter()
-                .map(|p| t.params.get(*p).map_or(String::new(), display_value)),
+                .map(|p| t.params.get(*p).map_or(String::new(), value)),
         );
         for iv in intervals {
             let rates = [
@@ -93,10 +92,10 @@ pub fn render(
             ];
             for (figure, value) in rates {
                 let mut line = fixed.clone();
-                line.push(format!("{}", iv.start_s));
+                line.push(number(iv.start_s));
                 line.push(iv.warmup.to_string());
                 line.push(figure.to_string());
-                line.push(format!("{value}"));
+                line.push(number(value));
                 w.write_record(&line).expect("writes to memory");
             }
         }
@@ -128,6 +127,7 @@ mod tests {
             fingerprint: Value::Null,
             node: None,
             campaign: String::new(),
+            measured: Default::default(),
         }
     }
 
@@ -159,13 +159,12 @@ mod tests {
             "key,address,trials,server,pass,threads,warmup,second,in_warmup,figure,value"
         );
         assert_eq!(lines.len(), 1 + 2 * 5);
-        assert!(lines.contains(&"k1,trial/r/system[threads=2]#k1,r,system,1,2,1.0,0,true,tps,100"));
+        assert!(lines.contains(&"k1,trial/r/system[threads=2]#k1,r,system,1,2,1,0,true,tps,100"));
         assert!(
-            lines.contains(&"k1,trial/r/system[threads=2]#k1,r,system,1,2,1.0,0.5,false,qps,1200")
+            lines.contains(&"k1,trial/r/system[threads=2]#k1,r,system,1,2,1,0.5,false,qps,1200")
         );
-        assert!(lines.contains(
-            &"k1,trial/r/system[threads=2]#k1,r,system,1,2,1.0,0.5,false,errors_per_s,2"
-        ));
+        assert!(lines
+            .contains(&"k1,trial/r/system[threads=2]#k1,r,system,1,2,1,0.5,false,errors_per_s,2"));
         assert!(!csv.contains("k2"));
     }
 }

@@ -55,6 +55,31 @@ pub struct TrialPoint {
     /// recorded, the day it started. Comparisons decide only between passes of one campaign.
     #[serde(default)]
     pub campaign: String,
+    /// When and by whom it was measured, as its record says.
+    #[serde(default)]
+    pub measured: Measured,
+}
+
+/// When and by whom a trial was measured (its record's study, times and place in the run's
+/// seeded order), for the data files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The study that measured it: this study, or the one a `measured-by` block names.
+    pub study: String,
+    /// The trial's start and end (UTC, RFC 3339), server start to stop.
+    pub started: String,
+    pub finished: String,
+    /// Its place in its run's seeded order (1 ran first); `None` for a record made before
+    /// the order was recorded.
+    pub run_order: Option<u64>,
+}
+
+impl TrialPoint {
+    /// The block a paired comparison pairs within: the node it ran on (`local` for this
+    /// machine) and its pass, as `local/3`.
+    pub fn block(&self) -> String {
+        format!("{}/{}", self.node.as_deref().unwrap_or("local"), self.pass)
+    }
 }
 
 impl TrialPoint {
@@ -190,53 +215,70 @@ pub fn read(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Vec<TrialPoi
         if record.kind != StepKind::TRIAL.as_str() {
             continue;
         }
-        // this study's address of the trial, not the record's: a record adopted from another
-        // study that shares its key carries that study's `trials` name
-        let (trials, server, pass) = parse_address(&input.mount);
-        let params: BTreeMap<String, Value> = record
-            .extra
-            .get("params")
-            .and_then(|p| serde_json::from_value(p.clone()).ok())
-            .unwrap_or_default();
-        let figures: Figures = record
-            .extra
-            .get("figures")
-            .and_then(|f| serde_json::from_value(f.clone()).ok())
-            .unwrap_or_default();
-        let settings = record
-            .definition
-            .get("server")
-            .and_then(|s| serde_json::from_value(s.clone()).ok());
-        out.push(TrialPoint {
-            key: record.key.clone(),
-            address: record.address.clone(),
-            trials,
-            server,
-            pass,
-            params,
-            figures,
-            settings,
-            variant: record.extra.get("variant").cloned().unwrap_or(Value::Null),
-            image: record.extra.get("image").cloned().unwrap_or(Value::Null),
-            // where it was measured: the node's own fingerprint for a trial a fleet ran (so
-            // a report lists each kind of node and warns when they differ), else this machine's
-            fingerprint: record
-                .extra
-                .get("node")
-                .and_then(|n| n.get("fingerprint"))
-                .cloned()
-                .or_else(|| record.fingerprint.clone())
-                .unwrap_or(Value::Null),
-            node: record
-                .extra
-                .get("node")
-                .and_then(|n| n.get("name"))
-                .and_then(Value::as_str)
-                .map(String::from),
-            campaign: campaign_of(&record),
-        });
+        out.push(point_of_record(&record, &input.mount));
     }
     Ok(out)
+}
+
+/// The trial point of a trial's `record`, read at `mount` (`trial/<trials>/<server>[…]#2`):
+/// this study's address of the trial, not the record's — a record adopted from another study
+/// that shares its key carries that study's `trials` name.
+pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint {
+    let (trials, server, pass) = parse_address(mount);
+    let params: BTreeMap<String, Value> = record
+        .extra
+        .get("params")
+        .and_then(|p| serde_json::from_value(p.clone()).ok())
+        .unwrap_or_default();
+    let figures: Figures = record
+        .extra
+        .get("figures")
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default();
+    let settings = record
+        .definition
+        .get("server")
+        .and_then(|s| serde_json::from_value(s.clone()).ok());
+    TrialPoint {
+        key: record.key.clone(),
+        address: record.address.clone(),
+        trials,
+        server,
+        pass,
+        params,
+        figures,
+        settings,
+        variant: record.extra.get("variant").cloned().unwrap_or(Value::Null),
+        image: record.extra.get("image").cloned().unwrap_or(Value::Null),
+        // where it was measured: the node's own fingerprint for a trial a fleet ran (so
+        // a report lists each kind of node and warns when they differ), else this machine's
+        fingerprint: record
+            .extra
+            .get("node")
+            .and_then(|n| n.get("fingerprint"))
+            .cloned()
+            .or_else(|| record.fingerprint.clone())
+            .unwrap_or(Value::Null),
+        node: record
+            .extra
+            .get("node")
+            .and_then(|n| n.get("name"))
+            .and_then(Value::as_str)
+            .map(String::from),
+        campaign: campaign_of(record),
+        measured: Measured {
+            study: record.study.clone(),
+            started: record.started.clone(),
+            finished: record.finished.clone(),
+            run_order: record
+                .extra
+                .get("order")
+                .and_then(|o| o.get("position"))
+                .and_then(Value::as_u64)
+                // the record counts from 0; people count from 1
+                .map(|position| position + 1),
+        },
+    }
 }
 
 /// The servers (variants) of the trials among `step`'s inputs in `graph`, from their

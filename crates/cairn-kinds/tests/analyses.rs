@@ -9,7 +9,8 @@ use cairn_defs::figures::{self, Figures};
 use cairn_defs::{AnalysisDef, ClaimDef};
 use cairn_kinds::analysis_step::{build_table, table_spec};
 use cairn_kinds::claim_step::{self, claim_spec, parse_expectation};
-use cairn_kinds::report_step::{data_csv, render};
+use cairn_kinds::data_csv::data_csv;
+use cairn_kinds::report_step::render;
 use cairn_kinds::trial_points::TrialPoint;
 use cairn_report::table::{render_markdown, Table};
 use serde_json::{json, Value};
@@ -36,6 +37,7 @@ fn trial(server: &str, threads: i64, pass: u32, tps: f64, p95: f64) -> TrialPoin
         fingerprint: Value::Null,
         node: None,
         campaign: "boot 0000aaaa".into(),
+        measured: Default::default(),
     }
 }
 
@@ -488,9 +490,9 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
     assert_eq!(lines.len(), 1 + points.len());
     assert_eq!(
         lines[0],
-        "address,trials,server,pass,key,duration,threads,latency_p95_ms,tps"
+        "study,address,key,trials,server,duration,threads,pass,block,run_order,campaign,started,finished,server_version,allocator,machine_class,tps,latency_p95_ms"
     );
-    assert!(lines[1].starts_with("trial/ro/system[threads=1]#1,ro,system,1,"));
+    assert!(lines[1].starts_with(",trial/ro/system[threads=1]#1,"));
 }
 
 /// sql-bench style trials: per-operation seconds of `insert` and `select`; the 64-bit

@@ -171,6 +171,14 @@ pub(crate) const PARAMS: &[(&str, ParamKind)] = &[
     ("timeout", ParamKind::Duration(true)),
 ];
 
+/// Whether the workload parameter `name` is a duration, which the plan writes as `"2m"` and
+/// a trial records in seconds (for the unit a data file gives it).
+pub fn is_duration_param(name: &str) -> bool {
+    PARAMS
+        .iter()
+        .any(|(p, kind)| *p == name && matches!(kind, ParamKind::Duration(_)))
+}
+
 /// What one node of the plan language may hold.
 #[derive(Debug, Clone, Default)]
 pub struct NodeSpec {

@@ -18,4 +18,5 @@ pub use fmt::format_text;
 pub use grammar::{grammar, NodeSpec};
 pub use imports::{load, parse_str};
 pub use model::*;
+pub use grammar::is_duration_param;
 pub use vocabulary::{allowed_values, check_vocabulary, Vocabulary};
