@@ -490,7 +490,7 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
     assert_eq!(lines.len(), 1 + points.len());
     assert_eq!(
         lines[0],
-        "study,address,key,trials,server,duration,threads,pass,block,run_order,campaign,started,finished,server_version,allocator,machine_class,tps,latency_p95_ms"
+        "study,address,key,trials,server,duration,threads,pass,block,run_order,campaign,started,finished,server_version,allocator,machine_class,machine_class_id,tps,latency_p95_ms"
     );
     assert!(lines[1].starts_with(",trial/ro/system[threads=1]#1,"));
 }
