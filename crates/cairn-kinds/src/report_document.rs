@@ -310,8 +310,8 @@ fn table_headline(mut text: Inline, name: &str, table: &Table) -> Inline {
         let (decided, undecided): (Vec<_>, Vec<_>) = cells
             .iter()
             .partition(|(_, cmp)| cmp.verdict != Verdict::Inconclusive);
-        text = text.text(format!(
-            "Table `{name}`, {variant} / {baseline} {}, {} of {} comparison{} decided: ",
+        text = text.text("Table ").code(name).text(format!(
+            ", {variant} / {baseline} {}, {} of {} comparison{} decided: ",
             table.metric,
             decided.len(),
             cells.len(),
@@ -564,13 +564,13 @@ fn block_design(
             .text(" program"),
         None => Inline::plain("Load: ").code(&w.driver),
     };
-    let place = block
-        .client
-        .get("place")
-        .and_then(Value::as_str)
-        .map(|p| format!("; clients: {p}"))
-        .unwrap_or_default();
-    item.sub_items.push(driver.text(format!("{place}.")));
+    let mut load = driver;
+    if let Some(place) = block.client.get("place").and_then(Value::as_str) {
+        // the place names plan words in backticks
+        load = load.text("; clients: ");
+        load.0.extend(Inline::ticked(place).0);
+    }
+    item.sub_items.push(load.text("."));
     if let Some(d) = dataset {
         let props: Vec<String> = d
             .props

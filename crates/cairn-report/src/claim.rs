@@ -105,10 +105,9 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
         .text(format!("{size}, {}{at}): ", c.metric))
         .strong(c.verdict.to_string())
         .text(format!(
-            " — ratio {:.3} [{:.3}, {:.3}], {} passes per side; {}{}",
+            " — ratio {:.3} {}, {} passes per side; {}{}",
             c.ratio,
-            c.ratio_ci.low,
-            c.ratio_ci.high,
+            crate::table::ci_text(&c.ratio_ci),
             c.passes,
             c.reason,
             passes_needed_tail(c)
