@@ -271,17 +271,25 @@ fn reason_text(r: &cairn_analysis::Reason) -> String {
         .unwrap_or_else(|| "see comparison.json".into())
 }
 
-/// The comparison as a Markdown report.
-pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
+/// The machines of each side, then the cells' table: the point, the figure, each side's
+/// median and passes (sides labelled `a` and `b`), the ratio b/a with its CI under
+/// `ratio_heading`, and the verdict as `verdict` words it.
+pub(crate) fn cells_markdown(
+    c: &Comparison,
+    a: &str,
+    b: &str,
+    ratio_heading: &str,
+    verdict: &dyn Fn(&str) -> String,
+) -> String {
     let num = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.2}"));
-    let mut s = format!("# {}: {a} vs {b}\n\n", c.study);
+    let mut s = String::new();
     for (label, fps) in [(a, &c.fingerprints_a), (b, &c.fingerprints_b)] {
         for f in fps {
             s += &format!("- {label} on: {}\n", cairn_report::machine::machine_line(f));
         }
     }
     s += &format!(
-        "\n| point | figure | {a} (median, n) | {b} (median, n) | ratio {b}/{a} [95% CI] | verdict |\n|---|---|---|---|---|---|\n"
+        "\n| point | figure | {a} (median, n) | {b} (median, n) | {ratio_heading} | verdict |\n|---|---|---|---|---|---|\n"
     );
     for cell in &c.cells {
         let ratio = match (cell.ratio, cell.ratio_ci) {
@@ -297,9 +305,18 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
             num(cell.median_b),
             cell.b.len(),
             ratio,
-            cell.verdict
+            verdict(&cell.verdict)
         );
     }
+    s
+}
+
+/// The comparison as a Markdown report.
+pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
+    let mut s = format!("# {}: {a} vs {b}\n\n", c.study);
+    s += &cells_markdown(c, a, b, &format!("ratio {b}/{a} [95% CI]"), &|v| {
+        v.to_string()
+    });
     if !c.claims.is_empty() {
         s += "\n## Claims\n\n";
         for cl in &c.claims {

@@ -154,24 +154,9 @@ fn plan_trial_classes(store: &Store, graph: &StepGraph) -> Result<Vec<Fingerprin
         .filter(|s| s.kind == cairn_graph::StepKind::TRIAL)
         .map(|s| s.definition_key.as_str())
         .collect();
-    let keys = store.record_keys().map_err(context::fail(FAILED))?;
-    let mut out: Vec<Fingerprint> = Vec::new();
-    for rec in store.get_records(&keys).into_iter().flatten().flatten() {
-        if rec.kind != "trial" || !definitions.contains(rec.definition_key.as_str()) {
-            continue;
-        }
-        let Some(fp) = rec
-            .fingerprint
-            .and_then(|v| serde_json::from_value::<Fingerprint>(v).ok())
-        else {
-            continue;
-        };
-        if !out.contains(&fp) {
-            out.push(fp);
-        }
-    }
-    out.sort_by_key(describe);
-    Ok(out)
+    classes_of(store, |rec| {
+        rec.kind == "trial" && definitions.contains(rec.definition_key.as_str())
+    })
 }
 
 /// The fingerprint whose measurements to read (see the module's doc). `explicit` is the
@@ -222,13 +207,19 @@ pub fn reading_fingerprint(
 /// The distinct machine classes of the store's measurements (of `study` only, if given), in
 /// a stable order.
 pub fn store_classes(store: &Store, study: Option<&str>) -> Result<Vec<Fingerprint>, Exit> {
+    classes_of(store, |rec| study.is_none_or(|s| rec.study == s))
+}
+
+/// The distinct machine classes of the store's records that `keep` keeps, in a stable
+/// order. A damaged record is verify's to report; it names no class here.
+fn classes_of(
+    store: &Store,
+    keep: impl Fn(&cairn_store::Record) -> bool,
+) -> Result<Vec<Fingerprint>, Exit> {
+    let keys = store.record_keys().map_err(context::fail(FAILED))?;
     let mut out: Vec<Fingerprint> = Vec::new();
-    for key in store.record_keys().map_err(context::fail(FAILED))? {
-        // a damaged record is verify's to report; it cannot make a study complete
-        let Ok(Some(rec)) = store.get_record(&key) else {
-            continue;
-        };
-        if study.is_some_and(|s| rec.study != s) {
+    for rec in store.get_records(&keys).into_iter().flatten().flatten() {
+        if !keep(&rec) {
             continue;
         }
         let Some(fp) = rec

@@ -366,37 +366,14 @@ pub fn markdown(f: &Findings) -> String {
     s += "\n## Absolute cells, as context\n\n";
     s += &f.absolute.note;
     s += "\n\n";
-    for (label, fps) in [
-        ("published", &c.fingerprints_a),
-        ("here", &c.fingerprints_b),
-    ] {
-        for fp in fps {
-            s += &format!(
-                "- {label} on: {}\n",
-                cairn_report::machine::machine_line(fp)
-            );
-        }
-    }
-    let num = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.2}"));
-    s += "\n| point | figure | published (median, n) | here (median, n) | here / published [95% CI] | |\n|---|---|---|---|---|---|\n";
-    for cell in &c.cells {
-        let ratio = match (cell.ratio, cell.ratio_ci) {
-            (Some(r), Some(ci)) => ratio_text(r, ci),
-            _ => "–".into(),
-        };
-        s += &format!(
-            "| {} | {} | {} ({}) | {} ({}) | {} | {} |\n",
-            cell.point,
-            cell.metric,
-            num(cell.median_a),
-            cell.a.len(),
-            num(cell.median_b),
-            cell.b.len(),
-            ratio,
-            // the comparison names the sides A and B; here B is this machine
-            cell.verdict.replace(" on B", " here")
-        );
-    }
+    // the comparison names the sides A and B; here B is this machine
+    s += &crate::comparison::cells_markdown(
+        c,
+        "published",
+        "here",
+        "here / published [95% CI]",
+        &|v| v.replace(" on B", " here"),
+    );
     s
 }
 
