@@ -43,7 +43,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         quiet_on_closed_pipe();
     }
     let r = match &cli.command {
-        Command::Check { plan } => check(plan),
+        Command::Check { plan } => check(plan, &cli.results),
         Command::Plan { plan, fresh, on } => plan_cmd(&cli, plan, fresh, on),
         Command::Lock { plan, mirror } => crate::lock_cmd::lock(&cli, plan, mirror.clone()),
         Command::Explain { plan, step } => explain(&cli, plan, step),
@@ -155,9 +155,10 @@ pub fn dispatch(cli: Cli) -> i32 {
     }
 }
 
-fn check(path: &Path) -> Result<i32, Exit> {
+fn check(path: &Path, results: &Path) -> Result<i32, Exit> {
     let (plan, graph) = context::load_graph(path)?;
     crate::preflight::check(&plan, &graph)?;
+    crate::preflight::check_option_names(&plan, &graph, results)?;
     println!(
         "{}: study `{}` is valid — {} steps",
         path.display(),

@@ -12,6 +12,7 @@ pub mod command_step;
 pub mod dataset_step;
 pub mod decided_rule;
 pub mod image_step;
+pub mod option_names;
 pub mod plot_analysis;
 pub mod report_step;
 pub mod series_csv;

@@ -69,7 +69,12 @@ fn figure_names(plan: &Plan, r: &mut Reporter) {
     for t in &plan.trials {
         let passes = &t.passes;
         if passes.value.metric != Passes::DEFAULT_METRIC {
-            check(&passes.value.metric, passes.loc, "the metric `passes` watches", r);
+            check(
+                &passes.value.metric,
+                passes.loc,
+                "the metric `passes` watches",
+                r,
+            );
         }
     }
 }
