@@ -1,4 +1,4 @@
-//! End-to-end: datasets and trials through the real `cairn` binary, real Docker and real MariaDB — servers from plan `server` nodes (TCP, socket, TLS; system, tcmalloc and jemalloc; amd64 and i386; the process executor), the variant recorded and checked, the second run served from the cache, `cairn results`, a server's own error for a bad option, options my.cnf cannot hold and driver parameters checked before a run, and a SIGKILLed run's containers removed by the next run; a server paused mid-trial fails the trial (the watchdog), which is never recorded, and a run a count ends stops at its `timeout`.
+//! End-to-end: datasets and trials through the real `cairn` binary, real Docker and real MariaDB — servers from plan `server` nodes (TCP, socket, TLS; system, tcmalloc and jemalloc; amd64 and i386; the process executor), the variant recorded and checked, the second run served from the cache, `cairn results`, a server's own error for a bad option value, a typo'd option name refused after the image build and before the load (and then by `cairn check`), options my.cnf cannot hold and driver parameters checked before a run, and a SIGKILLed run's containers removed by the next run; a server paused mid-trial fails the trial (the watchdog), which is never recorded, and a run a count ends stops at its `timeout`.
 //!
 //! Plans import the shipped `images/mariadb.kdl`, whose amd64 image is the one every test
 //! suite shares (`cairn_testkit`); it is built once per machine (a minute) and then reused.
@@ -366,6 +366,8 @@ fn a_fully_cached_run_needs_no_container_engine() {
     assert!(fresh.stderr.contains("Docker"), "{}", fresh.stderr);
 }
 
+/// An option the server takes, with a value it refuses, fails the dataset with the server's
+/// own words (a name it does not take is refused before it starts: see the next test).
 #[test]
 fn an_invalid_option_fails_with_the_servers_own_error() {
     let _engine = image_ready();
@@ -375,7 +377,7 @@ fn an_invalid_option_fails_with_the_servers_own_error() {
         &format!(
             r#"study "e2e-badopt"
 import "{}"
-server "bad" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" no_such_option=1 }}
+server "bad" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" default_storage_engine="no_such_engine" }}
 dataset "sb" {{ sysbench tables=1 rows=100 }}
 workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
 trials "t" {{ servers "bad"; dataset "sb"; workload "ps" }}
@@ -391,12 +393,97 @@ trials "t" {{ servers "bad"; dataset "sb"; workload "ps" }}
         .unwrap()
         .to_string();
     assert!(
-        err.contains("unknown variable 'no_such_option=1'"),
+        err.contains("Unknown/unsupported storage engine: no_such_engine"),
         "the server's own words: {err}"
     );
     let pid = r.pid.expect("pid");
     assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
     assert!(networks_of(pid).is_empty(), "{:?}", networks_of(pid));
+}
+
+/// A typo'd option name (`innodb_bufer_pool_size`): `cairn check` cannot know it before the
+/// image is built and says so; the run refuses it right after the build, before the dataset
+/// loads (the server never starts); then `cairn check` refuses it at the option with the name
+/// the server takes (exit 2), from the list the run kept in the store.
+#[test]
+fn a_typo_in_an_option_name_is_refused_before_the_load_and_then_by_check() {
+    let _engine = image_ready();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-typo-option"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_bufer_pool_size="64M" max-connections=50 skip-name-resolve=#true loose-no-such-plugin-option=1 }}
+dataset "sb" {{ sysbench tables=1 rows=100 }}
+workload "ps" {{ sysbench "oltp_point_select"; duration "1s" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "ps" }}
+"#,
+            images()
+        ),
+    );
+    let check = cairn(&sb, &[], &["check", "plan.kdl"]);
+    check.expect_code(0);
+    assert!(
+        check.stderr.contains(
+            "note: option names not checked: image `mariadb-bookworm` not built yet (they are checked when it is)"
+        ),
+        "{}",
+        check.stderr
+    );
+
+    let (r, ev) = run_json(&sb, "plan.kdl", &[]);
+    r.expect_code(1);
+    assert_eq!(ev.failed(), set(["dataset/sb@s"]));
+    let err = ev.of("step_failed")[0]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains(
+            "server option `innodb_bufer_pool_size`: mariadbd in image `cairn/mariadb-bookworm:"
+        ) && err.contains("did you mean `innodb_buffer_pool_size`?"),
+        "{err}"
+    );
+    // refused before the server started: no server log, no load
+    assert!(!err.contains("[ERROR]"), "{err}");
+    let pid = r.pid.expect("pid");
+    assert!(containers_of(pid).is_empty(), "{:?}", containers_of(pid));
+
+    // the image is built now: check reads the kept list and refuses the typo at its place
+    let t = std::time::Instant::now();
+    let check = cairn(&sb, &[], &["check", "plan.kdl"]);
+    check.expect_code(2);
+    for part in [
+        "dataset/sb@s: server option `innodb_bufer_pool_size`",
+        "did you mean `innodb_buffer_pool_size`?",
+        r#"innodb_bufer_pool_size="64M""#,
+    ] {
+        assert!(
+            check.stderr.contains(part),
+            "no {part:?} in {}",
+            check.stderr
+        );
+    }
+    assert!(
+        !check.stderr.contains("max-connections`"),
+        "{}",
+        check.stderr
+    );
+    assert!(!check.stderr.contains("not checked"), "{}", check.stderr);
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the kept list costs no container"
+    );
+
+    // fixed, the plan passes check and its dataset loads
+    sb.write(
+        "plan.kdl",
+        &std::fs::read_to_string(sb.path().join("plan.kdl"))
+            .unwrap()
+            .replace("innodb_bufer_pool_size", "innodb_buffer_pool_size"),
+    );
+    cairn(&sb, &[], &["check", "plan.kdl"]).expect_code(0);
 }
 
 #[test]

@@ -383,7 +383,7 @@ pub enum GraphFormat {
 const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
     ("fmt", &["results", "cache", "json"]),
     ("graph", &["results", "cache", "json"]),
-    ("check", &["results", "cache"]),
+    ("check", &["cache"]),
     ("machine", &["results"]),
     ("clean", &["results", "cache"]),
 ];

@@ -172,6 +172,7 @@ fn check(cli: &Cli, path: &Path) -> Result<i32, Exit> {
             context::print_diagnostic(&e);
             Exit(BAD_INPUT)
         })?;
+        crate::preflight::check_option_names(&plan, &graph, &cli.results)?;
         let counts: serde_json::Map<String, serde_json::Value> = kinds
             .iter()
             .map(|k| (k.as_str().to_string(), json!(graph.count(*k))))
@@ -186,6 +187,7 @@ fn check(cli: &Cli, path: &Path) -> Result<i32, Exit> {
         return Ok(OK);
     }
     crate::preflight::check(&plan, &graph)?;
+    crate::preflight::check_option_names(&plan, &graph, &cli.results)?;
     println!(
         "{}: study `{}` is valid — {} steps",
         path.display(),

@@ -1,10 +1,11 @@
 //! Checks that need the drivers and database systems, before anything runs: every dataset's generator properties, every trial's workload parameters and every server's options as its configuration file must hold them. A mistake becomes a plan diagnostic pointing at the parameter (exit 2), not a failed trial half-way through a study.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use cairn_engine::CheckError as Error;
 use cairn_graph::{Step, StepGraph, StepKind};
-use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem, Value};
+use cairn_plan::{problem_at, Loc, Plan, PlanError, Problem, SourceId, Value};
 
 use crate::exit::{Exit, BAD_INPUT};
 
@@ -191,6 +192,124 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
     Ok(())
 }
 
+/// `cairn check`'s look at every server's option names against the names its image's server
+/// program takes ([`cairn_kinds::option_names`]): an unknown option is a diagnostic at the
+/// option (exit 2). Only images the store has built are looked at, and a list kept in the
+/// store costs nothing; for an image not built yet a note says the names are checked when it
+/// is (the run checks them after the build, before a dataset loads).
+pub fn check_option_names(plan: &Plan, graph: &StepGraph, results: &Path) -> Result<(), Exit> {
+    let (problems, notes) = option_names(plan, graph, results);
+    for n in notes {
+        eprintln!("note: {n}");
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    eprint!("{}", cairn_plan::render(&PlanError::Invalid { problems }));
+    Err(Exit(BAD_INPUT))
+}
+
+/// What [`check_option_names`] reports: the problems, and the notes of what it could not
+/// check.
+pub fn option_names(plan: &Plan, graph: &StepGraph, results: &Path) -> (Vec<Problem>, Vec<String>) {
+    let store = results
+        .join("store")
+        .is_dir()
+        .then(|| cairn_store::Store::open(results).ok())
+        .flatten();
+    let mut keys = BTreeMap::new();
+    let mut done = BTreeSet::new();
+    let (mut problems, mut notes, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
+    for step in &graph.steps {
+        if step.kind != StepKind::DATASET && step.kind != StepKind::TRIAL {
+            continue;
+        }
+        let Some(image) = step.inputs.iter().find(|i| i.mount == "image") else {
+            continue;
+        };
+        let Ok(Some(def)) = step.server_def() else {
+            continue;
+        };
+        if def.options.is_empty()
+            || !done.insert((image.from, serde_json::to_string(&def).unwrap_or_default()))
+        {
+            continue;
+        }
+        let image_step = &graph.steps[image.from];
+        let built = store.as_ref().and_then(|s| {
+            let key = image_key(s, graph, image.from, &mut keys)?;
+            let record = s.get_record(&key).ok()??;
+            let out = cairn_kinds::image_step::read_output(s, &record.outputs).ok()?;
+            Some((s, key, out.reference))
+        });
+        let Some((store, key, reference)) = built else {
+            let note = format!(
+                "option names not checked: image `{}` not built yet (they are checked when it is)",
+                image_step.name
+            );
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+            continue;
+        };
+        let registered = cairn_exec::runtime::Runtimes::registered();
+        match cairn_kinds::option_names::names_in_image(store, registered, &def, &reference, &key) {
+            Err(e) => {
+                let note = format!("option names not checked: {e}");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            Ok(None) => {}
+            Ok(Some(names)) => {
+                for e in cairn_kinds::option_names::unknown_options(&def, &names, &reference) {
+                    if let Some(p) = placed(plan, step, cairn_kinds::check_error(e), &mut seen) {
+                        problems.push(p);
+                    }
+                }
+            }
+        }
+    }
+    (problems, notes)
+}
+
+/// The record key of image step `id` if the store holds its record and its parents'
+/// (`None`: not built here yet), as the run keys it.
+fn image_key(
+    store: &cairn_store::Store,
+    graph: &StepGraph,
+    id: usize,
+    keys: &mut BTreeMap<usize, Option<(String, String)>>,
+) -> Option<String> {
+    fn keyed(
+        store: &cairn_store::Store,
+        graph: &StepGraph,
+        id: usize,
+        keys: &mut BTreeMap<usize, Option<(String, String)>>,
+    ) -> Option<(String, String)> {
+        if let Some(k) = keys.get(&id) {
+            return k.clone();
+        }
+        let step = &graph.steps[id];
+        let found = (|| {
+            if step.kind != StepKind::IMAGE {
+                return None;
+            }
+            let mut digests = Vec::new();
+            for i in &step.inputs {
+                digests.push(keyed(store, graph, i.from, keys)?.1);
+            }
+            let refs: Vec<&str> = digests.iter().map(String::as_str).collect();
+            let key = cairn_graph::step_key(step, &refs, None).hash();
+            let record = store.get_record(&key).ok()??;
+            Some((key, record.output_digest))
+        })();
+        keys.insert(id, found.clone());
+        found
+    }
+    keyed(store, graph, id, keys).map(|(key, _)| key)
+}
+
 /// Sets what the plan leaves to cairn's statistics, before it is resolved: the `min` of a
 /// trials block whose passes stop when decided and that gave only `max` (`passes max=12
 /// until="decided"`): the fewest passes per side that could decide a comparison at the
@@ -263,30 +382,39 @@ pub fn design_warnings(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-/// What [`check`] reports: every problem the kinds' checks find, each at its place in the
-/// plan (what `cairn check` and `cairn run` refuse before anything runs).
-pub fn diagnose(plan: &Plan, graph: &StepGraph) -> Result<(), PlanError> {
-    let mut problems: Vec<Problem> = Vec::new();
-    let mut seen = BTreeSet::new();
-    let mut report = |step: &Step, e: Error| {
-        let (loc, label) = locate(plan, step, &e);
-        let message = e.to_string();
-        if seen.insert((loc.source, loc.span.offset(), message.clone())) {
-            problems.push(problem_at(
+/// Step `step`'s error `e` as a problem at its place in the plan; `None` when `seen` holds one
+/// with the same place and message already (steps of one server share its options).
+fn placed(
+    plan: &Plan,
+    step: &Step,
+    e: Error,
+    seen: &mut BTreeSet<(SourceId, usize, String)>,
+) -> Option<Problem> {
+    let (loc, label) = locate(plan, step, &e);
+    let message = e.to_string();
+    seen.insert((loc.source, loc.span.offset(), message.clone()))
+        .then(|| {
+            problem_at(
                 plan,
                 loc,
                 "bad_value",
                 format!("{}: {message}", step.address),
                 label,
                 None,
-            ));
-        }
-    };
+            )
+        })
+}
+
+/// What [`check`] reports: every problem the kinds' checks find, each at its place in the
+/// plan (what `cairn check` and `cairn run` refuse before anything runs).
+pub fn diagnose(plan: &Plan, graph: &StepGraph) -> Result<(), PlanError> {
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut seen = BTreeSet::new();
     // each kind checks its own steps (the drivers' parameters of datasets and trials)
     let kinds = cairn_kinds::standard_registry();
     for step in &graph.steps {
         if let Some(Err(e)) = kinds.get(step).map(|k| k.check(graph, step)) {
-            report(step, e);
+            problems.extend(placed(plan, step, e, &mut seen));
         }
     }
     if problems.is_empty() {

@@ -489,6 +489,10 @@ pub const TABLE: &[&Figure] = &[
 pub struct Family {
     /// Ends every member's name, e.g. `_s`.
     pub suffix: &'static str,
+    /// What a member's stem is or starts with (then `_`): the things its driver measures
+    /// under their own names, e.g. sql-bench's tests (`select`, `alter_table`). A plan's
+    /// `metric "selct_s"` is then a typo, not a member.
+    pub stems: &'static [&'static str],
     /// What every member is; its `name` is the pattern, e.g. `<test>_s`.
     pub figure: Figure,
 }
@@ -499,21 +503,42 @@ impl Family {
         format!("{stem}{}", self.suffix)
     }
 
-    /// Whether `name` is a member: a non-empty stem of lower-case letters, digits and `_`,
-    /// then the suffix.
+    /// Whether `name` is a member: a stem of lower-case letters, digits and `_` that is one
+    /// of [`Family::stems`] or starts with one and `_`, then the suffix.
     pub fn contains(&self, name: &str) -> bool {
         name.strip_suffix(self.suffix).is_some_and(|stem| {
-            !stem.is_empty()
-                && stem
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            Self::is_snake(stem)
+                && self.stems.iter().any(|s| {
+                    stem.strip_prefix(s)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
+                })
         })
+    }
+
+    /// Whether `stem` may name a member: non-empty, lower-case letters, digits and `_`.
+    pub fn is_snake(stem: &str) -> bool {
+        !stem.is_empty()
+            && stem
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     }
 }
 
 /// sql-bench's per-test (`<test>_s`) and per-operation-group (`<test>_<group>_s`) times.
 pub const OPERATION_SECONDS: Family = Family {
     suffix: "_s",
+    // sql-bench's tests, as their figures spell them (cairn-workload's `SqlBenchTest`
+    // checks that its tests are these)
+    stems: &[
+        "alter_table",
+        "big_tables",
+        "connect",
+        "create",
+        "insert",
+        "select",
+        "transactions",
+        "wisconsin",
+    ],
     figure: extra(
         "sqlbench",
         "<test>_s",
@@ -541,6 +566,17 @@ pub const ALIASES: &[(&str, &Figure)] = &[
     ("min_ms", &LATENCY_MIN_MS),
     ("connect_avg_ms", &CONNECT_MEAN_MS),
 ];
+
+/// The names a plan may use for a figure, for a did-you-mean: every shared name, and each
+/// family's member per stem (`select_s`; a stem's longer members, `select_<group>_s`, are
+/// too many to list).
+pub fn suggestions() -> Vec<String> {
+    let shared = ALL.iter().map(|f| f.name.to_string());
+    let members = FAMILIES
+        .iter()
+        .flat_map(|fam| fam.stems.iter().map(|s| fam.name(s)));
+    shared.chain(members).collect()
+}
 
 /// The shared name of `name`: itself, or what an old name ([`ALIASES`]) means now.
 pub fn canonical(name: &str) -> &str {
@@ -794,6 +830,16 @@ mod tests {
         assert_eq!(lookup("client_cpu_s"), Some(&CLIENT_CPU_S));
         assert_eq!(lookup("total_s"), Some(&TOTAL_S));
         assert_eq!(lookup("_s"), None);
+        // a stem that is not one of sql-bench's tests is a typo, not a member
+        assert_eq!(lookup("selct_s"), None);
+        assert_eq!(lookup("selectx_s"), None);
+        assert_eq!(lookup("select_s"), Some(&OPERATION_SECONDS.figure));
+        assert_eq!(
+            lookup("select_count_distinct_big_s"),
+            Some(&OPERATION_SECONDS.figure)
+        );
+        assert!(suggestions().contains(&"select_s".to_string()));
+        assert!(suggestions().contains(&"tps".to_string()));
         assert_eq!(lookup("Insert_s"), None);
         assert_eq!(lookup("p95"), None);
         assert_eq!(OPERATION_SECONDS.name("select"), "select_s");

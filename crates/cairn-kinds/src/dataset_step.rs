@@ -81,6 +81,29 @@ pub fn image_of(
         .transpose()
 }
 
+/// The server's option names against those its image's program takes (the list read once
+/// per image and kept in the store), before the server starts: a typo fails the step here,
+/// not the server's start after it.
+pub fn options_taken(
+    ctx: &Env<'_>,
+    step: &Step,
+    inputs: &[&Done],
+    def: &ServerDef,
+    image: Option<&ImageOutput>,
+) -> Result<(), StepError> {
+    let (Some(image), Some(done)) = (image, input(step, inputs, "image")) else {
+        return Ok(());
+    };
+    crate::option_names::check_before_start(
+        ctx.store,
+        &crate::host(ctx).runtimes,
+        def,
+        &image.reference,
+        &done.key,
+    )
+    .map_err(failed)
+}
+
 /// The generator and properties of a dataset step's definition.
 pub fn dataset_def(step: &Step) -> Result<DatasetDef, String> {
     step.dataset_def().map(|d| d.dataset)
@@ -120,6 +143,7 @@ pub fn perform(
     let t0 = Instant::now();
     let (sdef, def, dataset) = check(step).map_err(failed)?;
     let image = image_of(ctx, step, inputs)?;
+    options_taken(ctx, step, inputs, &sdef, image.as_ref())?;
     // the loading server runs with settings that only speed up the load (recorded below;
     // a trial's server never gets them)
     let load_settings = crate::server_run::system_of(&sdef)

@@ -13,6 +13,7 @@ pub mod data_csv;
 pub mod dataset_step;
 pub mod decided_rule;
 pub mod image_step;
+pub mod option_names;
 pub mod plot_analysis;
 pub mod report_document;
 pub mod report_step;

@@ -192,6 +192,8 @@ impl TrialSetup {
             .map_err(|e| failed(format!("reading the dataset's output: {e}")))?;
         let (sdef, workload) =
             check(step, dataset.as_ref().map(|d| &d.definition)).map_err(failed)?;
+        // a trial without a dataset starts the image's server first here
+        dataset_step::options_taken(ctx, step, inputs, &sdef, image.as_ref())?;
         let wdef = workload_def(step).map_err(failed)?;
         let timeout = cairn_workload::workload::timeout_of(&wdef).map_err(failed)?;
         let snapshot = dataset

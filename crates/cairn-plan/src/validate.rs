@@ -1,5 +1,6 @@
 //! Whole-plan checks once every file is read: duplicate names, dangling references,
-//! `extends`/`needs` cycles; then `extends` is resolved by merging parents into children.
+//! `extends`/`needs` cycles, figure names no driver reports; then `extends` is resolved by
+//! merging parents into children.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -13,6 +14,7 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, o
         host_files(plan, r);
     }
     references(plan, declared, r);
+    figure_names(plan, r);
     let image_edges: Vec<(String, Option<Sp<String>>)> = plan
         .images
         .iter()
@@ -29,6 +31,52 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, o
     expansion_limits(plan, r);
     resolve_images(plan, &bad_images);
     resolve_servers(plan, &bad_servers);
+}
+
+/// Every figure the plan names — an analysis's `metric`, a claim's `metric`, the `metric` an
+/// adaptive `passes` watches — against the figure vocabulary (`cairn_defs::figures`: the
+/// shared names, old names, and family members such as sql-bench's `<test>_s`), so a typo is
+/// refused here rather than read as a figure no trial has.
+fn figure_names(plan: &Plan, r: &mut Reporter) {
+    let mut suggestions: Option<Vec<String>> = None;
+    let mut check = |name: &str, loc: Loc, what: &str, r: &mut Reporter| {
+        if cairn_defs::figures::lookup(name).is_some() {
+            return;
+        }
+        let known = suggestions.get_or_insert_with(cairn_defs::figures::suggestions);
+        r.push(
+            problem("bad_value", format!("no figure named `{name}`"))
+                .label(loc, format!("not a figure cairn knows ({what})"))
+                .help_opt(did_you_mean(name, known.iter().map(String::as_str)))
+                .help(format!(
+                    "a figure is a name drivers report (`tps`, `qps`, `latency_p95_ms`, `errors`, …) or sql-bench's per-test `<test>_s` or per-group `<test>_<group>_s`, <test> one of {}",
+                    cairn_defs::figures::OPERATION_SECONDS.stems.join(", ")
+                )),
+        );
+    };
+    for a in &plan.analyses {
+        if let Some(Sp {
+            value: Value::String(name),
+            loc,
+        }) = a.props.get("metric")
+        {
+            check(name, *loc, "analysis metric", r);
+        }
+    }
+    for c in &plan.claims {
+        check(&c.metric.value, c.metric.loc, "claim metric", r);
+    }
+    for t in &plan.trials {
+        let passes = &t.passes;
+        if passes.value.metric != Passes::DEFAULT_METRIC {
+            check(
+                &passes.value.metric,
+                passes.loc,
+                "the metric `passes` watches",
+                r,
+            );
+        }
+    }
 }
 
 fn duplicates(declared: &Declared, r: &mut Reporter) {

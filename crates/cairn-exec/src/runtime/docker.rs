@@ -120,6 +120,29 @@ impl ServerRuntime for DockerRuntime {
         })
     }
 
+    fn variables_output(
+        &self,
+        image: Option<&str>,
+        system: &dyn crate::system::DbSystem,
+    ) -> Result<Option<String>, String> {
+        let image = image.ok_or("a server run by the Docker executor needs an `image`")?;
+        let Some(script) = system.variables_script() else {
+            return Ok(None);
+        };
+        let docker = self.engine.get()?;
+        if docker.image_id(image).map_err(|e| e.to_string())?.is_none() {
+            return Err(format!(
+                "image `{image}` is not in the container engine (the next run builds it again)"
+            ));
+        }
+        let cmd = ["/bin/sh", "-c", script.as_str()];
+        let out = docker
+            .run_once(image, &cmd)
+            .and_then(|o| o.check(&cmd, image))
+            .map_err(|e| format!("listing the option names of {}: {e}", system.name()))?;
+        Ok(Some(out.stdout))
+    }
+
     fn start(&self, s: &ServerStart<'_>) -> Result<Box<dyn RunningServer>, String> {
         let image = s
             .image

@@ -50,6 +50,17 @@ pub trait ServerRuntime: Send + Sync {
         image: Option<&str>,
         allocator: &str,
     ) -> Result<Option<String>, String>;
+    /// The output of `system`'s [`crate::system::DbSystem::variables_script`] where the
+    /// server would run (in `image`, if the runtime runs images): what option names it
+    /// takes. `None`: this runtime cannot tell (its options' names are not checked). The
+    /// default cannot.
+    fn variables_output(
+        &self,
+        _image: Option<&str>,
+        _system: &dyn crate::system::DbSystem,
+    ) -> Result<Option<String>, String> {
+        Ok(None)
+    }
     /// Start a server and wait until it answers (bounded by `spec.ready_timeout`; the error
     /// carries the server's log tail). Limits the runtime cannot honour are refused.
     fn start(&self, spec: &ServerStart<'_>) -> Result<Box<dyn RunningServer>, String>;

@@ -214,6 +214,23 @@ impl DbSystem for MariaDb {
     /// a letter — the reader ends a name at the first `=` or space, `#` and `;` start
     /// comments, `!` directives; values of any printable text (quoted where the reader would
     /// change them, see [`cnf_value`]); and a line of at most [`MAX_OPTION_LINE`] bytes.
+    fn variables_script(&self) -> Option<String> {
+        // no option files: the image's own my.cnf must not decide what the list holds
+        Some("exec mariadbd --no-defaults --verbose --help".to_string())
+    }
+
+    fn variables(&self, output: &str) -> super::variables::ServerVariables {
+        super::variables::parse_my_cnf_help(output)
+    }
+
+    fn option_name(
+        &self,
+        names: &super::variables::ServerVariables,
+        key: &str,
+    ) -> super::variables::OptionName {
+        names.my_cnf_option(key)
+    }
+
     fn check_option(&self, key: &str, value: &str) -> Result<(), String> {
         check_my_cnf_option(key, value, "MariaDB")
     }

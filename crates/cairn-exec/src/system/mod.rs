@@ -14,6 +14,7 @@ pub mod greeting;
 pub mod mariadb;
 pub mod mysql;
 pub mod postgresql;
+pub mod variables;
 pub mod variant;
 
 use std::path::Path;
@@ -182,6 +183,25 @@ pub trait DbSystem: Send + Sync {
     /// The signal that shuts the server down cleanly (flushing its datadir) and promptly.
     fn stop_signal(&self) -> &'static str {
         "SIGTERM"
+    }
+    /// A `/bin/sh` script, run as root in a throwaway container of a server's image, whose
+    /// output names every option the server program takes ([`DbSystem::variables`] reads
+    /// it); `None`: the system cannot say, and its options' names are not checked.
+    fn variables_script(&self) -> Option<String> {
+        None
+    }
+    /// The option names in the output of [`DbSystem::variables_script`].
+    fn variables(&self, _output: &str) -> variables::ServerVariables {
+        variables::ServerVariables::default()
+    }
+    /// What `names` (the program's list) says of the plan's option `key`, in this system's
+    /// configuration file's spelling.
+    fn option_name(
+        &self,
+        _names: &variables::ServerVariables,
+        _key: &str,
+    ) -> variables::OptionName {
+        variables::OptionName::Unchecked
     }
 }
 

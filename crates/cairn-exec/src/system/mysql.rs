@@ -62,6 +62,23 @@ impl DbSystem for MySql {
     }
 
     /// MySQL reads my.cnf with the same mysys code as MariaDB: the same rules.
+    fn variables_script(&self) -> Option<String> {
+        // no option files: the image's own my.cnf must not decide what the list holds
+        Some("exec mysqld --no-defaults --verbose --help".to_string())
+    }
+
+    fn variables(&self, output: &str) -> super::variables::ServerVariables {
+        super::variables::parse_my_cnf_help(output)
+    }
+
+    fn option_name(
+        &self,
+        names: &super::variables::ServerVariables,
+        key: &str,
+    ) -> super::variables::OptionName {
+        names.my_cnf_option(key)
+    }
+
     fn check_option(&self, key: &str, value: &str) -> Result<(), String> {
         check_my_cnf_option(key, value, "MySQL")
     }

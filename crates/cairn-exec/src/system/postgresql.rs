@@ -221,6 +221,27 @@ impl DbSystem for PostgreSql {
     /// custom parameters (`pg_stat_statements.track`); the `include` directives and the
     /// settings cairn writes itself ([`FIXED`]) are refused; a value is any text (written
     /// quoted and escaped, see [`conf_value`]), a bare flag (empty value) is not a setting.
+    fn variables_script(&self) -> Option<String> {
+        // as the start script finds the server; postgres refuses to run as root
+        Some(
+            "pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)\n\
+             exec setpriv --reuid=postgres --regid=postgres --init-groups \"$pgbin/postgres\" --describe-config"
+                .to_string(),
+        )
+    }
+
+    fn variables(&self, output: &str) -> super::variables::ServerVariables {
+        super::variables::parse_postgresql_describe_config(output)
+    }
+
+    fn option_name(
+        &self,
+        names: &super::variables::ServerVariables,
+        key: &str,
+    ) -> super::variables::OptionName {
+        names.postgresql_parameter(key)
+    }
+
     fn check_option(&self, key: &str, value: &str) -> Result<(), String> {
         check_option_common(key, value)?;
         if !key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')

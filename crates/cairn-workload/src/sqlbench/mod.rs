@@ -498,6 +498,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The vocabulary knows a per-test figure by its test's name: each test is a stem of
+    /// the family, and the family has no stem that is not a test.
+    #[test]
+    fn every_test_is_a_stem_of_the_per_operation_figures() {
+        let tests: Vec<String> = SqlBenchTest::ALL.iter().map(|t| snake(t.name())).collect();
+        assert_eq!(cairn_defs::figures::OPERATION_SECONDS.stems, tests);
+    }
+
     #[test]
     fn all_runs_in_run_all_tests_order() {
         let all = SqlBenchTest::parse("all").unwrap();
