@@ -209,11 +209,7 @@ impl DbSystem for MariaDb {
         }
     }
 
-    /// What my.cnf can hold (besides [`check_option_common`]): option names are letters,
-    /// digits, `_`, `-` and `.` (named key caches: `hot_cache.key_buffer_size`), starting with
-    /// a letter — the reader ends a name at the first `=` or space, `#` and `;` start
-    /// comments, `!` directives; values of any printable text (quoted where the reader would
-    /// change them, see [`cnf_value`]); and a line of at most [`MAX_OPTION_LINE`] bytes.
+    /// The option names mariadbd takes: its own `--verbose --help`.
     fn variables_script(&self) -> Option<String> {
         // no option files: the image's own my.cnf must not decide what the list holds
         Some("exec mariadbd --no-defaults --verbose --help".to_string())
@@ -231,6 +227,11 @@ impl DbSystem for MariaDb {
         names.my_cnf_option(key)
     }
 
+    /// What my.cnf can hold (besides [`check_option_common`]): option names are letters,
+    /// digits, `_`, `-` and `.` (named key caches: `hot_cache.key_buffer_size`), starting with
+    /// a letter — the reader ends a name at the first `=` or space, `#` and `;` start
+    /// comments, `!` directives; values of any printable text (quoted where the reader would
+    /// change them, see [`cnf_value`]); and a line of at most [`MAX_OPTION_LINE`] bytes.
     fn check_option(&self, key: &str, value: &str) -> Result<(), String> {
         check_my_cnf_option(key, value, "MariaDB")
     }
