@@ -241,13 +241,13 @@ fn headline(inputs: &Inputs) -> Inline {
             .text(format!("Claim \"{claim}\": "))
             .strong(c.verdict.to_string())
             .text(format!(
-                " — {} / {} {} ×{:.3} {}{point}, {} passes per side. ",
+                " — {} / {} {} ×{:.3} {}{point}, {}. ",
                 c.expect.left,
                 c.expect.right,
                 c.metric,
                 c.ratio,
                 ci_text(&c.ratio_ci),
-                c.passes
+                cairn_report::claim::passes_words(c)
             ));
     }
     for (name, table) in &inputs.tables {

@@ -69,12 +69,32 @@ pub struct ClaimResult {
     pub right_trials: Vec<String>,
 }
 
-/// One line for a person: `holds: ratio 1.103 [1.071, 1.140] (3 passes); the whole CI …`.
+/// One line for a person: `holds: ratio 1.103 [1.071, 1.140] with 3 passes per side; the
+/// whole CI …`.
 pub fn summary_line(r: &ClaimResult) -> String {
     format!(
-        "{}: ratio {:.3} [{:.3}, {:.3}] with {} passes per side; {}",
-        r.verdict, r.ratio, r.ratio_ci.low, r.ratio_ci.high, r.passes, r.reason
+        "{}: ratio {:.3} [{:.3}, {:.3}] with {}; {}",
+        r.verdict,
+        r.ratio,
+        r.ratio_ci.low,
+        r.ratio_ci.high,
+        passes_words(r),
+        r.reason
     )
+}
+
+/// The passes behind each side: `9 passes per side`, or where the sides differ
+/// `jemalloc 4 and system 6 passes`.
+pub fn passes_words(c: &ClaimResult) -> String {
+    let (left, right) = (c.left_trials.len(), c.right_trials.len());
+    if left == right || left == 0 || right == 0 {
+        format!("{} passes per side", c.passes)
+    } else {
+        format!(
+            "{} {left} and {} {right} passes",
+            c.expect.left, c.expect.right
+        )
+    }
 }
 
 /// A claim for a person: its text, the expectation, the verdict (emphasised), the ratio with
@@ -105,10 +125,10 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
         .text(format!("{size}, {}{at}): ", c.metric))
         .strong(c.verdict.to_string())
         .text(format!(
-            " — ratio {:.3} {}, {} passes per side; {}{}",
+            " — ratio {:.3} {}, {}; {}{}",
             c.ratio,
             crate::table::ci_text(&c.ratio_ci),
-            c.passes,
+            passes_words(c),
             c.reason,
             passes_needed_tail(c)
         ))
