@@ -316,8 +316,8 @@ fn bad_analyses_and_claims_are_refused_at_check_pointing_at_the_value() {
     assert_eq!(sb.record_count(), 0);
 }
 
-/// Opens `html` in headless Chromium, screenshots it and checks the top of the page (where
-/// the plots are) shows the charts' colours (series and legend) — saturated pixels the page's
+/// Opens `html` in headless Chromium, screenshots it and checks the top of the page (the
+/// headline, the design and the plots under them) shows the charts' colours (series and legend) — saturated pixels the page's
 /// text, tables and verdict shading never have. A missing Chromium fails the test: setup installs it.
 fn assert_chromium_renders_the_plot(html: &Path, work: &Path) {
     let shot = work.join("report.png");
@@ -328,7 +328,8 @@ fn assert_chromium_renders_the_plot(html: &Path, work: &Path) {
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
-            "--window-size=1200,1000",
+            // tall enough for the headline and the design above the plots
+            "--window-size=1200,2400",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--screenshot={}", shot.display()))
