@@ -20,6 +20,9 @@ use crate::comparison::{by_definition, ClaimRow, Comparison};
 pub struct SideEffect {
     pub ratio: f64,
     pub ci: (f64, f64),
+    /// The CI's coverage as its report computed it: 0.95, or under a sequential design
+    /// 1 − the look's α.
+    pub level: f64,
     /// The passes behind it: the baseline's and the variant's (or the pairs, twice).
     pub passes: (usize, usize),
     /// The report's verdict on the variant against the baseline.
@@ -124,6 +127,7 @@ fn side_effect(cmp: &CellComparison) -> SideEffect {
     SideEffect {
         ratio: cmp.ratio.ratio,
         ci: (cmp.ratio.ci.low, cmp.ratio.ci.high),
+        level: cmp.ratio.ci.level,
         passes: (cmp.baseline.n, cmp.variant.n),
         verdict: cmp.verdict.to_string(),
     }
@@ -302,8 +306,13 @@ fn ratio_text(r: f64, ci: (f64, f64)) -> String {
 fn side_text(s: &Option<SideEffect>) -> String {
     match s {
         Some(s) => format!(
-            "{} ({} + {} passes; report: {})",
-            ratio_text(s.ratio, s.ci),
+            "×{:.3} {} ({} + {} passes; report: {})",
+            s.ratio,
+            cairn_report::table::ci_text(&cairn_analysis::Interval {
+                low: s.ci.0,
+                high: s.ci.1,
+                level: s.level,
+            }),
             s.passes.0,
             s.passes.1,
             s.verdict
@@ -321,7 +330,7 @@ pub fn markdown(f: &Findings) -> String {
     if f.effects.is_empty() {
         s += "No table of the study compares with a baseline: there are no effects to compare.\n";
     } else {
-        s += "| table | variant vs baseline | at | published [95% CI] | here [95% CI] | here / published [95% CI] | verdict |\n|---|---|---|---|---|---|---|\n";
+        s += "| table | variant vs baseline | at | published [CI] | here [CI] | here / published [95% CI] | verdict |\n|---|---|---|---|---|---|---|\n";
         for e in &f.effects {
             let both = match (e.ratio, e.ratio_ci) {
                 (Some(r), Some(ci)) => ratio_text(r, ci),
