@@ -21,6 +21,9 @@ struct Entry {
     parser: String,
     /// blake3 of each of `plan.sources`' files, same order.
     hashes: Vec<String>,
+    /// The parameters' values the plan was read with (`--set`): another set is another plan.
+    #[serde(default)]
+    settings: crate::params::Settings,
     plan: Plan,
 }
 
@@ -60,13 +63,23 @@ fn hash(text: &str) -> String {
 /// A cached plan was validated when it was parsed; checks against other files
 /// (declared `input`s) are not repeated — the caller hashes those files anyway.
 pub fn load_cached(path: &Path, cache_dir: &Path) -> Result<(Plan, bool), PlanError> {
+    load_cached_with(path, cache_dir, &crate::params::Settings::new())
+}
+
+/// [`load_cached`] with the parameters' values the caller gives (`--set`).
+pub fn load_cached_with(
+    path: &Path,
+    cache_dir: &Path,
+    settings: &crate::params::Settings,
+) -> Result<(Plan, bool), PlanError> {
     let entry_file = entry_path(cache_dir, path);
     let parser = parser_identity();
-    if let Some(plan) = try_hit(&entry_file, &parser) {
+    if let Some(plan) = try_hit(&entry_file, &parser, settings) {
         return Ok((plan, true));
     }
-    let plan = crate::load(path)?;
+    let plan = crate::load_with(path, settings)?;
     let entry = Entry {
+        settings: settings.clone(),
         parser,
         hashes: plan.sources.iter().map(|s| hash(&s.text)).collect(),
         plan,
@@ -87,10 +100,13 @@ pub fn load_cached(path: &Path, cache_dir: &Path) -> Result<(Plan, bool), PlanEr
     Ok((entry.plan, false))
 }
 
-fn try_hit(entry_file: &Path, parser: &str) -> Option<Plan> {
+fn try_hit(entry_file: &Path, parser: &str, settings: &crate::params::Settings) -> Option<Plan> {
     let bytes = std::fs::read(entry_file).ok()?;
     let mut entry: Entry = serde_json::from_slice(&bytes).ok()?;
-    if entry.parser != parser || entry.hashes.len() != entry.plan.sources.len() {
+    if entry.parser != parser
+        || &entry.settings != settings
+        || entry.hashes.len() != entry.plan.sources.len()
+    {
         return None;
     }
     for (source, want) in entry.plan.sources.iter_mut().zip(&entry.hashes) {

@@ -81,9 +81,15 @@ pub struct Problem {
     labels: Vec<LabeledSpan>,
     help: Option<String>,
     loc: Option<Loc>,
+    /// A warning: worth saying, but the plan is valid.
+    warning: bool,
 }
 
 impl Problem {
+    /// True for a warning (the plan is still valid).
+    pub fn is_warning(&self) -> bool {
+        self.warning
+    }
     /// The diagnostic code, e.g. `cairn::plan::unknown_node`.
     pub fn code(&self) -> &'static str {
         self.code
@@ -118,6 +124,9 @@ impl Diagnostic for Problem {
         self.help
             .as_ref()
             .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.warning.then_some(miette::Severity::Warning)
     }
     fn source_code(&self) -> Option<&dyn SourceCode> {
         self.src.as_ref().map(|s| s as &dyn SourceCode)
@@ -155,6 +164,7 @@ pub fn problem_at(
         )],
         help,
         loc: Some(loc),
+        warning: false,
     }
 }
 
@@ -199,6 +209,7 @@ pub(crate) struct Reporter {
     names: Vec<String>,
     texts: Vec<Arc<str>>,
     pub(crate) problems: Vec<Problem>,
+    pub(crate) warnings: Vec<Problem>,
 }
 
 impl Reporter {
@@ -219,6 +230,18 @@ impl Reporter {
     }
 
     pub(crate) fn push(&mut self, p: P) {
+        let problem = self.made(p);
+        self.problems.push(problem);
+    }
+
+    /// Records a warning: said, but the plan stays valid.
+    pub(crate) fn warn(&mut self, p: P) {
+        let mut problem = self.made(p);
+        problem.warning = true;
+        self.warnings.push(problem);
+    }
+
+    fn made(&mut self, p: P) -> Problem {
         let primary = p.labels.first().map(|(loc, _)| *loc);
         let mut help = p.help;
         let mut labels = Vec::new();
@@ -237,7 +260,7 @@ impl Reporter {
         let src = primary.map(|loc| {
             NamedSource::new(&self.names[loc.source.0], self.texts[loc.source.0].clone())
         });
-        self.problems.push(Problem {
+        Problem {
             code: code_str(p.code),
             message: p.message,
             src,
@@ -248,7 +271,8 @@ impl Reporter {
                 Some(help.join("\n"))
             },
             loc: primary,
-        });
+            warning: false,
+        }
     }
 
     /// Adds a problem made outside the reader (e.g. a KDL syntax error).
@@ -296,6 +320,7 @@ pub(crate) fn syntax_problems(reporter: &mut Reporter, id: SourceId, err: &kdl::
             labels: vec![LabeledSpan::new_primary_with_span(Some(label), span)],
             help: Some(help),
             loc: Some(Loc { source: id, span }),
+            warning: false,
         });
     }
 }
@@ -341,6 +366,7 @@ fn code_str(short: &'static str) -> &'static str {
         fmt,
         limit,
         host_path,
+        unused,
     )
 }
 

@@ -7,8 +7,11 @@ use std::sync::LazyLock;
 /// A plan file's top-level nodes.
 pub(crate) const TOP_LEVEL: &[&str] = &[
     "study", "import", "image", "server", "dataset", "workload", "trials", "analysis", "claim",
-    "report", "step",
+    "report", "step", "param",
 ];
+
+pub(crate) const PARAM_CHILDREN: &[&str] = &["values"];
+pub(crate) const PARAM_PROPS: &[&str] = &["default"];
 
 pub(crate) const STUDY_CHILDREN: &[&str] = &["title", "host-path"];
 pub(crate) const STUDY_SINGLE: &[&str] = &["title"];
@@ -233,6 +236,9 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
     let mut g = vec![
         spec("plan").children(TOP_LEVEL, &[]),
         spec("study").children(STUDY_CHILDREN, STUDY_SINGLE),
+        spec("param")
+            .children(PARAM_CHILDREN, PARAM_CHILDREN)
+            .props(PARAM_PROPS),
         spec("image").children(IMAGE_CHILDREN, IMAGE_SINGLE),
         spec("image/debian").props(DEBIAN_PROPS),
         spec("image/env").any_props(),

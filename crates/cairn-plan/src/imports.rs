@@ -14,6 +14,8 @@ pub(crate) struct Loader {
     pub(crate) declared: Declared,
     pub(crate) plan: Plan,
     check_files: bool,
+    /// The parameters' values given by the caller (`--set`).
+    settings: crate::params::Settings,
     /// Canonical paths of the files read so far.
     seen: BTreeSet<PathBuf>,
     /// Canonical paths of the files being read (the import chain), with their display names.
@@ -73,8 +75,9 @@ fn stem(path: &Path) -> String {
 }
 
 impl Loader {
-    pub(crate) fn new(check_files: bool) -> Self {
+    pub(crate) fn new(check_files: bool, settings: crate::params::Settings) -> Self {
         Loader {
+            settings,
             r: Reporter::default(),
             declared: Declared::default(),
             plan: Plan::default(),
@@ -114,13 +117,17 @@ impl Loader {
         if too_deep(&mut self.r, id, &text) {
             return (id, Vec::new());
         }
-        let doc = match kdl::KdlDocument::parse_v2(&text) {
+        let mut doc = match kdl::KdlDocument::parse_v2(&text) {
             Ok(doc) => doc,
             Err(err) => {
                 syntax_problems(&mut self.r, id, &err);
                 return (id, Vec::new());
             }
         };
+        // parameters first, so every value of this file (and of the files it imports) can
+        // use them
+        crate::params::declare(&mut self.r, id, &doc, &mut self.plan.params, &self.settings);
+        crate::params::substitute(&mut self.r, id, &mut doc, &mut self.plan.params);
         let mut fp = FileParser {
             r: &mut self.r,
             declared: &mut self.declared,
@@ -189,6 +196,8 @@ impl Loader {
     }
 
     pub(crate) fn finish(mut self) -> Result<Plan, PlanError> {
+        crate::params::finish(&mut self.r, &self.plan.params, &self.settings);
+        self.plan.warnings = std::mem::take(&mut self.r.warnings);
         crate::validate::validate(
             &mut self.plan,
             &self.declared,
@@ -202,13 +211,19 @@ impl Loader {
 
 /// Reads the plan at `path` with everything it imports.
 pub fn load(path: &Path) -> Result<Plan, PlanError> {
+    load_with(path, &crate::params::Settings::new())
+}
+
+/// [`load`] with the values of the plan's parameters that the caller gives (`--set`); a
+/// parameter not given takes its default.
+pub fn load_with(path: &Path, settings: &crate::params::Settings) -> Result<Plan, PlanError> {
     let io = |source| PlanError::Io {
         path: path.to_path_buf(),
         source,
     };
     let text = crate::limits::read_plan_file(path).map_err(io)?;
     let canonical = path.canonicalize().map_err(io)?;
-    let mut loader = Loader::new(true);
+    let mut loader = Loader::new(true, settings.clone());
     loader.seen.insert(canonical.clone());
     loader.visit(&normalize(path), canonical, Arc::from(text), true);
     loader.finish()
@@ -216,7 +231,16 @@ pub fn load(path: &Path) -> Result<Plan, PlanError> {
 
 /// Parses plan text that stands alone: `import` is not allowed, `input` files are not checked.
 pub fn parse_str(name: &str, text: &str) -> Result<Plan, PlanError> {
-    let mut loader = Loader::new(false);
+    parse_str_with(name, text, &crate::params::Settings::new())
+}
+
+/// [`parse_str`] with the values of the plan's parameters that the caller gives.
+pub fn parse_str_with(
+    name: &str,
+    text: &str,
+    settings: &crate::params::Settings,
+) -> Result<Plan, PlanError> {
+    let mut loader = Loader::new(false, settings.clone());
     let (_, imports) = loader.parse_file(Path::new(name), Arc::from(text), true);
     for import in imports {
         let p = problem("import", "`import` needs a plan file on disk")

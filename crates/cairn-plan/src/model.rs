@@ -99,9 +99,57 @@ pub struct Plan {
     pub claims: Vec<Claim>,
     pub reports: Vec<Report>,
     pub steps: Vec<CommandStep>,
+    /// `param` declarations with the value each was read with (its default or `--set`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<PlanParam>,
+    /// What is worth saying but does not stop the plan (a parameter never used); the CLI
+    /// prints them. Not kept by the parse cache: a cached plan was warned about when read.
+    #[serde(skip)]
+    pub warnings: Vec<crate::Problem>,
+}
+
+/// `param "scale" default="tiny" { values "tiny" "published" }`: a value the plan's other
+/// values use as `${scale}`, set per run with `--set scale=published`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlanParam {
+    pub name: Sp<String>,
+    /// The default's text (`4`, `tiny`, `true`).
+    pub default: Sp<String>,
+    /// The default's type, which a `--set` value must have.
+    pub ty: ParamType,
+    /// `values …`: the only values it may take (empty: any of its type).
+    pub values: Vec<Sp<String>>,
+    /// The value this plan was read with.
+    pub value: String,
+    /// True when `--set` gave the value.
+    pub set: bool,
+    /// True when some value says `${name}`.
+    pub used: bool,
+}
+
+/// The type of a parameter's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ParamType {
+    Text,
+    /// Numbers, one or several separated by spaces.
+    Number,
+    Bool,
 }
 
 impl Plan {
+    /// Each parameter's value and default, by name (empty without `param`).
+    pub fn param_values(&self) -> BTreeMap<String, (String, String)> {
+        self.params
+            .iter()
+            .map(|p| {
+                (
+                    p.name.value.clone(),
+                    (p.value.clone(), p.default.value.clone()),
+                )
+            })
+            .collect()
+    }
+
     /// Sets the `min` of every trials block that wrote none (`passes max=12
     /// until="decided"`, [`Passes::default_min`]) to `fewest(max)`: the fewest passes per
     /// side that could decide a comparison at the design's first look, which the caller

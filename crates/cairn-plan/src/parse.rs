@@ -136,6 +136,8 @@ impl FileParser<'_> {
                 "claim" => self.claim(node),
                 "report" => self.report(node),
                 "step" => self.step(node),
+                // read before the rest of the file, by `params::declare`
+                "param" => {}
                 _ => self.unknown_declaration(node),
             }
         }

@@ -1,0 +1,129 @@
+//! Plan parameters: `param` declarations, `${name}` substituted into values, `--set` values
+//! checked against the declarations.
+
+use cairn_plan::{parse_str_with, render, Plan, Settings, Value};
+
+const PLAN: &str = r#"
+param "scale" default="tiny" { values "tiny" "published" }
+param "threads" default="1 4"
+param "rows" default=1000
+dataset "d" { sysbench tables=1 rows="${rows}" }
+workload "w" { sysbench "oltp_read_only"; threads "${threads}"; duration "8s" }
+step "s" { run "echo ${scale} $${HOME} $HOME" }
+"#;
+
+fn set(pairs: &[(&str, &str)]) -> Settings {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn parse(text: &str, settings: &Settings) -> Plan {
+    parse_str_with("p.kdl", text, settings).unwrap_or_else(|e| panic!("{}", render(&e)))
+}
+
+fn errors(text: &str, settings: &Settings) -> String {
+    match parse_str_with("p.kdl", text, settings) {
+        Ok(_) => panic!("should be refused"),
+        Err(e) => render(&e),
+    }
+}
+
+fn threads(plan: &Plan) -> Vec<Value> {
+    let w = &plan.workloads[0];
+    let p = w.params.iter().find(|p| p.name.value == "threads").unwrap();
+    p.values.iter().map(|v| v.value.clone()).collect()
+}
+
+#[test]
+fn defaults_are_substituted_with_their_types() {
+    let plan = parse(PLAN, &Settings::new());
+    assert_eq!(threads(&plan), vec![Value::Int(1), Value::Int(4)]);
+    assert_eq!(plan.steps[0].run.value, "echo tiny ${HOME} $HOME");
+    let rows = &plan.datasets[0].props["rows"];
+    assert_eq!(rows.value, Value::Int(1000));
+    // the substituted value still points at `"${threads}"` in the text
+    let w = &plan.workloads[0];
+    let p = w.params.iter().find(|p| p.name.value == "threads").unwrap();
+    let span = p.values[0].loc.span;
+    assert_eq!(
+        &PLAN[span.offset()..span.offset() + span.len()],
+        "\"${threads}\""
+    );
+    assert!(plan.warnings.is_empty());
+    let values = plan.param_values();
+    assert_eq!(values["scale"], ("tiny".to_string(), "tiny".to_string()));
+    assert!(plan.params.iter().all(|p| !p.set));
+}
+
+#[test]
+fn set_values_replace_the_defaults() {
+    let plan = parse(
+        PLAN,
+        &set(&[
+            ("scale", "published"),
+            ("threads", "1 2 4 8"),
+            ("rows", "50000"),
+        ]),
+    );
+    assert_eq!(
+        threads(&plan),
+        vec![Value::Int(1), Value::Int(2), Value::Int(4), Value::Int(8)]
+    );
+    assert_eq!(plan.steps[0].run.value, "echo published ${HOME} $HOME");
+    assert_eq!(plan.datasets[0].props["rows"].value, Value::Int(50000));
+    assert!(plan.params.iter().all(|p| p.set));
+}
+
+#[test]
+fn an_unknown_set_name_is_refused_naming_the_flag_and_the_parameters() {
+    let text = errors(PLAN, &set(&[("scael", "published")]));
+    assert!(text.contains("`--set scael=published`"), "{text}");
+    assert!(text.contains("`threads` (default `1 4`)"), "{text}");
+}
+
+#[test]
+fn a_set_value_outside_values_or_of_another_type_is_refused() {
+    let text = errors(PLAN, &set(&[("scale", "huge")]));
+    assert!(text.contains("`--set scale=huge`"), "{text}");
+    assert!(text.contains("`scale` takes `tiny`, `published`"), "{text}");
+    let text = errors(PLAN, &set(&[("rows", "many")]));
+    assert!(text.contains("takes numbers"), "{text}");
+}
+
+#[test]
+fn an_unused_parameter_is_a_warning_not_an_error() {
+    let plan = parse(
+        "param \"spare\" default=1\nstep \"s\" { run \"true\" }\n",
+        &Settings::new(),
+    );
+    assert_eq!(plan.warnings.len(), 1);
+    assert!(plan.warnings[0].is_warning());
+    assert!(render(&plan.warnings[0]).contains("parameter `spare` is never used"));
+}
+
+#[test]
+fn an_imported_file_sees_the_parameters_of_the_file_that_imports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lib.kdl"),
+        "step \"b\" { run \"echo ${scale}\" }\n",
+    )
+    .unwrap();
+    let root = dir.path().join("p.kdl");
+    std::fs::write(
+        &root,
+        "param \"scale\" default=\"tiny\"\nimport \"lib.kdl\"\n",
+    )
+    .unwrap();
+    let plan = cairn_plan::load_with(&root, &set(&[("scale", "full")])).unwrap();
+    assert_eq!(plan.steps[0].run.value, "echo full");
+}
+
+#[test]
+fn a_plan_without_parameters_reads_as_before() {
+    let plan = parse("step \"s\" { run \"echo $HOME\" }\n", &Settings::new());
+    assert!(plan.params.is_empty());
+    assert_eq!(plan.steps[0].run.value, "echo $HOME");
+}
