@@ -25,6 +25,10 @@ pub struct Cli {
     /// Print events / results as JSON lines on stdout.
     #[arg(long, global = true)]
     pub json: bool,
+    /// A plan parameter's value: `--set scale=published` (repeatable), for a `param` the plan
+    /// declares; the others keep their defaults.
+    #[arg(long = "set", global = true, value_name = "NAME=VALUE", value_parser = parse_setting)]
+    pub set: Vec<(String, String)>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -378,14 +382,28 @@ pub enum GraphFormat {
     Mermaid,
 }
 
+/// `NAME=VALUE` of `--set`, split at the first `=`.
+fn parse_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=VALUE (e.g. `--set scale=published`)"
+        )),
+    }
+}
+
 /// The global flags a command has no use for: its help does not offer them (they are still
 /// accepted, and do nothing, so a flag given before any command never breaks one).
 const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
-    ("fmt", &["results", "cache", "json"]),
+    ("fmt", &["results", "cache", "json", "set"]),
     ("graph", &["results", "cache", "json"]),
     ("check", &["cache"]),
-    ("machine", &["results"]),
-    ("clean", &["results", "cache"]),
+    ("machine", &["results", "set"]),
+    ("clean", &["results", "cache", "set"]),
+    ("compare", &["set"]),
+    ("verify", &["set"]),
 ];
 
 /// The command line's grammar: [`Cli`], with each command's unused global flags hidden.

@@ -39,6 +39,7 @@ pub(crate) fn quiet_on_closed_pipe() {
 }
 
 pub fn dispatch(cli: Cli) -> i32 {
+    context::set_plan_settings(cli.set.iter().cloned().collect());
     if !holds_resources(&cli.command) {
         quiet_on_closed_pipe();
     }
@@ -196,6 +197,9 @@ fn check(cli: &Cli, path: &Path) -> Result<i32, Exit> {
     );
     for kind in kinds {
         println!("  {:<9} {}", kind.as_str(), graph.count(kind));
+    }
+    if let Some(line) = context::parameters_line(&plan) {
+        println!("{line}");
     }
     Ok(OK)
 }
@@ -389,6 +393,9 @@ fn plan_cmd(cli: &Cli, path: &Path, fresh: &[String], on: &OnArgs) -> Result<i32
         }
         return Ok(OK);
     }
+    if let Some(line) = context::parameters_line(&plan) {
+        println!("{line}");
+    }
     let mut counts = [0usize; 5];
     let kinds = (cli.verbose == 0).then(|| kinds_by_address(&graph));
     for &id in &graph.order {
@@ -508,6 +515,9 @@ pub(crate) fn run(cli: &Cli, path: &Path, a: RunArgs<'_>) -> Result<i32, Exit> {
     let cache = context::cache_dir(cli.cache.as_deref());
     let (plan, mut graph) = context::load_graph_cached(path, Some(&cache))?;
     crate::preflight::check(&plan, &graph)?;
+    if let Some(line) = context::parameters_line(&plan).filter(|_| !cli.json) {
+        eprintln!("{line}");
+    }
     if a.ignore_lock {
         graph.lock = None;
     }

@@ -52,6 +52,37 @@ pub fn print_error(message: &str) {
     }
 }
 
+/// The plan parameters' values given with `--set` (set once, before any plan is read).
+static PLAN_SETTINGS: std::sync::OnceLock<cairn_plan::Settings> = std::sync::OnceLock::new();
+
+/// From now on, every plan is read with these parameter values (`--set`); a command that
+/// reads a bundle adds the values it was made with first ([`plan_settings`]).
+pub fn set_plan_settings(settings: cairn_plan::Settings) {
+    let _ = PLAN_SETTINGS.set(settings);
+}
+
+/// The parameter values plans are read with (empty: every parameter at its default).
+pub fn plan_settings() -> cairn_plan::Settings {
+    PLAN_SETTINGS.get().cloned().unwrap_or_default()
+}
+
+/// `parameters: scale = published (--set), threads = 1 4 (default)` for a plan that declares
+/// parameters: what `cairn check`, `plan` and `run` show before anything else.
+pub fn parameters_line(plan: &cairn_plan::Plan) -> Option<String> {
+    if plan.params.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = plan
+        .params
+        .iter()
+        .map(|p| {
+            let how = if p.set { "--set" } else { "default" };
+            format!("{} = {} ({how})", p.name.value, p.value)
+        })
+        .collect();
+    Some(format!("parameters: {}", each.join(", ")))
+}
+
 pub fn load_graph(path: &Path) -> Result<(cairn_plan::Plan, StepGraph), Exit> {
     load_graph_cached(path, None)
 }
@@ -65,10 +96,18 @@ pub fn load_graph_cached(
         print_diagnostic(&e);
         Exit(BAD_INPUT)
     };
+    let settings = plan_settings();
     let (mut plan, from_cache) = match cache {
-        Some(dir) => cairn_plan::load_cached(path, dir).map_err(report)?,
-        None => (cairn_plan::load(path).map_err(report)?, false),
+        Some(dir) => cairn_plan::load_cached_with(path, dir, &settings).map_err(report)?,
+        None => (
+            cairn_plan::load_with(path, &settings).map_err(report)?,
+            false,
+        ),
     };
+    // on stderr even with --json: stdout's JSON says whether the plan is valid, and it is
+    for warning in &plan.warnings {
+        eprint!("{}", cairn_plan::render(warning));
+    }
     crate::preflight::set_defaults(&mut plan);
     crate::preflight::names(&plan).map_err(report)?;
     match cairn_graph::resolve_with_kinds(&plan, &cairn_kinds::plan_step_kinds()) {

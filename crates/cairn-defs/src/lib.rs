@@ -22,7 +22,7 @@ pub use claim::ClaimDef;
 pub use dataset::{DatasetDef, DatasetStepDef};
 pub use image::{Debian, ImageDef, LayerDef};
 pub use lock::{Lock, LockedImage, VersionMismatch};
-pub use report::{PassRule, ReportDef};
+pub use report::{ParamValue, PassRule, ReportDef};
 pub use server::{LinkDef, ServerDef};
 pub use value::{value_text, Props};
 pub use workload::{

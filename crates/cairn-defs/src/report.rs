@@ -30,6 +30,18 @@ pub struct ReportDef {
     /// section.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub datasets: BTreeMap<String, crate::DatasetDef>,
+    /// The plan's parameters (`param`) with the value the plan was read with and the
+    /// default, for the design section. Whether `--set` gave the value is not here: the
+    /// default and the same value given explicitly are one report. Absent without `param`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, ParamValue>,
+}
+
+/// A plan parameter's value and its declared default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParamValue {
+    pub value: String,
+    pub default: String,
 }
 
 /// A trials block's `passes`: at least `min`, at most `max`, and what decides in between.

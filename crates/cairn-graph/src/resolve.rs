@@ -9,7 +9,8 @@ use cairn_defs::image::{
 };
 use cairn_defs::{
     driver_code_version, trial_code, AnalysisDef, ClaimDef, DatasetDef, DatasetStepDef, Debian,
-    ImageDef, LayerDef, PassRule, Props, ReportDef, ServerDef, TrialStepDef, WorkloadDef,
+    ImageDef, LayerDef, ParamValue, PassRule, Props, ReportDef, ServerDef, TrialStepDef,
+    WorkloadDef,
 };
 use cairn_plan::{BuildSource, Layer, Plan, Server, Sp, Value, Workload};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -742,6 +743,11 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
                     };
                     Some((t.name.value.clone(), def))
                 })
+                .collect(),
+            params: plan
+                .param_values()
+                .into_iter()
+                .map(|(name, (value, default))| (name, ParamValue { value, default }))
                 .collect(),
         });
         for a in &r.analyses {

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_analysis::Verdict;
-use cairn_defs::{DatasetDef, PassRule, ReportDef, ServerDef, TrialStepDef};
+use cairn_defs::{DatasetDef, ParamValue, PassRule, ReportDef, ServerDef, TrialStepDef};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::Done;
 use cairn_graph::Step;
@@ -485,11 +485,35 @@ fn design(inputs: &Inputs, def: &ReportDef) -> Vec<Item> {
         ));
     }
     items.push(options_item(&inputs.design));
+    if let Some(item) = parameters_item(&def.params) {
+        items.push(item);
+    }
     items.push(Item::new(Inline::plain(format!(
         "How to read it: each cell is the median of its passes; a ratio is variant / baseline with a bootstrap CI of the medians; a verdict needs a rank test and the CI to agree (the rank test needs at least {} passes per side to reach p < 0.05); a cell is noisy when its passes' coefficient of variation is above 5%.",
         fewest_passes_for(0.05)
     ))));
     items
+}
+
+/// `Parameters: scale = tiny (default), threads = 1 2 4 8`: the values the plan's `param`s
+/// had in this run, so a reader knows which scale the numbers are from.
+fn parameters_item(params: &BTreeMap<String, ParamValue>) -> Option<Item> {
+    if params.is_empty() {
+        return None;
+    }
+    let mut text = Inline::plain("Parameters: ");
+    for (i, (name, p)) in params.iter().enumerate() {
+        if i > 0 {
+            text = text.text(", ");
+        }
+        text = text.text(format!("{name} = ")).code(&p.value);
+        if p.value == p.default {
+            text = text.text(" (default)");
+        } else {
+            text = text.text(" (default ").code(&p.default).text(")");
+        }
+    }
+    Some(Item::new(text))
 }
 
 /// One trials block: its workload at its matrix, the driver and where it ran, the dataset,
@@ -921,4 +945,48 @@ fn provenance(
         items.push(item);
     }
     items
+}
+
+#[cfg(test)]
+mod parameter_tests {
+    use super::*;
+    use cairn_report::document::Span;
+
+    fn words(item: &Item) -> String {
+        item.text
+            .0
+            .iter()
+            .map(|s| match s {
+                Span::Text(t) => t.clone(),
+                Span::Code(c) => format!("`{c}`"),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_design_names_each_parameter_and_whether_it_was_its_default() {
+        assert!(parameters_item(&BTreeMap::new()).is_none());
+        let params = BTreeMap::from([
+            (
+                "scale".to_string(),
+                ParamValue {
+                    value: "tiny".into(),
+                    default: "tiny".into(),
+                },
+            ),
+            (
+                "threads".to_string(),
+                ParamValue {
+                    value: "1 2 4 8".into(),
+                    default: "1 4".into(),
+                },
+            ),
+        ]);
+        let item = parameters_item(&params).unwrap();
+        assert_eq!(
+            words(&item),
+            "Parameters: scale = `tiny` (default), threads = `1 2 4 8` (default `1 4`)"
+        );
+    }
 }
