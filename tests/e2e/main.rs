@@ -13,6 +13,7 @@ mod faults;
 mod images;
 mod kill;
 mod mysql;
+mod params;
 mod postgresql;
 mod report;
 mod repro;

@@ -402,7 +402,6 @@ const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
     ("check", &["cache"]),
     ("machine", &["results", "set"]),
     ("clean", &["results", "cache", "set"]),
-    ("compare", &["set"]),
     ("verify", &["set"]),
 ];
 

@@ -172,7 +172,11 @@ pub fn reproduce(
     }
     let t_verified = t0.elapsed();
     let results = dir.join("reproduced");
-    let graph = crate::bundle::check::load_bundled_plan(&v.plan).map_err(context::fail(FAILED))?;
+    // the scale the study was published at, unless `--set` asks for another
+    let mut settings = v.manifest.params.clone();
+    settings.extend(context::plan_settings());
+    let graph = crate::bundle::check::load_bundled_plan(&v.plan, &settings)
+        .map_err(context::fail(FAILED))?;
     let exe = std::env::current_exe().map_err(context::fail(FAILED))?;
     let mut commands = vec!["run"];
     if graph.count(StepKind::REPORT) > 0 {
@@ -186,6 +190,9 @@ pub fn reproduce(
             cmd.arg("--cache").arg(c);
         }
         cmd.args(args).arg(&v.plan);
+        for (name, value) in &settings {
+            cmd.arg("--set").arg(format!("{name}={value}"));
+        }
         if cli.json {
             // stdout carries only JSON lines: the run's and the report's progress go to stderr
             cmd.stdout(std::io::stderr());
@@ -275,8 +282,8 @@ pub fn compare(
             eprintln!("error: results directories bring no plan: give one with --plan");
             Exit(BAD_INPUT)
         })?;
-    let graph =
-        crate::bundle::check::load_bundled_plan(&plan_path).map_err(context::fail(BAD_INPUT))?;
+    let graph = crate::bundle::check::load_bundled_plan(&plan_path, &context::plan_settings())
+        .map_err(context::fail(BAD_INPUT))?;
     use crate::measured_on::side_class;
     let fa = side_class("--measured-on-a", fingerprint_a, &sa.store, "A", &graph)?;
     let fb = side_class("--measured-on-b", fingerprint_b, &sb.store, "B", &graph)?;

@@ -57,7 +57,7 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
         super::unpack::safe_relative(Path::new(&manifest.plan)).map_err(Refused::Unsafe)?;
     let plan_path = dir.join(&plan_rel);
     // the plan, as bundled: a plan that does not load is one problem that breaks everything
-    let graph = load_bundled_plan(&plan_path);
+    let graph = load_bundled_plan(&plan_path, &manifest.params);
     let mut problems = Vec::new();
     let store = Store::open(dir).map_err(|e| Refused::Io(e.to_string()))?;
     // who depends on what: records by key → step, blobs → steps
@@ -272,9 +272,13 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
     })
 }
 
-/// The bundled plan, resolved; a plan that reads host paths outside the bundle is refused.
-pub fn load_bundled_plan(path: &Path) -> Result<StepGraph, String> {
-    let mut plan = cairn_plan::load(path).map_err(|e| e.to_string())?;
+/// The bundled plan, resolved with the parameter values `settings` gives (the manifest's,
+/// for checking it); a plan that reads host paths outside the bundle is refused.
+pub fn load_bundled_plan(
+    path: &Path,
+    settings: &cairn_plan::Settings,
+) -> Result<StepGraph, String> {
+    let mut plan = cairn_plan::load_with(path, settings).map_err(|e| e.to_string())?;
     crate::preflight::set_defaults(&mut plan);
     if let Some(p) = plan.study.host_paths.first() {
         return Err(format!(

@@ -49,6 +49,11 @@ pub struct Manifest {
     pub host_steps: Vec<String>,
     /// The sum of the files' sizes: unpacking refuses to write much more.
     pub total_bytes: u64,
+    /// The value of each plan parameter (`param`) the study was bundled with: verifying
+    /// reads the plan with them, and `cairn reproduce` runs it with them (`--set` overrides).
+    /// Absent for a plan without parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
 }
 
 /// What an unpacked bundle may hold beyond the declared bytes (the manifest itself and tar

@@ -177,6 +177,11 @@ pub fn pack(
             .map(|s| s.address.clone())
             .collect(),
         total_bytes,
+        params: plan
+            .param_values()
+            .into_iter()
+            .map(|(name, (value, _default))| (name, value))
+            .collect(),
     };
     let archive_bytes = write_archive(&manifest, &files, out)?;
     Ok(Packed {
