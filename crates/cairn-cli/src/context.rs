@@ -52,18 +52,23 @@ pub fn print_error(message: &str) {
     }
 }
 
-/// The plan parameters' values given with `--set` (set once, before any plan is read).
-static PLAN_SETTINGS: std::sync::OnceLock<cairn_plan::Settings> = std::sync::OnceLock::new();
+/// The plan parameters' values given with `--set` (set before any plan is read; a fleet's
+/// worker sets its job's instead).
+static PLAN_SETTINGS: std::sync::Mutex<cairn_plan::Settings> =
+    std::sync::Mutex::new(cairn_plan::Settings::new());
 
-/// From now on, every plan is read with these parameter values (`--set`); a command that
-/// reads a bundle adds the values it was made with first ([`plan_settings`]).
+/// From now on, every plan is read with these parameter values (`--set`, or a fleet job's);
+/// a command that reads a bundle adds the values it was made with ([`plan_settings`]).
 pub fn set_plan_settings(settings: cairn_plan::Settings) {
-    let _ = PLAN_SETTINGS.set(settings);
+    *PLAN_SETTINGS.lock().unwrap_or_else(|e| e.into_inner()) = settings;
 }
 
 /// The parameter values plans are read with (empty: every parameter at its default).
 pub fn plan_settings() -> cairn_plan::Settings {
-    PLAN_SETTINGS.get().cloned().unwrap_or_default()
+    PLAN_SETTINGS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 /// `parameters: scale = published (--set), threads = 1 4 (default)` for a plan that declares

@@ -38,7 +38,7 @@ pub fn slurm_fleet(
         Exit(BAD_INPUT)
     })?;
     let cairn = std::env::current_exe().map_err(context::fail(BAD_INPUT))?;
-    SlurmFleet::new(
+    let mut fleet = SlurmFleet::new(
         Slurm::new(on.partition.clone()),
         cairn,
         abs(plan),
@@ -48,7 +48,9 @@ pub fn slurm_fleet(
     .map_err(|e| {
         eprintln!("error: cannot run on Slurm: {e}");
         Exit(BAD_INPUT)
-    })
+    })?;
+    fleet.params = context::plan_settings();
+    Ok(fleet)
 }
 
 /// One part of a block's cost: its JSON name, words for a person, and its field.
@@ -117,6 +119,8 @@ pub fn worker(dir: &Path, process_started: std::time::SystemTime) -> Result<i32,
     let cancel = crate::commands::install_stop_handler();
     let job: JobFile =
         fleet_job::read(&dir.join(fleet_job::JOB)).map_err(context::fail(BAD_INPUT))?;
+    // the node reads the plan with the values the run was submitted with
+    context::set_plan_settings(job.params.clone());
     let (_plan, graph) = context::load_graph(&job.plan)?;
     let store = Store::open(dir).map_err(context::fail(FAILED))?;
     // the shipped snapshots are the worker's cache, at the path this node sees the spool

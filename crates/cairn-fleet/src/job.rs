@@ -59,6 +59,9 @@ pub const SHIPPED: &str = "shipped";
 pub struct JobFile {
     /// The plan, by absolute path on the shared filesystem.
     pub plan: PathBuf,
+    /// The plan parameters' values the run was submitted with (absent: every default).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub params: std::collections::BTreeMap<String, String>,
     /// The shipped files (`datasets/<key>.tar`, `images/<id>.tar`), relative to the job
     /// directory: the node's worker uses it as its cache directory.
     pub shipped: PathBuf,
@@ -287,7 +290,7 @@ fn ship_inputs(
 pub fn write_job(
     env: &Env<'_>,
     graph: &StepGraph,
-    plan: &Path,
+    (plan, params): (&Path, &std::collections::BTreeMap<String, String>),
     shipped: &Path,
     dir: &Path,
     block: &[BlockStep],
@@ -318,6 +321,7 @@ pub fn write_job(
         &dir.join(JOB),
         &JobFile {
             plan: plan.to_path_buf(),
+            params: params.clone(),
             shipped: relative_to(
                 &std::path::absolute(shipped).unwrap_or_else(|_| shipped.to_path_buf()),
                 &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),

@@ -67,6 +67,9 @@ pub struct SlurmFleet {
     pub cairn: PathBuf,
     /// The plan, by absolute path (the nodes read it).
     pub plan: PathBuf,
+    /// The plan parameters' values the run was given (`--set`): the nodes read the plan
+    /// with them.
+    pub params: std::collections::BTreeMap<String, String>,
     /// Where job directories go: a directory every node sees.
     pub spool: PathBuf,
     /// Usable nodes when the run started: how many blocks go out at once.
@@ -94,6 +97,7 @@ impl SlurmFleet {
             slurm,
             cairn,
             plan,
+            params: std::collections::BTreeMap::new(),
             spool,
             nodes,
             node_retries,
@@ -208,7 +212,7 @@ impl SlurmFleet {
         let written = {
             let _one_at_a_time = self.shipping.lock().expect("shipping");
             let shipped = self.spool.join(job::SHIPPED);
-            job::write_job(env, graph, &self.plan, &shipped, &dir, block)
+            job::write_job(env, graph, (&self.plan, &self.params), &shipped, &dir, block)
         };
         let script = written
             .and_then(|()| self.write_script(&dir))
