@@ -99,6 +99,7 @@ mod tests {
             reused: BTreeMap::new(),
             passes: BTreeMap::new(),
             datasets: BTreeMap::new(),
+            params: BTreeMap::new(),
         };
         let text = serde_json::to_string(&r).unwrap();
         assert_eq!(text, r#"{"format":null,"title":"Allocators"}"#);

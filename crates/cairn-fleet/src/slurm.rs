@@ -212,7 +212,14 @@ impl SlurmFleet {
         let written = {
             let _one_at_a_time = self.shipping.lock().expect("shipping");
             let shipped = self.spool.join(job::SHIPPED);
-            job::write_job(env, graph, (&self.plan, &self.params), &shipped, &dir, block)
+            job::write_job(
+                env,
+                graph,
+                (&self.plan, &self.params),
+                &shipped,
+                &dir,
+                block,
+            )
         };
         let script = written
             .and_then(|()| self.write_script(&dir))
