@@ -178,10 +178,15 @@ fn check(cli: &Cli, path: &Path) -> Result<i32, Exit> {
             .iter()
             .map(|k| (k.as_str().to_string(), json!(graph.count(*k))))
             .collect();
+        let params: serde_json::Map<String, serde_json::Value> = plan
+            .params
+            .iter()
+            .map(|p| (p.name.value.clone(), json!(p.value)))
+            .collect();
         println!(
             "{}",
             json!({"valid": true, "plan": path, "study": plan.study.name,
-                   "steps": graph.steps.len(), "kinds": counts,
+                   "steps": graph.steps.len(), "kinds": counts, "params": params,
                    "notes": crate::preflight::design_notes(&plan),
                    "warnings": crate::preflight::design_warnings(&plan)})
         );
