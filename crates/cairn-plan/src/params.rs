@@ -335,7 +335,10 @@ fn substitute_node(r: &mut Reporter, id: SourceId, node: &mut KdlNode, params: &
             continue;
         }
         let at = loc(id, e.span());
-        match expand(s, params) {
+        // a shell command (`run`) keeps its own `${VAR}`s: only declared parameters are
+        // substituted there
+        let shell = node.name().value() == "run";
+        match expand(s, params, shell) {
             Err(problem) => {
                 r.push(problem.label_at(at));
                 out.push(e);
@@ -396,9 +399,20 @@ impl RefProblem {
     }
 }
 
-fn expand(s: &str, params: &mut [PlanParam]) -> Result<Expanded, RefProblem> {
+/// Whether `${name}` names a parameter of `params`, or in a shell command (`shell`) is the
+/// shell's own (an undeclared or non-name reference such as `${HOME}`, `${X:-default}`),
+/// kept as written.
+fn is_shells(name: &str, params: &[PlanParam], shell: bool) -> bool {
+    let a_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    shell && !(a_name && params.iter().any(|p| p.name.value == name))
+}
+
+fn expand(s: &str, params: &mut [PlanParam], shell: bool) -> Result<Expanded, RefProblem> {
     if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
-        if !name.contains(['{', '}', '$']) {
+        if !name.contains(['{', '}', '$']) && !is_shells(name, params, shell) {
             let p = find(name, params)?;
             return Ok(Expanded::Whole(whole_value(&p.value)));
         }
@@ -421,7 +435,12 @@ fn expand(s: &str, params: &mut [PlanParam]) -> Result<Expanded, RefProblem> {
                     ),
                 });
             };
-            out.push_str(&find(&tail[..end], params)?.value);
+            let name = &tail[..end];
+            if is_shells(name, params, shell) {
+                out.push_str(&after[..end + 3]);
+            } else {
+                out.push_str(&find(name, params)?.value);
+            }
             rest = &tail[end + 1..];
         } else {
             out.push('$');

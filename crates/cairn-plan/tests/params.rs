@@ -127,3 +127,19 @@ fn a_plan_without_parameters_reads_as_before() {
     assert!(plan.params.is_empty());
     assert_eq!(plan.steps[0].run.value, "echo $HOME");
 }
+
+#[test]
+fn a_shell_command_keeps_its_own_variables_and_elsewhere_an_unknown_one_is_refused() {
+    // `run` is a shell command: an undeclared `${VAR}` or `${VAR:-x}` is the shell's
+    let plan = parse(
+        "param \"scale\" default=\"tiny\"\nstep \"s\" { run \"echo ${scale} ${LEAK:-none} ${HOME}\" }\n",
+        &Settings::new(),
+    );
+    assert_eq!(plan.steps[0].run.value, "echo tiny ${LEAK:-none} ${HOME}");
+    // anywhere else an undeclared name is a typo, refused at its place
+    let e = errors(
+        "param \"scale\" default=\"tiny\"\nworkload \"w\" { sysbench \"oltp_read_only\"; threads 1; duration \"${scael}\" }\n",
+        &Settings::new(),
+    );
+    assert!(e.contains("unknown parameter `scael`"), "{e}");
+}
