@@ -175,6 +175,37 @@ fn references(plan: &Plan, d: &Declared, r: &mut Reporter) {
             check_ref(d, &ix, r, &["trials"], t);
         }
     }
+    for c in &plan.claims {
+        match &c.trials {
+            Some(t) => check_ref(d, &ix, r, &["trials"], t),
+            // two blocks may measure the same server: which one's passes a side is made of
+            // must be said, not mixed
+            None if plan.trials.len() > 1 => {
+                let list: Vec<String> = plan
+                    .trials
+                    .iter()
+                    .map(|t| format!("`{}`", t.name.value))
+                    .collect();
+                r.push(
+                    problem(
+                        "missing",
+                        format!(
+                            "claim `{}` does not say which trials it reads, and the study has {}",
+                            c.name.value,
+                            plan.trials.len()
+                        ),
+                    )
+                    .label(c.name.loc, "which trials?")
+                    .help(format!(
+                        "add `trials \"{}\"` to the claim; the trials blocks are {}",
+                        plan.trials[0].name.value,
+                        list.join(", ")
+                    )),
+                );
+            }
+            None => {}
+        }
+    }
     for rep in &plan.reports {
         for a in &rep.analyses {
             check_ref(d, &ix, r, &["analysis"], a);
@@ -469,11 +500,15 @@ fn expansion_limits(plan: &Plan, r: &mut Reporter) {
         );
     }
     for c in &plan.claims {
+        let read = match &c.trials {
+            Some(t) => trial_steps.get(t.as_str()).copied().unwrap_or(0),
+            None => all_trials,
+        };
         total = total.saturating_add(1);
-        edges = edges.saturating_add(all_trials);
+        edges = edges.saturating_add(read);
         note(
             &mut most_edges,
-            all_trials,
+            read,
             c.name.loc,
             format!("claim `{}`", c.name.value),
         );
