@@ -1662,7 +1662,7 @@ impl FileParser<'_> {
             (Some(a), Some(t)) => {
                 for size in sizes.into_iter().flatten() {
                     self.push(
-                        problem("conflict", "a band (`about`, `tolerance`) is its claim's size")
+                        problem("unexpected", "a band (`about`, `tolerance`) is its claim's size")
                             .label(size.loc, "a second size")
                             .label(a.loc, "the band")
                             .help("keep either the band or `by`/`within`"),
@@ -1684,7 +1684,7 @@ impl FileParser<'_> {
                 }
                 if expect.value.contains(">=") || expect.value.contains("<=") {
                     self.push(
-                        problem("conflict", "a band sizes a difference: it goes with `>` or `<`")
+                        problem("bad_value", "a band sizes a difference: it goes with `>` or `<`")
                             .label(expect.loc, "a tolerance operator")
                             .label(a.loc, "the band")
                             .help("write `>` (the left side about that much higher) or `<` (lower)"),
