@@ -681,7 +681,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         b.push(s);
     }
     for c in &plan.claims {
-        // its one block, or (validation saw to it) the study's only one
+        // its one block, or every block (as before `trials` could be said)
         let names: Vec<String> = match &c.trials {
             Some(t) => vec![t.value.clone()],
             None => all_trials.clone(),

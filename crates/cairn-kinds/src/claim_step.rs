@@ -250,13 +250,16 @@ fn claim_point(
         .iter()
         .find(|(k, v)| v.len() > 1 && !filter.contains_key(*k))
     {
-        return Err(CheckError::new("claim", 
+        // several blocks: the claim names the one it reads (its inputs are then that block's)
+        let how = if k == "trials" {
+            format!("name the block it reads, e.g. `trials \"{}\"`", values[0])
+        } else {
+            format!("say at which point the claim is, e.g. `where {k}={}`", values[0])
+        };
+        return Err(CheckError::new(
+            "claim",
             "expect",
-            format!(
-                "the trials vary in `{k}` ({}): say at which point the claim is, e.g. `where {k}={}`",
-                values.join(", "),
-                values[0]
-            ),
+            format!("the trials vary in `{k}` ({}): {how}", values.join(", ")),
         ));
     }
     Ok(filter)

@@ -580,7 +580,7 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     let e = claim_spec(&claim(&def), &servers, &params)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("where trials="), "{e}");
+    assert!(e.contains("name the block it reads, e.g. `trials \"ro\"`"), "{e}");
     let mut pinned = def.clone();
     pinned["where"]["trials"] = json!("ro");
     let pinned = claim(&pinned);

@@ -360,7 +360,7 @@ pub struct Analysis {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Claim {
     pub name: Sp<String>,
-    /// `trials "suite"`: the trials block it reads; `None` = the study's only one.
+    /// `trials "suite"`: the trials block it reads; `None` = every block of the study.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trials: Option<Sp<String>>,
     pub metric: Sp<String>,

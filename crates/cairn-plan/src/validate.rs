@@ -176,34 +176,10 @@ fn references(plan: &Plan, d: &Declared, r: &mut Reporter) {
         }
     }
     for c in &plan.claims {
-        match &c.trials {
-            Some(t) => check_ref(d, &ix, r, &["trials"], t),
-            // two blocks may measure the same server: which one's passes a side is made of
-            // must be said, not mixed
-            None if plan.trials.len() > 1 => {
-                let list: Vec<String> = plan
-                    .trials
-                    .iter()
-                    .map(|t| format!("`{}`", t.name.value))
-                    .collect();
-                r.push(
-                    problem(
-                        "missing",
-                        format!(
-                            "claim `{}` does not say which trials it reads, and the study has {}",
-                            c.name.value,
-                            plan.trials.len()
-                        ),
-                    )
-                    .label(c.name.loc, "which trials?")
-                    .help(format!(
-                        "add `trials \"{}\"` to the claim; the trials blocks are {}",
-                        plan.trials[0].name.value,
-                        list.join(", ")
-                    )),
-                );
-            }
-            None => {}
+        // without `trials` a claim reads every block, as it always has (its key is kept); its
+        // kind's check refuses sides that two blocks measure, asking which one
+        if let Some(t) = &c.trials {
+            check_ref(d, &ix, r, &["trials"], t);
         }
     }
     for rep in &plan.reports {
