@@ -39,7 +39,10 @@ fn a_claim_reads_the_trials_block_it_names_and_its_band() {
     };
     let named = read("claim/b is about 20% faster at rw");
     assert_eq!(named.len(), 2 * 3, "{named:?}");
-    assert!(named.iter().all(|a| a.starts_with("trial/rw/")), "{named:?}");
+    assert!(
+        named.iter().all(|a| a.starts_with("trial/rw/")),
+        "{named:?}"
+    );
     let every = read("claim/b is faster");
     assert_eq!(every.len(), 2 * 2 + 2 * 3, "{every:?}");
 

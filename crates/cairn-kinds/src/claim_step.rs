@@ -254,7 +254,10 @@ fn claim_point(
         let how = if k == "trials" {
             format!("name the block it reads, e.g. `trials \"{}\"`", values[0])
         } else {
-            format!("say at which point the claim is, e.g. `where {k}={}`", values[0])
+            format!(
+                "say at which point the claim is, e.g. `where {k}={}`",
+                values[0]
+            )
         };
         return Err(CheckError::new(
             "claim",

@@ -580,7 +580,10 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     let e = claim_spec(&claim(&def), &servers, &params)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("name the block it reads, e.g. `trials \"ro\"`"), "{e}");
+    assert!(
+        e.contains("name the block it reads, e.g. `trials \"ro\"`"),
+        "{e}"
+    );
     let mut pinned = def.clone();
     pinned["where"]["trials"] = json!("ro");
     let pinned = claim(&pinned);
@@ -688,7 +691,12 @@ fn a_band_holds_inside_and_fails_wholly_outside() {
         &ten_percent,
         &band_def("jemalloc < system", 0.09, 0.03, "latency_p95_ms"),
     );
-    assert_eq!(less_time.verdict, ClaimVerdict::Holds, "{}", less_time.reason);
+    assert_eq!(
+        less_time.verdict,
+        ClaimVerdict::Holds,
+        "{}",
+        less_time.reason
+    );
     assert_eq!(
         less_time.meaning,
         "jemalloc's latency_p95_ms 6% to 12% below system's, so jemalloc takes about 9% less time (faster)"
