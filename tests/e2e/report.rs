@@ -505,7 +505,10 @@ report "summary" {{ analyses "tps" }}
     let data: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("data.json")).unwrap()).unwrap();
     let claim = &data["claims"]["b is about 50% faster"];
-    assert_ne!(claim["verdict"], "holds", "an A/A pair is not 50% apart: {claim}");
+    assert_ne!(
+        claim["verdict"], "holds",
+        "an A/A pair is not 50% apart: {claim}"
+    );
     // the named block's four passes per side, not the other block's
     let left = claim["left_trials"].as_array().expect("left_trials");
     assert_eq!(left.len(), 4, "{claim}");

@@ -48,7 +48,8 @@ use cairn_report::claim::{summary_line, ClaimResult, Expectation, Operator};
 /// The output of a claim step.
 pub const CLAIM_JSON: &str = "claim.json";
 
-/// Parse `"a >= b"`; the sides are server names.
+/// Parse `"a >= b"`; the sides are cells ([`parse_cell`]): server names, with parameters
+/// (`a[engine=InnoDB]`) or a trials block (`rw:a`).
 pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let [left, op, right] = words.as_slice() else {
@@ -88,6 +89,81 @@ pub struct ClaimSpec {
     pub size: f64,
     /// A band's half-width (`tolerance`), a fraction; `None` unless `about` is written.
     pub tolerance: Option<f64>,
+    /// The two sides (left, right) as cells: a server, and the parameters it pins beyond
+    /// the claim's `where`.
+    pub cells: [Cell; 2],
+}
+
+/// One side of an expectation: `system`, `system[engine=InnoDB]` (a server at other
+/// parameter values than the claim's `where`) or `rw:system` (in the trials block `rw`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub server: String,
+    pub point: BTreeMap<String, String>,
+}
+
+/// Read a side: `[block:]server[k=v,…]`.
+pub fn parse_cell(text: &str) -> Result<Cell, String> {
+    let mut point = BTreeMap::new();
+    let (block, rest) = match text.split_once(':') {
+        Some((block, rest)) => (Some(block), rest),
+        None => (None, text),
+    };
+    if let Some(block) = block {
+        point.insert("trials".to_string(), block.to_string());
+    }
+    let (server, pins) = match rest.split_once('[') {
+        Some((server, pins)) => {
+            let Some(pins) = pins.strip_suffix(']') else {
+                return Err(format!("`{text}`: a side's parameters end with `]`"));
+            };
+            (server, Some(pins))
+        }
+        None => (rest, None),
+    };
+    for pin in pins.into_iter().flat_map(|p| p.split(',')) {
+        let Some((k, v)) = pin.split_once('=') else {
+            return Err(format!(
+                "`{text}`: write a side's parameters as `server[key=value,…]`, not `{pin}`"
+            ));
+        };
+        point.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    if server.is_empty() || block == Some("") {
+        return Err(format!("`{text}` names no server"));
+    }
+    Ok(Cell {
+        server: server.to_string(),
+        point,
+    })
+}
+
+/// A parameter a claim pins (in `where` or on a side), checked against the trials'.
+fn check_pin(
+    k: &str,
+    v: &str,
+    params: &BTreeMap<String, Vec<String>>,
+    at: &str,
+) -> Result<(), CheckError> {
+    match params.get(k) {
+        None => Err(CheckError::new(
+            "claim",
+            at,
+            format!(
+                "the trials have no parameter `{k}`; they have {}",
+                params.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )),
+        Some(values) if !values.iter().any(|x| x == v) => Err(CheckError::new(
+            "claim",
+            at,
+            format!(
+                "no trial has {k} = {v}; the trials have {}",
+                values.join(", ")
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// Read and check a claim's definition against the servers and parameters of the trials.
@@ -108,26 +184,35 @@ pub fn claim_spec(
     }
     let expectation =
         parse_expectation(&definition.expect).map_err(|m| CheckError::new("claim", "expect", m))?;
+    let mut cells = Vec::new();
     for side in [&expectation.left, &expectation.right] {
-        if !servers.contains(side) {
+        let cell = parse_cell(side).map_err(|m| CheckError::new("claim", "expect", m))?;
+        if !servers.contains(&cell.server) {
             return Err(CheckError::new(
                 "claim",
                 "expect",
                 format!(
-                    "`{side}` is not a server of the study's trials; they measure {}",
+                    "`{}` is not a server of the study's trials; they measure {}",
+                    cell.server,
                     servers.join(", ")
                 ),
             ));
         }
+        for (k, v) in &cell.point {
+            check_pin(k, v, params, "expect")?;
+        }
+        cells.push(cell);
     }
+    let cells: [Cell; 2] = cells.try_into().expect("two sides");
     let (by, within) = (definition.by, definition.within);
     if let Some(band) = band_of(definition, expectation.operator)? {
         return Ok(ClaimSpec {
             metric,
-            filter: claim_point(definition, params)?,
+            filter: claim_point(definition, params, &cells)?,
             expectation,
             size: band.0,
             tolerance: Some(band.1),
+            cells,
         });
     }
     let size = match expectation.operator {
@@ -169,10 +254,11 @@ pub fn claim_spec(
     }
     Ok(ClaimSpec {
         metric,
-        filter: claim_point(definition, params)?,
+        filter: claim_point(definition, params, &cells)?,
         expectation,
         size,
         tolerance: None,
+        cells,
     })
 }
 
@@ -216,40 +302,18 @@ fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, Ch
 fn claim_point(
     definition: &ClaimDef,
     params: &BTreeMap<String, Vec<String>>,
+    cells: &[Cell; 2],
 ) -> Result<BTreeMap<String, String>, CheckError> {
     let mut filter = BTreeMap::new();
     for (k, v) in &definition.filter {
         let v = display_value(v);
-        match params.get(k) {
-            None => {
-                return Err(CheckError::new(
-                    "claim",
-                    k,
-                    format!(
-                        "the trials have no parameter `{k}`; they have {}",
-                        params.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                ))
-            }
-            Some(values) if !values.contains(&v) => {
-                return Err(CheckError::new(
-                    "claim",
-                    k,
-                    format!(
-                        "no trial has {k} = {v}; the trials have {}",
-                        values.join(", ")
-                    ),
-                ))
-            }
-            Some(_) => {
-                filter.insert(k.clone(), v);
-            }
-        }
+        check_pin(k, &v, params, k)?;
+        filter.insert(k.clone(), v);
     }
-    if let Some((k, values)) = params
-        .iter()
-        .find(|(k, v)| v.len() > 1 && !filter.contains_key(*k))
-    {
+    // a parameter both sides pin is pinned: `a[engine=InnoDB] > a[engine=MyISAM]`
+    let pinned =
+        |k: &String| filter.contains_key(k) || cells.iter().all(|c| c.point.contains_key(k));
+    if let Some((k, values)) = params.iter().find(|(k, v)| v.len() > 1 && !pinned(k)) {
         // several blocks: the claim names the one it reads (its inputs are then that block's)
         let how = if k == "trials" {
             format!("name the block it reads, e.g. `trials \"{}\"`", values[0])
@@ -369,18 +433,17 @@ pub fn check(
     definition: &ClaimDef,
     points: &[TrialPoint],
 ) -> Result<ClaimResult, String> {
-    let at_point = |p: &&TrialPoint| {
-        spec.filter
-            .iter()
-            .all(|(k, v)| p.dimension(k).as_ref() == Some(v))
-    };
     // a side's values and its trials, in pass order
     type Side<'p> = (Vec<f64>, Vec<&'p TrialPoint>);
-    let side = |server: &str| -> Result<Side<'_>, String> {
+    let side = |cell: &Cell| -> Result<Side<'_>, String> {
+        let server = &cell.server;
+        // the claim's point, with what the side pins over it
+        let mut at = spec.filter.clone();
+        at.extend(cell.point.clone());
         let mut chosen: Vec<&TrialPoint> = points
             .iter()
-            .filter(|p| p.server == server)
-            .filter(at_point)
+            .filter(|p| &p.server == server)
+            .filter(|p| at.iter().all(|(k, v)| p.dimension(k).as_ref() == Some(v)))
             .collect();
         chosen.sort_by_key(|p| p.pass);
         if chosen.is_empty() {
@@ -396,8 +459,8 @@ pub fn check(
         }
         Ok((values, chosen))
     };
-    let (left, left_points) = side(&spec.expectation.left)?;
-    let (right, right_points) = side(&spec.expectation.right)?;
+    let (left, left_points) = side(&spec.cells[0])?;
+    let (right, right_points) = side(&spec.cells[1])?;
     // both sides' passes: like a table's comparison, a claim never mixes classes of machine
     // or campaigns silently
     let both = || left_points.iter().chain(&right_points).copied();

@@ -767,3 +767,55 @@ fn bad_bands_are_refused_at_the_expectation() {
     both["by"] = json!(0.05);
     assert!(refused(both).contains("drop `by`"));
 }
+
+/// Any two cells: a side names a server at other parameter values (`jemalloc[threads=4] >
+/// jemalloc[threads=1]`) or in another trials block (`ro:jemalloc > rw:jemalloc`).
+#[test]
+fn a_claim_compares_any_two_cells() {
+    let points = study(6, 1.10);
+    // jemalloc at 4 threads (3300 tps) against itself at 1 thread (1000): about 230% higher
+    let mut def = band_def(
+        "jemalloc[threads=4] > jemalloc[threads=1]",
+        2.30,
+        0.10,
+        "tps",
+    );
+    def["where"] = json!({});
+    let c = claim_verdict(&points, &def);
+    assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    assert!((c.ratio - 3.3).abs() < 1e-9, "{}", c.ratio);
+
+    let mut both = study(6, 1.10);
+    let mut other = study(6, 1.0);
+    for p in &mut other {
+        p.trials = "rw".into();
+        p.address = p.address.replace("trial/ro/", "trial/rw/");
+    }
+    both.extend(other);
+    let (both_servers, both_params) = cairn_kinds::trial_points::dimensions(&both);
+    let def = claim(&claim_def(
+        "ro:jemalloc > rw:jemalloc",
+        Some(("by", 0.05)),
+        "tps",
+    ));
+    let spec = claim_spec(&def, &both_servers, &both_params).unwrap();
+    let c = claim_step::check(&spec, &def, &both).unwrap();
+    assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    assert!((c.ratio - 1.10).abs() < 1e-12);
+
+    // a side pinning a value no trial has, or a parameter the trials lack, is refused
+    let refused = |expect: &str| {
+        let mut d = claim_def(expect, None, "tps");
+        d["where"] = json!({});
+        claim_spec(&claim(&d), &servers(), &params())
+            .unwrap_err()
+            .message
+    };
+    assert!(
+        refused("jemalloc[threads=8] > jemalloc[threads=1]").contains("no trial has threads = 8")
+    );
+    assert!(refused("jemalloc[engine=x] > system[engine=y]").contains("no parameter `engine`"));
+    assert!(refused("jemalloc[threads=4 > system").contains("end with `]`"));
+    // one side pinned, the other not: the parameter still varies
+    assert!(refused("jemalloc[threads=4] > system").contains("where threads="));
+}
