@@ -467,6 +467,64 @@ report "summary" {{ analyses "tps" }}
     );
 }
 
+/// A claim names the trials block it reads (`trials "aa"`): with two blocks measuring the
+/// same servers, its sides are that block's passes alone; its band ("b about 50% above a")
+/// is checked at the run, never holding on an A/A pair, and the summary and `data.json`
+/// carry its meaning in words.
+#[test]
+fn a_claim_reads_its_named_trials_block_and_checks_a_band() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-claim-trials"
+import "{}"
+server "a" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "b" {{ extends "a" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ps" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
+trials "aa" {{ servers "a" "b"; dataset "sb"; workload "ps"; passes 4 }}
+trials "again" {{ servers "a" "b"; dataset "sb"; workload "ps"; passes 1 }}
+claim "b is about 50% faster" {{
+    trials "aa"
+    metric "tps"
+    expect "b > a" about="50%" tolerance="10%"
+}}
+analysis "tps" {{ trials "aa"; table metric="tps" rows="server" columns="threads" baseline="a" }}
+report "summary" {{ analyses "tps" }}
+"#,
+            images.display()
+        ),
+    );
+    let run = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
+    run.expect_code(0);
+    let dir = sb.results().join("e2e-claim-trials");
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("data.json")).unwrap()).unwrap();
+    let claim = &data["claims"]["b is about 50% faster"];
+    assert_ne!(
+        claim["verdict"], "holds",
+        "an A/A pair is not 50% apart: {claim}"
+    );
+    // the named block's four passes per side, not the other block's
+    let left = claim["left_trials"].as_array().expect("left_trials");
+    assert_eq!(left.len(), 4, "{claim}");
+    assert_eq!(claim["tolerance"], serde_json::json!(0.1));
+    assert_eq!(
+        claim["meaning"],
+        "b's tps 40% to 60% above a's, so b is about 50% faster"
+    );
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"b is about 50% faster\""))
+        .unwrap_or_else(|| panic!("the claim in the summary:\n{}", run.stdout));
+    assert!(line.contains("about 50% ± 10%"), "{line}");
+}
+
 /// Two studies whose trials have identical definitions: the second measures every trial
 /// itself (trials are keyed by their study; the images and the dataset are shared), so its
 /// comparisons are of measurements made together, its analyses run under its own names, and

@@ -22,6 +22,12 @@
 //! - **fails** if the whole CI contradicts it (`hi < T` for faster, `lo > T` for slower);
 //! - **inconclusive** otherwise: the CI straddles the threshold, or it clears it while the
 //!   rank test does not see a shift. Noisy data lands here, never in "holds".
+//!
+//! A **band** (`at_most` set: "about 50% faster", 40% to 60%) claims `s` in `[T, L]` with
+//! `L` = 1 + at_most (1 - at_most for slower, the band then `[L, T]`): it holds when the
+//! whole CI lies inside the band (and the shift is significant), fails when the whole CI
+//! lies outside it (either side), and is inconclusive otherwise. Its noise guard asks for
+//! the passes that resolve the band's half-width.
 
 use std::fmt;
 
@@ -42,12 +48,36 @@ pub enum ClaimDirection {
     Slower,
 }
 
-/// A claim: "the variant is `direction` than the baseline by at least `at_least`".
+/// A claim: "the variant is `direction` than the baseline by at least `at_least`" — or, with
+/// `at_most`, a band: "by between `at_least` and `at_most`" (a published "about 50% faster").
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Claim {
     pub direction: ClaimDirection,
     /// The minimum relative size (0.10 = 10%; 0 = any difference in that direction).
     pub at_least: f64,
+    /// The maximum relative size of a band; `None` for an open "at least".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<f64>,
+}
+
+impl Claim {
+    /// "faster by at least `at_least`" (no upper bound).
+    pub fn at_least(direction: ClaimDirection, at_least: f64) -> Claim {
+        Claim {
+            direction,
+            at_least,
+            at_most: None,
+        }
+    }
+
+    /// The speed-up the claim's far bound stands at, for a band: 1 + at_most (faster) or
+    /// 1 - at_most (slower).
+    fn limit(&self) -> Option<f64> {
+        self.at_most.map(|m| match self.direction {
+            ClaimDirection::Faster => 1.0 + m,
+            ClaimDirection::Slower => 1.0 - m,
+        })
+    }
 }
 
 impl fmt::Display for Claim {
@@ -56,7 +86,14 @@ impl fmt::Display for Claim {
             ClaimDirection::Faster => "faster",
             ClaimDirection::Slower => "slower",
         };
-        if self.at_least > 0.0 {
+        if let Some(most) = self.at_most {
+            write!(
+                f,
+                "{word} by {}% to {}%",
+                percent(self.at_least),
+                percent(most)
+            )
+        } else if self.at_least > 0.0 {
             write!(f, "{word} by at least {}%", percent(self.at_least))
         } else {
             f.write_str(word)
@@ -98,7 +135,7 @@ pub enum ClaimReason {
     Supported,
     /// The whole CI contradicts the claim.
     Contradicted,
-    /// The CI holds both sides of the threshold.
+    /// The CI holds both sides of the threshold (or of a band's edge).
     Straddles,
     /// The CI clears the threshold, but the rank test does not confirm a shift.
     NotSignificant { verdict: Verdict },
@@ -151,6 +188,9 @@ pub struct ClaimCheck {
     pub speedup_ci: Interval,
     /// The speed-up the claim needs: 1 + size (faster) or 1 - size (slower).
     pub threshold: f64,
+    /// A band's far edge as a speed-up: 1 + at_most (faster) or 1 - at_most (slower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
     /// Passes per variant that would resolve the claim's size at the observed noise.
     pub passes_needed: PassesNeeded,
 }
@@ -158,14 +198,21 @@ pub struct ClaimCheck {
 /// Checks `claim` against `comparison`. The figure must have a better direction.
 pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, StatsError> {
     let size = claim.at_least;
-    let size_ok = match claim.direction {
+    let size_ok = |size: f64| match claim.direction {
         ClaimDirection::Faster => size >= 0.0 && size.is_finite(),
         ClaimDirection::Slower => (0.0..1.0).contains(&size),
     };
-    if !size_ok {
+    if !size_ok(size) {
         return Err(StatsError::Setting(format!(
             "a claim's size must be at least 0 (and below 1 for slower), e.g. 0.1 for 10%, not {size}"
         )));
+    }
+    if let Some(most) = claim.at_most {
+        if !size_ok(most) || most <= size {
+            return Err(StatsError::Setting(format!(
+                "a band's far edge must be beyond its near one ({size}) and a valid size, not {most}"
+            )));
+        }
     }
     let ratio = comparison.ratio.ratio;
     let ratio_ci = comparison.ratio.ci;
@@ -185,27 +232,37 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
         ClaimDirection::Faster => (1.0 + size, Verdict::Faster),
         ClaimDirection::Slower => (1.0 - size, Verdict::Slower),
     };
-    let (supports, contradicts) = match claim.direction {
-        ClaimDirection::Faster => (speedup_ci.low >= threshold, speedup_ci.high < threshold),
-        ClaimDirection::Slower => (speedup_ci.high <= threshold, speedup_ci.low > threshold),
+    let limit = claim.limit();
+    // the claimed speed-ups as an interval [near, far] in increasing order
+    let (band_low, band_high) = match claim.direction {
+        ClaimDirection::Faster => (threshold, limit.unwrap_or(f64::INFINITY)),
+        ClaimDirection::Slower => (limit.unwrap_or(0.0), threshold),
     };
+    let supports = speedup_ci.low >= band_low && speedup_ci.high <= band_high;
+    let contradicts = speedup_ci.high < band_low || speedup_ci.low > band_high;
     let alpha = comparison.criteria.alpha;
     let test = &comparison.test;
-    let difference = if size > 0.0 {
-        size
-    } else {
-        comparison.criteria.equivalence
+    // a band is resolved when the noise resolves its half-width: the CI must fit inside it
+    let difference = match claim.at_most {
+        Some(most) => (most - size) / 2.0,
+        None if size > 0.0 => size,
+        None => comparison.criteria.equivalence,
     };
     // the guard: noisy data never decides a claim, whatever its CI happened to be
     let resolving = passes_needed(&comparison.baseline, &comparison.variant, difference, alpha);
     // what a reader is told: the passes that would decide this claim — enough to resolve
     // its size (the guard) and for a CI at the observed noise to clear the bound from the
     // estimate (their distance, not the claim's size from none)
+    // a band's CI must clear both edges: the nearer one to the estimate is the harder
+    let bound = match limit {
+        Some(limit) if (speedup / limit).ln().abs() < (speedup / threshold).ln().abs() => limit,
+        _ => threshold,
+    };
     let mut deciding = passes_to_decide(
         &comparison.baseline,
         &comparison.variant,
         speedup,
-        threshold,
+        bound,
         alpha,
     );
     deciding.per_variant = deciding
@@ -262,6 +319,7 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
         speedup,
         speedup_ci,
         threshold,
+        limit,
         passes_needed: deciding,
     })
 }

@@ -12,6 +12,7 @@ use common::Noise;
 const FASTER_BY_10: Claim = Claim {
     direction: ClaimDirection::Faster,
     at_least: 0.10,
+    at_most: None,
 };
 
 fn comparison(baseline: &[f64], variant: &[f64], direction: Direction) -> Comparison {
@@ -68,6 +69,7 @@ fn passes_needed_answer_the_claims_question_not_a_difference_from_none() {
     let by_20 = Claim {
         direction: ClaimDirection::Faster,
         at_least: 0.20,
+        at_most: None,
     };
     let check = check_claim(&c, by_20).unwrap();
     if check.verdict == ClaimVerdict::Inconclusive {
@@ -99,21 +101,24 @@ fn a_clear_difference_holds_or_fails_by_its_size() {
     assert_eq!(
         verdict(Claim {
             direction: ClaimDirection::Faster,
-            at_least: 0.0
+            at_least: 0.0,
+            at_most: None,
         }),
         ClaimVerdict::Holds
     );
     assert_eq!(
         verdict(Claim {
             direction: ClaimDirection::Faster,
-            at_least: 0.40
+            at_least: 0.40,
+            at_most: None,
         }),
         ClaimVerdict::Fails
     );
     assert_eq!(
         verdict(Claim {
             direction: ClaimDirection::Slower,
-            at_least: 0.0
+            at_least: 0.0,
+            at_most: None,
         }),
         ClaimVerdict::Fails
     );
@@ -135,6 +140,7 @@ fn times_are_read_as_speed_ups() {
     let slower = Claim {
         direction: ClaimDirection::Slower,
         at_least: 0.10,
+        at_most: None,
     };
     assert_eq!(
         check_claim(&c, slower).unwrap().verdict,
@@ -211,6 +217,84 @@ fn a_claim_needs_a_direction_and_a_sane_size() {
     let bad = Claim {
         direction: ClaimDirection::Slower,
         at_least: 1.5,
+        at_most: None,
     };
     assert!(matches!(check_claim(&c, bad), Err(StatsError::Setting(_))));
+}
+
+/// "about 25% faster, give or take 10%": the band [1.15, 1.35] of the speed-up.
+fn band(direction: ClaimDirection, at_least: f64, at_most: f64) -> Claim {
+    Claim {
+        direction,
+        at_least,
+        at_most: Some(at_most),
+    }
+}
+
+#[test]
+fn a_band_holds_inside_fails_outside_and_is_inconclusive_across_an_edge() {
+    // eight quiet passes each, the variant 25% above in throughput
+    let mut noise = Noise::new(3);
+    let baseline = noise.sample(8, 1000.0, 0.01);
+    let variant = noise.sample(8, 1250.0, 0.01);
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    let check = |claim| check_claim(&c, claim).unwrap();
+    let about_25 = check(band(ClaimDirection::Faster, 0.15, 0.35));
+    assert_eq!(about_25.verdict, ClaimVerdict::Holds, "{about_25:?}");
+    assert_eq!(about_25.limit, Some(1.35));
+    assert_eq!(about_25.claim.to_string(), "faster by 15% to 35%");
+    // about 50%: the whole CI lies below the band
+    let about_50 = check(band(ClaimDirection::Faster, 0.40, 0.60));
+    assert_eq!(about_50.verdict, ClaimVerdict::Fails);
+    assert_eq!(about_50.reason, ClaimReason::Contradicted);
+    // about 10%: the whole CI lies above the band — a band fails on its far side too
+    let about_10 = check(band(ClaimDirection::Faster, 0.05, 0.15));
+    assert_eq!(about_10.verdict, ClaimVerdict::Fails);
+    // a band whose edge cuts the CI
+    let lo = about_25.speedup_ci.low;
+    let across = check(band(ClaimDirection::Faster, 0.10, lo - 1.0 + 0.005));
+    assert_eq!(across.verdict, ClaimVerdict::Inconclusive, "{across:?}");
+    assert_eq!(across.reason, ClaimReason::Straddles);
+    // slower by about 20%: the data are faster, the whole CI outside
+    assert_eq!(
+        check(band(ClaimDirection::Slower, 0.10, 0.30)).verdict,
+        ClaimVerdict::Fails
+    );
+}
+
+#[test]
+fn a_band_on_times_is_read_as_a_speed_up() {
+    // seconds: 10 s against 8 s is 25% faster (speed-up 1.25), and 8 s against 10 s is 20%
+    // slower (speed-up 0.8)
+    let mut noise = Noise::new(4);
+    let ten = noise.sample(8, 10.0, 0.01);
+    let eight = noise.sample(8, 8.0, 0.01);
+    let faster = comparison(&ten, &eight, Direction::LowerIsBetter);
+    let v = check_claim(&faster, band(ClaimDirection::Faster, 0.15, 0.35)).unwrap();
+    assert_eq!(v.verdict, ClaimVerdict::Holds, "{v:?}");
+    assert_eq!(
+        check_claim(&faster, band(ClaimDirection::Slower, 0.15, 0.35))
+            .unwrap()
+            .verdict,
+        ClaimVerdict::Fails
+    );
+    let slower = comparison(&eight, &ten, Direction::LowerIsBetter);
+    let v = check_claim(&slower, band(ClaimDirection::Slower, 0.10, 0.30)).unwrap();
+    assert_eq!(v.verdict, ClaimVerdict::Holds, "{v:?}");
+    assert_eq!(v.limit, Some(0.7));
+}
+
+#[test]
+fn a_noisy_band_is_inconclusive_and_a_reversed_band_is_refused() {
+    let c = comparison(
+        &[3200.0, 3841.0, 3350.0],
+        &[4237.0, 4067.0, 4022.0],
+        Direction::HigherIsBetter,
+    );
+    let v = check_claim(&c, band(ClaimDirection::Faster, 0.15, 0.25)).unwrap();
+    assert_eq!(v.verdict, ClaimVerdict::Inconclusive);
+    assert!(matches!(
+        check_claim(&c, band(ClaimDirection::Faster, 0.3, 0.2)),
+        Err(StatsError::Setting(_))
+    ));
 }

@@ -24,6 +24,12 @@ pub struct ClaimDef {
     /// The least size of `>` and `<`, a fraction (`by="5%"` is 0.05).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<f64>,
+    /// A band's centre, a fraction (`about="50%"` is 0.5): the left side about that much
+    /// above (`>`) or below (`<`) the right; with `tolerance`, its half-width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
     /// The sequential design of the trials it reads, as for an analysis
     /// ([`crate::analysis::Sequential`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

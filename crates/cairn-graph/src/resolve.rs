@@ -682,6 +682,11 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
         b.push(s);
     }
     for c in &plan.claims {
+        // its one block, or every block (as before `trials` could be said)
+        let names: Vec<String> = match &c.trials {
+            Some(t) => vec![t.value.clone()],
+            None => all_trials.clone(),
+        };
         let mut s = base_step(
             StepKind::CLAIM,
             &c.name,
@@ -694,9 +699,11 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             expect: c.expect.value.clone(),
             within: c.within.as_ref().map(|w| w.value),
             by: c.by.as_ref().map(|b| b.value),
-            sequential: sequential_of(plan, &all_trials),
+            about: c.about.as_ref().map(|a| a.value),
+            tolerance: c.tolerance.as_ref().map(|t| t.value),
+            sequential: sequential_of(plan, &names),
         });
-        s.inputs = trial_inputs(b, &all_trials);
+        s.inputs = trial_inputs(b, &names);
         b.push(s);
     }
     for r in &plan.reports {

@@ -13,6 +13,8 @@
 //! | `a < b by="x"` | `r ≤ 1 − x` | a shift of at least x, significant |
 //! | `a >= b within="x"` | `r ≥ 1 − x` (a is not lower than b by more than x; default 0) | the opposite claim `a < b by x` fails |
 //! | `a <= b within="x"` | `r ≤ 1 + x` | the opposite claim `a > b by x` fails |
+//! | `a > b about="x" tolerance="t"` | `1 + x − t ≤ r ≤ 1 + x + t` (a band: "about x higher") | a band, inside it, significant; fails wholly outside |
+//! | `a < b about="x" tolerance="t"` | `1 − x − t ≤ r ≤ 1 − x + t` | as above |
 //!
 //! `>`/`<` compare the figure's numbers (for a time, `a < b` means a takes less time); they
 //! are turned into the figure's better direction for `cairn_analysis::check_claim`. The
@@ -20,6 +22,10 @@
 //! forms claim the absence of a difference beyond a tolerance, and hold when the CI rules
 //! it out. Both are inconclusive when the passes are too few for the rank test, or fewer
 //! than the observed noise needs to resolve the size: noisy data never holds (nor fails).
+//!
+//! Because `>` and `<` read the numbers, on a time "faster" is `<` (less time): the result
+//! carries the claim's [`meaning`] in words — "its latency_p95_ms at least 5% below system's:
+//! jemalloc takes less time (faster)" — so a reader never has to work out the direction.
 
 use cairn_engine::CheckError;
 use std::collections::BTreeMap;
@@ -42,7 +48,8 @@ use cairn_report::claim::{summary_line, ClaimResult, Expectation, Operator};
 /// The output of a claim step.
 pub const CLAIM_JSON: &str = "claim.json";
 
-/// Parse `"a >= b"`; the sides are server names.
+/// Parse `"a >= b"`; the sides are cells ([`parse_cell`]): server names, with parameters
+/// (`a[engine=InnoDB]`) or a trials block (`rw:a`).
 pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let [left, op, right] = words.as_slice() else {
@@ -77,8 +84,86 @@ pub struct ClaimSpec {
     pub metric: &'static Figure,
     pub filter: BTreeMap<String, String>,
     pub expectation: Expectation,
-    /// `by` (strict operators) or `within` (non-strict), as a fraction; 0 when absent.
+    /// `by` (strict operators), `within` (non-strict) or a band's `about`, as a fraction; 0
+    /// when absent.
     pub size: f64,
+    /// A band's half-width (`tolerance`), a fraction; `None` unless `about` is written.
+    pub tolerance: Option<f64>,
+    /// The two sides (left, right) as cells: a server, and the parameters it pins beyond
+    /// the claim's `where`.
+    pub cells: [Cell; 2],
+}
+
+/// One side of an expectation: `system`, `system[engine=InnoDB]` (a server at other
+/// parameter values than the claim's `where`) or `rw:system` (in the trials block `rw`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub server: String,
+    pub point: BTreeMap<String, String>,
+}
+
+/// Read a side: `[block:]server[k=v,…]`.
+pub fn parse_cell(text: &str) -> Result<Cell, String> {
+    let mut point = BTreeMap::new();
+    let (block, rest) = match text.split_once(':') {
+        Some((block, rest)) => (Some(block), rest),
+        None => (None, text),
+    };
+    if let Some(block) = block {
+        point.insert("trials".to_string(), block.to_string());
+    }
+    let (server, pins) = match rest.split_once('[') {
+        Some((server, pins)) => {
+            let Some(pins) = pins.strip_suffix(']') else {
+                return Err(format!("`{text}`: a side's parameters end with `]`"));
+            };
+            (server, Some(pins))
+        }
+        None => (rest, None),
+    };
+    for pin in pins.into_iter().flat_map(|p| p.split(',')) {
+        let Some((k, v)) = pin.split_once('=') else {
+            return Err(format!(
+                "`{text}`: write a side's parameters as `server[key=value,…]`, not `{pin}`"
+            ));
+        };
+        point.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    if server.is_empty() || block == Some("") {
+        return Err(format!("`{text}` names no server"));
+    }
+    Ok(Cell {
+        server: server.to_string(),
+        point,
+    })
+}
+
+/// A parameter a claim pins (in `where` or on a side), checked against the trials'.
+fn check_pin(
+    k: &str,
+    v: &str,
+    params: &BTreeMap<String, Vec<String>>,
+    at: &str,
+) -> Result<(), CheckError> {
+    match params.get(k) {
+        None => Err(CheckError::new(
+            "claim",
+            at,
+            format!(
+                "the trials have no parameter `{k}`; they have {}",
+                params.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )),
+        Some(values) if !values.iter().any(|x| x == v) => Err(CheckError::new(
+            "claim",
+            at,
+            format!(
+                "no trial has {k} = {v}; the trials have {}",
+                values.join(", ")
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// Read and check a claim's definition against the servers and parameters of the trials.
@@ -99,19 +184,37 @@ pub fn claim_spec(
     }
     let expectation =
         parse_expectation(&definition.expect).map_err(|m| CheckError::new("claim", "expect", m))?;
+    let mut cells = Vec::new();
     for side in [&expectation.left, &expectation.right] {
-        if !servers.contains(side) {
+        let cell = parse_cell(side).map_err(|m| CheckError::new("claim", "expect", m))?;
+        if !servers.contains(&cell.server) {
             return Err(CheckError::new(
                 "claim",
                 "expect",
                 format!(
-                    "`{side}` is not a server of the study's trials; they measure {}",
+                    "`{}` is not a server of the study's trials; they measure {}",
+                    cell.server,
                     servers.join(", ")
                 ),
             ));
         }
+        for (k, v) in &cell.point {
+            check_pin(k, v, params, "expect")?;
+        }
+        cells.push(cell);
     }
+    let cells: [Cell; 2] = cells.try_into().expect("two sides");
     let (by, within) = (definition.by, definition.within);
+    if let Some(band) = band_of(definition, expectation.operator)? {
+        return Ok(ClaimSpec {
+            metric,
+            filter: claim_point(definition, params, &cells)?,
+            expectation,
+            size: band.0,
+            tolerance: Some(band.1),
+            cells,
+        });
+    }
     let size = match expectation.operator {
         Operator::Greater | Operator::Less => {
             if within.is_some() {
@@ -149,58 +252,89 @@ pub fn claim_spec(
             ),
         ));
     }
-    let mut filter = BTreeMap::new();
-    for (k, v) in &definition.filter {
-        let v = display_value(v);
-        match params.get(k) {
-            None => {
-                return Err(CheckError::new(
-                    "claim",
-                    k,
-                    format!(
-                        "the trials have no parameter `{k}`; they have {}",
-                        params.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                ))
-            }
-            Some(values) if !values.contains(&v) => {
-                return Err(CheckError::new(
-                    "claim",
-                    k,
-                    format!(
-                        "no trial has {k} = {v}; the trials have {}",
-                        values.join(", ")
-                    ),
-                ))
-            }
-            Some(_) => {
-                filter.insert(k.clone(), v);
-            }
-        }
-    }
-    if let Some((k, values)) = params
-        .iter()
-        .find(|(k, v)| v.len() > 1 && !filter.contains_key(*k))
-    {
-        return Err(CheckError::new("claim", 
-            "expect",
-            format!(
-                "the trials vary in `{k}` ({}): say at which point the claim is, e.g. `where {k}={}`",
-                values.join(", "),
-                values[0]
-            ),
-        ));
-    }
     Ok(ClaimSpec {
         metric,
-        filter,
+        filter: claim_point(definition, params, &cells)?,
         expectation,
         size,
+        tolerance: None,
+        cells,
     })
 }
 
+/// A claim's band `(about, tolerance)`, checked: both written, beside `>` or `<` alone, the
+/// tolerance below its centre and (for `<`) the band above zero. `None` without `about`.
+fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, CheckError> {
+    let refuse = |m: String| Err(CheckError::new("claim", "expect", m));
+    let (about, tolerance) = match (definition.about, definition.tolerance) {
+        (None, None) => return Ok(None),
+        (Some(a), Some(t)) => (a, t),
+        _ => return refuse("a band needs both about=\"50%\" and tolerance=\"10%\"".into()),
+    };
+    if definition.by.is_some() || definition.within.is_some() {
+        return refuse("a band (about, tolerance) is the claim's size: drop `by`/`within`".into());
+    }
+    if !matches!(op, Operator::Greater | Operator::Less) {
+        return refuse(format!(
+            "a band sizes a difference: write `>` or `<`, not `{}`",
+            op.symbol()
+        ));
+    }
+    if !(tolerance < about && about.is_finite()) {
+        return refuse(format!(
+            "a band of {}% ± {}% reaches no difference, so it claims no direction",
+            about * 100.0,
+            tolerance * 100.0
+        ));
+    }
+    if op == Operator::Less && about + tolerance >= 1.0 {
+        return refuse(format!(
+            "`<` by {}% ± {}% reaches 100% or more below: a figure cannot fall that far",
+            about * 100.0,
+            tolerance * 100.0
+        ));
+    }
+    Ok(Some((about, tolerance)))
+}
+
+/// The matrix point a claim is at (`where`), checked against the trials' parameters: every
+/// parameter that varies must be pinned.
+fn claim_point(
+    definition: &ClaimDef,
+    params: &BTreeMap<String, Vec<String>>,
+    cells: &[Cell; 2],
+) -> Result<BTreeMap<String, String>, CheckError> {
+    let mut filter = BTreeMap::new();
+    for (k, v) in &definition.filter {
+        let v = display_value(v);
+        check_pin(k, &v, params, k)?;
+        filter.insert(k.clone(), v);
+    }
+    // a parameter both sides pin is pinned: `a[engine=InnoDB] > a[engine=MyISAM]`
+    let pinned =
+        |k: &String| filter.contains_key(k) || cells.iter().all(|c| c.point.contains_key(k));
+    if let Some((k, values)) = params.iter().find(|(k, v)| v.len() > 1 && !pinned(k)) {
+        // several blocks: the claim names the one it reads (its inputs are then that block's)
+        let how = if k == "trials" {
+            format!("name the block it reads, e.g. `trials \"{}\"`", values[0])
+        } else {
+            format!(
+                "say at which point the claim is, e.g. `where {k}={}`",
+                values[0]
+            )
+        };
+        return Err(CheckError::new(
+            "claim",
+            "expect",
+            format!("the trials vary in `{k}` ({}): {how}", values.join(", ")),
+        ));
+    }
+    Ok(filter)
+}
+
 /// The claim for cairn-analysis and whether its verdict is to be turned around (`>=`, `<=`).
-fn analysis_claim(op: Operator, size: f64, direction: Direction) -> (cairn_analysis::Claim, bool) {
+fn analysis_claim(spec: &ClaimSpec) -> (cairn_analysis::Claim, bool) {
+    let (op, size) = (spec.expectation.operator, spec.size);
     // the strict form whose verdict decides: `>=` within x is "not (< by x)"
     let (strict_greater, negated) = match op {
         Operator::Greater => (true, false),
@@ -208,29 +342,89 @@ fn analysis_claim(op: Operator, size: f64, direction: Direction) -> (cairn_analy
         Operator::AtLeast => (false, true),
         Operator::AtMost => (true, true),
     };
-    // on the ratio r: greater → r ≥ 1 + x, less → r ≤ 1 − x; then in speed-up terms
-    let higher_better = direction == Direction::HigherIsBetter;
+    // what it says of the ratio r of the numbers: greater → r ≥ 1 + x, less → r ≤ 1 − x;
+    // a band bounds the far side too
+    let far = spec.tolerance.map(|t| size + t);
+    let near = size - spec.tolerance.unwrap_or(0.0);
+    let higher_better = spec.metric.direction == Direction::HigherIsBetter;
     let claim = match (strict_greater, higher_better) {
         (true, true) => cairn_analysis::Claim {
             direction: ClaimDirection::Faster,
-            at_least: size,
+            at_least: near,
+            at_most: far,
         },
         (false, true) => cairn_analysis::Claim {
             direction: ClaimDirection::Slower,
-            at_least: size,
+            at_least: near,
+            at_most: far,
         },
         // a time: r ≥ 1 + x is a speed-up s = 1/r ≤ 1/(1 + x)
         (true, false) => cairn_analysis::Claim {
             direction: ClaimDirection::Slower,
-            at_least: 1.0 - 1.0 / (1.0 + size),
+            at_least: 1.0 - 1.0 / (1.0 + near),
+            at_most: far.map(|f| 1.0 - 1.0 / (1.0 + f)),
         },
         // r ≤ 1 − x is s ≥ 1/(1 − x)
         (false, false) => cairn_analysis::Claim {
             direction: ClaimDirection::Faster,
-            at_least: 1.0 / (1.0 - size) - 1.0,
+            at_least: 1.0 / (1.0 - near) - 1.0,
+            at_most: far.map(|f| 1.0 / (1.0 - f) - 1.0),
         },
     };
     (claim, negated)
+}
+
+/// What a claim says, in words that settle the direction: `>`/`<` compare the figure's
+/// numbers, so on a time (lower is better) `a < b` is "a takes less time", i.e. faster.
+pub fn meaning(spec: &ClaimSpec) -> String {
+    let Expectation {
+        left,
+        operator,
+        right,
+    } = &spec.expectation;
+    let figure = spec.metric.name;
+    let time = spec.metric.direction == Direction::LowerIsBetter;
+    let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
+    let higher = matches!(operator, Operator::Greater | Operator::AtMost);
+    let (above, better) = match (higher, time) {
+        (true, false) => ("above", "faster"),
+        (false, false) => ("below", "slower"),
+        (true, true) => ("above", "slower (takes more time)"),
+        (false, true) => ("below", "faster (takes less time)"),
+    };
+    match (operator, spec.tolerance) {
+        (Operator::Greater | Operator::Less, Some(t)) => {
+            // on a time the size is of the time, not of a speed: "takes about 9% less time"
+            let about = match (time, higher) {
+                (false, _) => format!("is about {} {better}", pct(spec.size)),
+                (true, true) => format!("takes about {} more time (slower)", pct(spec.size)),
+                (true, false) => format!("takes about {} less time (faster)", pct(spec.size)),
+            };
+            format!(
+                "{left}'s {figure} {} to {} {above} {right}'s, so {left} {about}",
+                pct(spec.size - t),
+                pct(spec.size + t),
+            )
+        }
+        (Operator::Greater | Operator::Less, None) if spec.size > 0.0 => format!(
+            "{left}'s {figure} at least {} {above} {right}'s, so {left} is {better}",
+            pct(spec.size)
+        ),
+        (Operator::Greater | Operator::Less, None) => {
+            format!("{left}'s {figure} {above} {right}'s, so {left} is {better}")
+        }
+        // `a >= b` within x: a not below b by more than x; `a <= b`: not above
+        (Operator::AtLeast, _) => format!(
+            "{left}'s {figure} at most {} below {right}'s, so {left} is not {} by more than that",
+            pct(spec.size),
+            if time { "faster" } else { "slower" }
+        ),
+        (Operator::AtMost, _) => format!(
+            "{left}'s {figure} at most {} above {right}'s, so {left} is not {} by more than that",
+            pct(spec.size),
+            if time { "slower" } else { "faster" }
+        ),
+    }
 }
 
 /// Check `spec` against `points` (the study's trials). `definition` seeds the bootstrap.
@@ -239,18 +433,17 @@ pub fn check(
     definition: &ClaimDef,
     points: &[TrialPoint],
 ) -> Result<ClaimResult, String> {
-    let at_point = |p: &&TrialPoint| {
-        spec.filter
-            .iter()
-            .all(|(k, v)| p.dimension(k).as_ref() == Some(v))
-    };
     // a side's values and its trials, in pass order
     type Side<'p> = (Vec<f64>, Vec<&'p TrialPoint>);
-    let side = |server: &str| -> Result<Side<'_>, String> {
+    let side = |cell: &Cell| -> Result<Side<'_>, String> {
+        let server = &cell.server;
+        // the claim's point, with what the side pins over it
+        let mut at = spec.filter.clone();
+        at.extend(cell.point.clone());
         let mut chosen: Vec<&TrialPoint> = points
             .iter()
-            .filter(|p| p.server == server)
-            .filter(at_point)
+            .filter(|p| &p.server == server)
+            .filter(|p| at.iter().all(|(k, v)| p.dimension(k).as_ref() == Some(v)))
             .collect();
         chosen.sort_by_key(|p| p.pass);
         if chosen.is_empty() {
@@ -266,8 +459,8 @@ pub fn check(
         }
         Ok((values, chosen))
     };
-    let (left, left_points) = side(&spec.expectation.left)?;
-    let (right, right_points) = side(&spec.expectation.right)?;
+    let (left, left_points) = side(&spec.cells[0])?;
+    let (right, right_points) = side(&spec.cells[1])?;
     // both sides' passes: like a table's comparison, a claim never mixes classes of machine
     // or campaigns silently
     let both = || left_points.iter().chain(&right_points).copied();
@@ -276,8 +469,7 @@ pub fn check(
     let keys = |points: &[&TrialPoint]| points.iter().map(|p| p.key.clone()).collect();
     let (left_trials, right_trials): (Vec<String>, Vec<String>) =
         (keys(&left_points), keys(&right_points));
-    let (claim, negated) =
-        analysis_claim(spec.expectation.operator, spec.size, spec.metric.direction);
+    let (claim, negated) = analysis_claim(spec);
     let criteria = Criteria {
         resolve: (claim.at_least > 0.0).then_some(claim.at_least),
         bootstrap: BootstrapSettings {
@@ -331,6 +523,8 @@ pub fn check(
         metric: spec.metric.name.to_string(),
         expect: spec.expectation.clone(),
         size: spec.size,
+        tolerance: spec.tolerance,
+        meaning: meaning(spec),
         point: spec.filter.clone(),
         verdict,
         reason,

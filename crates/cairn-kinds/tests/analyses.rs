@@ -462,7 +462,7 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
         "## Tables",
         "### tps: `tps` (1/s)",
         "## Claims",
-        "\"jemalloc is faster\" (`jemalloc > system` by 5%, tps at threads=4)",
+        "\"jemalloc is faster\" (`jemalloc > system` by 5%, tps at threads=4; meaning jemalloc's tps at least 5% above system's, so jemalloc is faster)",
         "## Data quality",
         "## Provenance",
         "- cairn ",
@@ -580,7 +580,10 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     let e = claim_spec(&claim(&def), &servers, &params)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("where trials="), "{e}");
+    assert!(
+        e.contains("name the block it reads, e.g. `trials \"ro\"`"),
+        "{e}"
+    );
     let mut pinned = def.clone();
     pinned["where"]["trials"] = json!("ro");
     let pinned = claim(&pinned);
@@ -644,4 +647,175 @@ fn a_paired_table_compares_within_blocks_of_node_and_pass() {
         json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "baseline": "system", "paired": "yes"}}),
     );
     assert!(table_spec(&not_bool, &servers(), &params()).is_err());
+}
+
+fn band_def(expect: &str, about: f64, tolerance: f64, metric: &str) -> Value {
+    let mut d = claim_def(expect, None, metric);
+    d["about"] = json!(about);
+    d["tolerance"] = json!(tolerance);
+    d
+}
+
+/// "about 10% faster": jemalloc 10% above system at 4 threads, six quiet passes.
+#[test]
+fn a_band_holds_inside_and_fails_wholly_outside() {
+    let ten_percent = study(6, 1.10);
+    let about_10 = claim_verdict(
+        &ten_percent,
+        &band_def("jemalloc > system", 0.10, 0.05, "tps"),
+    );
+    assert_eq!(about_10.verdict, ClaimVerdict::Holds, "{}", about_10.reason);
+    assert_eq!(
+        about_10.meaning,
+        "jemalloc's tps 5% to 15% above system's, so jemalloc is about 10% faster"
+    );
+    let about_50 = claim_verdict(
+        &ten_percent,
+        &band_def("jemalloc > system", 0.50, 0.10, "tps"),
+    );
+    assert_eq!(about_50.verdict, ClaimVerdict::Fails, "{}", about_50.reason);
+    // a band below the data fails too: "about 3% faster" when it is 10%
+    let about_3 = claim_verdict(
+        &ten_percent,
+        &band_def("jemalloc > system", 0.03, 0.02, "tps"),
+    );
+    assert_eq!(about_3.verdict, ClaimVerdict::Fails, "{}", about_3.reason);
+    // three passes decide no band
+    let short = claim_verdict(
+        &study(3, 1.10),
+        &band_def("jemalloc > system", 0.10, 0.05, "tps"),
+    );
+    assert_eq!(short.verdict, ClaimVerdict::Inconclusive);
+    // a time: jemalloc's p95 is 1/1.1 of system's, about 9% less time
+    let less_time = claim_verdict(
+        &ten_percent,
+        &band_def("jemalloc < system", 0.09, 0.03, "latency_p95_ms"),
+    );
+    assert_eq!(
+        less_time.verdict,
+        ClaimVerdict::Holds,
+        "{}",
+        less_time.reason
+    );
+    assert_eq!(
+        less_time.meaning,
+        "jemalloc's latency_p95_ms 6% to 12% below system's, so jemalloc takes about 9% less time (faster)"
+    );
+}
+
+/// `>` and `<` read the numbers: on a time, "faster" is `<` (less time) and `>` is slower;
+/// the result says so in words, both ways.
+#[test]
+fn on_a_time_less_is_faster_and_the_claim_says_so() {
+    let ten_percent = study(6, 1.10);
+    let faster = claim_verdict(
+        &ten_percent,
+        &claim_def("jemalloc < system", Some(("by", 0.05)), "latency_p95_ms"),
+    );
+    assert_eq!(faster.verdict, ClaimVerdict::Holds, "{}", faster.reason);
+    assert_eq!(
+        faster.meaning,
+        "jemalloc's latency_p95_ms at least 5% below system's, so jemalloc is faster (takes less time)"
+    );
+    let slower = claim_verdict(
+        &ten_percent,
+        &claim_def("jemalloc > system", Some(("by", 0.05)), "latency_p95_ms"),
+    );
+    assert_eq!(slower.verdict, ClaimVerdict::Fails, "{}", slower.reason);
+    assert_eq!(
+        slower.meaning,
+        "jemalloc's latency_p95_ms at least 5% above system's, so jemalloc is slower (takes more time)"
+    );
+    // system takes more time: the claim that it is slower holds
+    let system_slower = claim_verdict(
+        &ten_percent,
+        &claim_def("system > jemalloc", Some(("by", 0.05)), "latency_p95_ms"),
+    );
+    assert_eq!(system_slower.verdict, ClaimVerdict::Holds);
+    let tps = claim_verdict(
+        &ten_percent,
+        &claim_def("jemalloc >= system", Some(("within", 0.05)), "tps"),
+    );
+    assert_eq!(
+        tps.meaning,
+        "jemalloc's tps at most 5% below system's, so jemalloc is not slower by more than that"
+    );
+    let line = cairn_report::claim::claim_line("quicker", &faster);
+    assert!(
+        line.contains("meaning jemalloc's latency_p95_ms at least 5% below"),
+        "{line}"
+    );
+}
+
+#[test]
+fn bad_bands_are_refused_at_the_expectation() {
+    let refused = |def: Value| {
+        let e = claim_spec(&claim(&def), &servers(), &params()).unwrap_err();
+        assert_eq!((e.what, e.name.as_str()), ("claim", "expect"));
+        e.message
+    };
+    let msg = refused(band_def("jemalloc >= system", 0.10, 0.05, "tps"));
+    assert!(msg.contains("write `>` or `<`"), "{msg}");
+    let msg = refused(band_def("jemalloc > system", 0.10, 0.10, "tps"));
+    assert!(msg.contains("claims no direction"), "{msg}");
+    let msg = refused(band_def("jemalloc < system", 0.90, 0.20, "tps"));
+    assert!(msg.contains("cannot fall that far"), "{msg}");
+    let mut half = claim_def("jemalloc > system", None, "tps");
+    half["about"] = json!(0.5);
+    assert!(refused(half).contains("needs both"));
+    let mut both = band_def("jemalloc > system", 0.10, 0.05, "tps");
+    both["by"] = json!(0.05);
+    assert!(refused(both).contains("drop `by`"));
+}
+
+/// Any two cells: a side names a server at other parameter values (`jemalloc[threads=4] >
+/// jemalloc[threads=1]`) or in another trials block (`ro:jemalloc > rw:jemalloc`).
+#[test]
+fn a_claim_compares_any_two_cells() {
+    let points = study(6, 1.10);
+    // jemalloc at 4 threads (3300 tps) against itself at 1 thread (1000): about 230% higher
+    let mut def = band_def(
+        "jemalloc[threads=4] > jemalloc[threads=1]",
+        2.30,
+        0.10,
+        "tps",
+    );
+    def["where"] = json!({});
+    let c = claim_verdict(&points, &def);
+    assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    assert!((c.ratio - 3.3).abs() < 1e-9, "{}", c.ratio);
+
+    let mut both = study(6, 1.10);
+    let mut other = study(6, 1.0);
+    for p in &mut other {
+        p.trials = "rw".into();
+        p.address = p.address.replace("trial/ro/", "trial/rw/");
+    }
+    both.extend(other);
+    let (both_servers, both_params) = cairn_kinds::trial_points::dimensions(&both);
+    let def = claim(&claim_def(
+        "ro:jemalloc > rw:jemalloc",
+        Some(("by", 0.05)),
+        "tps",
+    ));
+    let spec = claim_spec(&def, &both_servers, &both_params).unwrap();
+    let c = claim_step::check(&spec, &def, &both).unwrap();
+    assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    assert!((c.ratio - 1.10).abs() < 1e-12);
+
+    // a side pinning a value no trial has, or a parameter the trials lack, is refused
+    let refused = |expect: &str| {
+        let mut d = claim_def(expect, None, "tps");
+        d["where"] = json!({});
+        claim_spec(&claim(&d), &servers(), &params())
+            .unwrap_err()
+            .message
+    };
+    assert!(
+        refused("jemalloc[threads=8] > jemalloc[threads=1]").contains("no trial has threads = 8")
+    );
+    assert!(refused("jemalloc[engine=x] > system[engine=y]").contains("no parameter `engine`"));
+    assert!(refused("jemalloc[threads=4 > system").contains("end with `]`"));
+    // one side pinned, the other not: the parameter still varies
+    assert!(refused("jemalloc[threads=4] > system").contains("where threads="));
 }

@@ -84,9 +84,9 @@ pub(crate) const PASSES_UNTIL: &[&str] = &["decided"];
 pub(crate) const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
 pub(crate) const ANALYSIS_CHILDREN: &[&str] = &["trials", "table", "compare", "plot", "scaling"];
 
-pub(crate) const CLAIM_CHILDREN: &[&str] = &["metric", "where", "expect"];
-pub(crate) const CLAIM_SINGLE: &[&str] = &["metric", "expect"];
-pub(crate) const EXPECT_PROPS: &[&str] = &["within", "by"];
+pub(crate) const CLAIM_CHILDREN: &[&str] = &["trials", "metric", "where", "expect"];
+pub(crate) const CLAIM_SINGLE: &[&str] = &["trials", "metric", "expect"];
+pub(crate) const EXPECT_PROPS: &[&str] = &["within", "by", "about", "tolerance"];
 
 pub(crate) const REPORT_CHILDREN: &[&str] = &["analyses", "format"];
 pub(crate) const REPORT_SINGLE: &[&str] = &["format"];

@@ -403,10 +403,14 @@ pub struct Analysis {
 }
 
 /// `claim "text" { metric "tps"; where threads=8; expect "a >= b" within="5%" }` (or
-/// `expect "a > b" by="5%"`: a at least 5% above b)
+/// `expect "a > b" by="5%"`: a at least 5% above b; or `expect "a > b" about="50%"
+/// tolerance="10%"`: a between 40% and 60% above b)
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Claim {
     pub name: Sp<String>,
+    /// `trials "suite"`: the trials block it reads; `None` = every block of the study.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<Sp<String>>,
     pub metric: Sp<String>,
     pub filter: BTreeMap<String, Sp<Value>>,
     pub expect: Sp<String>,
@@ -415,6 +419,11 @@ pub struct Claim {
     /// The least size of `>` / `<`: a fraction, from a percentage like "5%".
     #[serde(default)]
     pub by: Option<Sp<f64>>,
+    /// A band's centre (`about="50%"`) and half-width (`tolerance="10%"`), fractions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<Sp<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Sp<f64>>,
 }
 
 /// `report "name" { analyses "tps" …; format "markdown" }`

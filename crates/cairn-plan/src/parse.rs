@@ -1570,6 +1570,7 @@ impl FileParser<'_> {
             return;
         };
         let (mut metric, mut expect, mut within, mut by) = (None, None, None, None);
+        let (mut trials, mut about, mut tolerance) = (None, None, None);
         let mut filter = BTreeMap::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
@@ -1579,6 +1580,7 @@ impl FileParser<'_> {
                 continue;
             }
             match node_name(c) {
+                "trials" => trials = self.one_string(c),
                 "metric" => metric = self.one_string(c),
                 "where" => filter.extend(self.value_props(c)),
                 "expect" => {
@@ -1587,8 +1589,15 @@ impl FileParser<'_> {
                     for e in self.props_only(c, EXPECT_PROPS) {
                         let Some(s) = self.string_of(e) else { continue };
                         match parse_percentage(&s) {
-                            Ok(x) if prop_name(e) == "by" => by = Some(Sp::new(x, s.loc)),
-                            Ok(x) => within = Some(Sp::new(x, s.loc)),
+                            Ok(x) => {
+                                let x = Some(Sp::new(x, s.loc));
+                                match prop_name(e) {
+                                    "by" => by = x,
+                                    "about" => about = x,
+                                    "tolerance" => tolerance = x,
+                                    _ => within = x,
+                                }
+                            }
                             Err(why) => self.bad_value(
                                 e,
                                 format!("`{}` is not a percentage: {why}", s.value),
@@ -1608,15 +1617,82 @@ impl FileParser<'_> {
             "expectation",
             "add `expect \"a >= b\"`",
         );
+        if let Some(expect) = &expect {
+            self.claim_band(expect, about.as_ref(), tolerance.as_ref(), [&by, &within]);
+        }
         if let (Some(metric), Some(expect)) = (metric, expect) {
             self.plan.claims.push(Claim {
                 name,
+                trials,
                 metric,
                 filter,
                 expect,
                 within,
                 by,
+                about,
+                tolerance,
             });
+        }
+    }
+
+    /// A claim's band (`about="50%" tolerance="10%"`): both halves, on `>` or `<` alone, no
+    /// `by`/`within` beside it, and a tolerance below its centre — a band that reaches "no
+    /// difference" claims no direction (that is `>=`/`<=` with `within`).
+    fn claim_band(
+        &mut self,
+        expect: &Sp<String>,
+        about: Option<&Sp<f64>>,
+        tolerance: Option<&Sp<f64>>,
+        sizes: [&Option<Sp<f64>>; 2],
+    ) {
+        let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
+        match (about, tolerance) {
+            (None, None) => {}
+            (Some(a), None) => self.push(
+                problem("missing", "`about` needs a `tolerance`: a band has a width")
+                    .label(a.loc, "the band's centre")
+                    .help(format!(
+                        "write e.g. about=\"{}\" tolerance=\"10%\" (a published \"about\" says how close it means)",
+                        pct(a.value)
+                    )),
+            ),
+            (None, Some(t)) => self.push(
+                problem("missing", "`tolerance` is the width of a band around `about`")
+                    .label(t.loc, "a width without a centre")
+                    .help("add about=\"50%\", or for a tolerance of >= and <= write within=\"5%\""),
+            ),
+            (Some(a), Some(t)) => {
+                for size in sizes.into_iter().flatten() {
+                    self.push(
+                        problem("unexpected", "a band (`about`, `tolerance`) is its claim's size")
+                            .label(size.loc, "a second size")
+                            .label(a.loc, "the band")
+                            .help("keep either the band or `by`/`within`"),
+                    );
+                }
+                if t.value >= a.value {
+                    self.push(
+                        problem(
+                            "bad_value",
+                            format!(
+                                "a band of {} ± {} reaches no difference, so it claims no direction",
+                                pct(a.value),
+                                pct(t.value)
+                            ),
+                        )
+                        .label(t.loc, "as wide as its centre")
+                        .help("make the tolerance smaller than `about`, or claim the absence of a difference with >= or <= and within=\"…\""),
+                    );
+                }
+                if expect.value.contains(">=") || expect.value.contains("<=") {
+                    self.push(
+                        problem("bad_value", "a band sizes a difference: it goes with `>` or `<`")
+                            .label(expect.loc, "a tolerance operator")
+                            .label(a.loc, "the band")
+                            .help("write `>` (the left side about that much higher) or `<` (lower)"),
+                    );
+                }
+            }
         }
     }
 

@@ -175,6 +175,13 @@ fn references(plan: &Plan, d: &Declared, r: &mut Reporter) {
             check_ref(d, &ix, r, &["trials"], t);
         }
     }
+    for c in &plan.claims {
+        // without `trials` a claim reads every block, as it always has (its key is kept); its
+        // kind's check refuses sides that two blocks measure, asking which one
+        if let Some(t) = &c.trials {
+            check_ref(d, &ix, r, &["trials"], t);
+        }
+    }
     for rep in &plan.reports {
         for a in &rep.analyses {
             check_ref(d, &ix, r, &["analysis"], a);
@@ -469,11 +476,15 @@ fn expansion_limits(plan: &Plan, r: &mut Reporter) {
         );
     }
     for c in &plan.claims {
+        let read = match &c.trials {
+            Some(t) => trial_steps.get(t.as_str()).copied().unwrap_or(0),
+            None => all_trials,
+        };
         total = total.saturating_add(1);
-        edges = edges.saturating_add(all_trials);
+        edges = edges.saturating_add(read);
         note(
             &mut most_edges,
-            all_trials,
+            read,
             c.name.loc,
             format!("claim `{}`", c.name.value),
         );

@@ -47,8 +47,15 @@ pub struct Expectation {
 pub struct ClaimResult {
     pub metric: String,
     pub expect: Expectation,
-    /// `by` or `within`, as a fraction.
+    /// `by`, `within` or a band's `about`, as a fraction.
     pub size: f64,
+    /// A band's half-width (`tolerance`), as a fraction; absent for other claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// What the claim says in words that settle the direction ("its latency_p95_ms at
+    /// least 5% below system's, so jemalloc is faster (takes less time)").
+    #[serde(default)]
+    pub meaning: String,
     /// The point the claim is checked at (`where`).
     pub point: BTreeMap<String, String>,
     pub verdict: ClaimVerdict,
@@ -100,7 +107,9 @@ pub fn passes_words(c: &ClaimResult) -> String {
 /// A claim for a person: its text, the expectation, the verdict (emphasised), the ratio with
 /// its CI, why, and the passes the noise would need.
 pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
-    let size = if c.size > 0.0 {
+    let size = if let Some(t) = c.tolerance {
+        format!(" about {}% ± {}%", c.size * 100.0, t * 100.0)
+    } else if c.size > 0.0 {
         let word = match c.expect.operator {
             Operator::Greater | Operator::Less => "by",
             _ => "within",
@@ -122,7 +131,7 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
             c.expect.operator.symbol(),
             c.expect.right
         ))
-        .text(format!("{size}, {}{at}): ", c.metric))
+        .text(format!("{size}, {}{at}{}): ", c.metric, meaning_tail(c)))
         .strong(c.verdict.to_string())
         .text(format!(
             " — ratio {:.3} {}, {}; {}{}",
@@ -132,6 +141,16 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
             c.reason,
             passes_needed_tail(c)
         ))
+}
+
+/// `; meaning jemalloc's tps at least 5% above system's, so jemalloc is faster` (absent from a
+/// `claim.json` written before claims said it).
+fn meaning_tail(c: &ClaimResult) -> String {
+    if c.meaning.is_empty() {
+        String::new()
+    } else {
+        format!("; meaning {}", c.meaning)
+    }
 }
 
 /// `; about N passes per variant would decide it …`, unless the reason already says how
