@@ -486,7 +486,8 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // report/5 (the intro's passes from the trials, passes needed said once), report/6 (a
     // scaling table's reference point); analysis/4, claim/4 (bootstrap seeded from the
     // samples) and report/7 (headline, design: a report's definition holds each block's
-    // pass rule and dataset)
+    // pass rule and dataset); claim/5 (a claim's meaning in words, bands, cells) and report/8
+    // (the claim's meaning, the plan's parameters)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -502,27 +503,27 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "5ba7c2852a2a8b371fd463dbcfcb7bfa7b6411aceab8de41741ef586991ee536",
+            "5ab416101b9d6b86270b7f0cacc530164dc779b08458dbecbc88708340cb1daf",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "17b3dadda1b8a1e5526115f4c37198d2df3913b9bbd4c8b9e0fbac3d4421f1c4",
+            "d440c3a3c1d4f0438f61797c85fa3d9a84ba88ad0d658ccdfc81c4fd3f4d3749",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "11244adeb298187b31c7e2f06a850e751e1ab1f803cdbae4740a4919e4733adf",
+            "bff21daa43348db777090431402219893b8b0828c004f09f7e48da68cb32cfca",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (
             "report/full",
-            "79e2d7236f3dd7643010c210f13e26617de5a5dcae482cd6bd4d9e700b5c8f34",
+            "e0a00b7b470c65e12d96036952ea2b6217152e9356112f8c67e4a5d43525efb6",
             r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "076d35d3320dc789c2dc569dd5c02afb912f1f5b0121392c18866ca37f9ce66d",
+            "77ec0951ec1693d115f1d9345afca1a8393346e81cd50d7fc27e709535e39702",
             r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];
