@@ -349,6 +349,16 @@ pub struct Analysis {
     pub name: Sp<String>,
     /// Trials it reads; empty = every trials block of the study.
     pub trials: Vec<Sp<String>>,
+    /// `servers "a" "b"`: only these servers' trials; empty = every server's.
+    #[serde(default)]
+    pub servers: Vec<Sp<String>>,
+    /// `where threads=8 …`: only the trials at these parameter values.
+    #[serde(default)]
+    pub filter: BTreeMap<String, Sp<Value>>,
+    /// `exclude threads=64 server="pg"` (one map per `exclude`): the cells dropped, each
+    /// the trials matching every one of its `key=value` (`server` names a server).
+    #[serde(default)]
+    pub exclude: Vec<BTreeMap<String, Sp<Value>>>,
     /// "table" | "compare" | "plot" | "scaling"
     pub kind: Sp<String>,
     pub props: BTreeMap<String, Sp<Value>>,
