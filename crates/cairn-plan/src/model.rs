@@ -151,6 +151,9 @@ pub struct Debian {
     pub suite: Option<String>,
     pub arch: Option<String>,
     pub variant: Option<String>,
+    /// Where `arch=` was written (a check that this host runs it points there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch_loc: Option<Loc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -830,6 +830,7 @@ impl FileParser<'_> {
                         suite: None,
                         arch: None,
                         variant: None,
+                        arch_loc: None,
                     });
                     for e in self.props_only(c, DEBIAN_PROPS) {
                         let Some(v) = self.string_of(e) else { continue };
@@ -850,7 +851,10 @@ impl FileParser<'_> {
                         }
                         match prop_name(e) {
                             "suite" => d.suite = Some(v.value),
-                            "arch" => d.arch = Some(v.value),
+                            "arch" => {
+                                d.arch = Some(v.value);
+                                d.arch_loc = Some(v.loc);
+                            }
                             _ => d.variant = Some(v.value),
                         }
                     }

@@ -613,12 +613,14 @@ fn resolve_images(plan: &mut Plan, bad: &BTreeSet<String>) {
                     suite: None,
                     arch: None,
                     variant: None,
+                    arch_loc: None,
                 });
                 if d.suite.is_some() {
                     m.suite.clone_from(&d.suite);
                 }
                 if d.arch.is_some() {
                     m.arch.clone_from(&d.arch);
+                    m.arch_loc = d.arch_loc;
                 }
                 if d.variant.is_some() {
                     m.variant.clone_from(&d.variant);
