@@ -112,7 +112,11 @@ fn analyses_with_servers_where_and_exclude_render_only_their_cells() {
     again.expect_code(0);
     let finished = again.events().finished();
     assert!(!finished.contains("analysis/at1"), "{finished:?}");
-    for re_run in ["analysis/without-j2", "analysis/system-only", "report/summary"] {
+    for re_run in [
+        "analysis/without-j2",
+        "analysis/system-only",
+        "report/summary",
+    ] {
         assert!(finished.contains(re_run), "{re_run} in {finished:?}");
     }
 }

@@ -572,7 +572,9 @@ image "j" {{ extends "i"; packages "sysbench" }}"#
         let refused = unrunnable_architectures(&plan(r#" arch="arm64""#), Some(amd64));
         assert_eq!(refused.len(), 2);
         assert!(
-            refused[0].message().contains("image `i` is for arm64, which this host cannot run"),
+            refused[0]
+                .message()
+                .contains("image `i` is for arm64, which this host cannot run"),
             "{}",
             refused[0].message()
         );

@@ -73,7 +73,9 @@ pub fn estimate(
     let mut by_definition: BTreeMap<String, Duration> = BTreeMap::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::TRIAL) {
         if let Some(t) = recorded(step) {
-            by_definition.entry(step.definition.to_string()).or_insert(t);
+            by_definition
+                .entry(step.definition.to_string())
+                .or_insert(t);
         }
     }
     for step in graph.steps.iter().filter(|s| will_run[s.id]) {

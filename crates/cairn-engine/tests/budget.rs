@@ -81,7 +81,11 @@ trials "t" { servers "a"; workload "w"; passes 3 }
         .unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
     let g = cairn_graph::resolve(&plan).expect("resolves");
     let every = vec![true; g.steps.len()];
-    let trials = g.steps.iter().filter(|s| s.address.starts_with("trial/")).count();
+    let trials = g
+        .steps
+        .iter()
+        .filter(|s| s.address.starts_with("trial/"))
+        .count();
     assert_eq!(trials, 3);
     // none ran: no declared time, and the budget says they are counted, not free
     let b = estimate(&g, &every, |_| None);

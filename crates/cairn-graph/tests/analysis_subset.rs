@@ -76,8 +76,14 @@ fn the_definition_names_the_subset_and_an_analysis_without_one_adds_nothing() {
         definition(&g, "all"),
         serde_json::json!({"kind": "table", "props": {"metric": "tps", "columns": "threads"}})
     );
-    assert_eq!(definition(&g, "ab")["servers"], serde_json::json!(["a", "b"]));
-    assert_eq!(definition(&g, "at4")["filter"], serde_json::json!({"threads": 4}));
+    assert_eq!(
+        definition(&g, "ab")["servers"],
+        serde_json::json!(["a", "b"])
+    );
+    assert_eq!(
+        definition(&g, "at4")["filter"],
+        serde_json::json!({"threads": 4})
+    );
     assert_eq!(
         definition(&g, "no64c")["exclude"],
         serde_json::json!([{"server": "c", "threads": 64}, {"threads": 1}])

@@ -50,7 +50,10 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
     let reads = |name: &str| a.trials.is_empty() || a.trials.iter().any(|t| t.value == name);
     for t in plan.trials.iter().filter(|t| reads(&t.name.value)) {
         d.servers.extend(t.servers.iter().map(|s| s.value.clone()));
-        let workload = plan.workloads.iter().find(|w| w.name.value == t.workload.value);
+        let workload = plan
+            .workloads
+            .iter()
+            .find(|w| w.name.value == t.workload.value);
         for p in workload.into_iter().flat_map(|w| &w.params) {
             let values = d.params.entry(p.name.value.clone()).or_default();
             for v in &p.values {
@@ -142,8 +145,8 @@ workload "w" {{ sysbench "oltp_read_only"; threads 1 8 64 }}
 trials "t" {{ servers "a" "b"; workload "w" }}
 analysis "x" {{ {body}; table metric="tps" }}"#
         );
-        let plan = crate::parse_str("x.kdl", &text)
-            .unwrap_or_else(|e| panic!("{}", crate::render(&e)));
+        let plan =
+            crate::parse_str("x.kdl", &text).unwrap_or_else(|e| panic!("{}", crate::render(&e)));
         plan.analyses[0].clone()
     }
 

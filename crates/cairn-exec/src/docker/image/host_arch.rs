@@ -75,9 +75,7 @@ fn enabled_emulators(dir: &Path) -> Vec<String> {
     };
     entries
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            std::fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with("enabled"))
-        })
+        .filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with("enabled")))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect()
 }
