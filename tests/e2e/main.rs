@@ -21,4 +21,5 @@ mod slurm;
 mod snapshots;
 mod source_build;
 mod store;
+mod subsets;
 mod trials;

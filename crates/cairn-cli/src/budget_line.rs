@@ -20,14 +20,22 @@ pub fn plan_line(graph: &StepGraph, statuses: &[StepStatus], store: &Store) -> O
         .collect();
     let recorded = recorded_durations(store, &graph.study);
     let b = estimate(graph, &will_run, |s| recorded.get(&s.address).copied());
+    // trials that end on a count and never ran take an unknown time, not none
+    let counted = (b.counted > 0).then(|| {
+        format!(
+            "no estimate: ends on a count for {} trial(s) (scale, rounds) none of whose passes ran here yet",
+            b.counted
+        )
+    });
     if b.at_most() < Duration::from_secs(1) {
-        return None;
+        return counted.map(|c| format!("estimated wall time: {c}"));
     }
     let mut sources = vec![format!("{} from recorded times", b.recorded)];
     sources.push(format!("{} from declared durations", b.declared));
-    if b.unknown > 0 {
-        sources.push(format!("{} without an estimate", b.unknown));
+    if b.unknown > b.counted {
+        sources.push(format!("{} without an estimate", b.unknown - b.counted));
     }
+    sources.extend(counted);
     let mut line = format!(
         "estimated wall time: ~{} ({})",
         human(b.certain),

@@ -417,10 +417,46 @@ pub fn diagnose(plan: &Plan, graph: &StepGraph) -> Result<(), PlanError> {
             problems.extend(placed(plan, step, e, &mut seen));
         }
     }
+    problems.extend(unrunnable_architectures(
+        plan,
+        cairn_exec::docker::image::host_arch::runnable_architectures().as_deref(),
+    ));
     if problems.is_empty() {
         return Ok(());
     }
     Err(PlanError::Invalid { problems })
+}
+
+/// An image whose `debian arch=` this host cannot run (`runnable`: its architectures, `None`
+/// when unknown, then nothing is refused): its base would build, and no container start.
+fn unrunnable_architectures(plan: &Plan, runnable: Option<&[&str]>) -> Vec<Problem> {
+    let Some(runnable) = runnable else {
+        return Vec::new();
+    };
+    plan.images
+        .iter()
+        .filter_map(|image| {
+            let debian = image.debian.as_ref()?;
+            let arch = debian.arch.as_deref()?;
+            if runnable.contains(&arch) {
+                return None;
+            }
+            Some(problem_at(
+                plan,
+                debian.arch_loc.unwrap_or(image.name.loc),
+                "bad_value",
+                format!(
+                    "image `{}` is for {arch}, which this host cannot run",
+                    image.name.value
+                ),
+                "not an architecture of this host",
+                Some(format!(
+                    "this host runs {}; build the study on a machine of that architecture, or enable an emulator for it (binfmt_misc)",
+                    runnable.join(", ")
+                )),
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -512,5 +548,37 @@ trials "t" {{ servers "a" "b"; dataset "d"; workload "w"; {passes} }}
         set_defaults(&mut p);
         assert_eq!(p.trials[0].passes.value.min, 4);
         assert!(design_notes(&p).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod architecture_tests {
+    use super::unrunnable_architectures;
+
+    fn plan(arch: &str) -> cairn_plan::Plan {
+        let text = format!(
+            r#"image "i" {{ debian suite="bookworm"{arch}; packages "mariadb-server" }}
+image "j" {{ extends "i"; packages "sysbench" }}"#
+        );
+        cairn_plan::parse_str("arch.kdl", &text).expect("parses")
+    }
+
+    #[test]
+    fn an_image_for_an_architecture_the_host_cannot_run_is_refused() {
+        let amd64: &[&str] = &["amd64", "i386"];
+        assert!(unrunnable_architectures(&plan(""), Some(amd64)).is_empty());
+        assert!(unrunnable_architectures(&plan(r#" arch="i386""#), Some(amd64)).is_empty());
+        // the image and the one extending it
+        let refused = unrunnable_architectures(&plan(r#" arch="arm64""#), Some(amd64));
+        assert_eq!(refused.len(), 2);
+        assert!(
+            refused[0]
+                .message()
+                .contains("image `i` is for arm64, which this host cannot run"),
+            "{}",
+            refused[0].message()
+        );
+        // a host of an unknown architecture refuses nothing ahead of the build
+        assert!(unrunnable_architectures(&plan(r#" arch="arm64""#), None).is_empty());
     }
 }

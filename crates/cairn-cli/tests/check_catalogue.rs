@@ -59,6 +59,16 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
                         .collect::<Vec<_>>(),
                 ),
                 "<the registered plan-step kinds>",
+            )
+            // the architectures this host runs are its own
+            .replace(
+                &format!(
+                    "this host runs {};",
+                    cairn_exec::docker::image::host_arch::runnable_architectures()
+                        .unwrap_or_default()
+                        .join(", ")
+                ),
+                "this host runs <this host's architectures>;",
             );
         let name = file.trim_end_matches(".kdl");
         insta::assert_snapshot!(name, rendered);

@@ -25,6 +25,16 @@ pub struct AnalysisDef {
     /// so analyses of other plans keep their keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<Sequential>,
+    /// `servers "a" "b"`: the only servers whose trials it reads (empty: every server's).
+    /// The graph gives it only those trials; the definition says so for the report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// `where threads=8 …`: the parameter values of the only trials it reads.
+    #[serde(default, skip_serializing_if = "Props::is_empty")]
+    pub filter: Props,
+    /// `exclude threads=64 server="pg"`, one map per `exclude`: the cells it leaves out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<Props>,
 }
 
 /// The looks of `passes min max until="decided"`: after every block from `min` to `max`
@@ -99,7 +109,7 @@ mod tests {
         AnalysisDef {
             kind: kind.into(),
             props: props.as_object().unwrap().clone(),
-            sequential: None,
+            ..AnalysisDef::default()
         }
     }
 

@@ -4,8 +4,11 @@
 //! Each step's estimate comes, in this order, from the recorded duration of its last run
 //! (the study's address → key hint leads to a record, whose `duration_ms` is the time that
 //! step took on this store's machine, even if its key has changed since), else, for a
-//! trial, from its declared times: warmup + duration + [`SERVER_START`]; else it is
-//! unknown and counted as such (a build never run before). Conditional passes (beyond a
+//! trial, from its declared times: warmup + duration + [`SERVER_START`]; else, for a trial
+//! that ends on a count (sql-bench's `scale`, super-smack's `rounds`: no `duration`), from
+//! the recorded duration of another step of the same definition (another pass of its
+//! point); else it is unknown and counted as such (a build never run before, a counted
+//! trial none of whose passes ran). Conditional passes (beyond a
 //! block's `min`) are summed apart: they run only if the adaptive rule needs them, so the
 //! budget is a range from "none of them" to "all of them".
 
@@ -43,6 +46,9 @@ pub struct Budget {
     pub recorded: usize,
     pub declared: usize,
     pub unknown: usize,
+    /// Of the unknown, the trials that end on a count (no `duration`) with no recorded
+    /// duration of their definition: `cairn plan` says so rather than count them as nothing.
+    pub counted: usize,
     /// The estimate of each step that will run, by address (the progress bar's ETA).
     #[serde(skip)]
     pub per_step: BTreeMap<String, Duration>,
@@ -63,18 +69,38 @@ pub fn estimate(
     recorded: impl Fn(&Step) -> Option<Duration>,
 ) -> Budget {
     let mut b = Budget::default();
+    // a trial's passes share its definition: one pass run says how long the others take
+    let mut by_definition: BTreeMap<String, Duration> = BTreeMap::new();
+    for step in graph.steps.iter().filter(|s| s.kind == StepKind::TRIAL) {
+        if let Some(t) = recorded(step) {
+            by_definition
+                .entry(step.definition.to_string())
+                .or_insert(t);
+        }
+    }
     for step in graph.steps.iter().filter(|s| will_run[s.id]) {
         let (time, source) = match recorded(step) {
             Some(t) => (t, Some(Source::Recorded)),
             None => match declared(step) {
                 Some(t) => (t, Some(Source::Declared)),
+                None if step.kind == StepKind::TRIAL => {
+                    match by_definition.get(&step.definition.to_string()) {
+                        Some(t) => (*t, Some(Source::Recorded)),
+                        None => (Duration::ZERO, None),
+                    }
+                }
                 None => (Duration::ZERO, None),
             },
         };
         match source {
             Some(Source::Recorded) => b.recorded += 1,
             Some(Source::Declared) => b.declared += 1,
-            None => b.unknown += 1,
+            None => {
+                b.unknown += 1;
+                if step.kind == StepKind::TRIAL {
+                    b.counted += 1;
+                }
+            }
         }
         if step.is_conditional() {
             b.conditional += time;

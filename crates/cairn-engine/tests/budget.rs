@@ -68,3 +68,33 @@ fn durations_read_for_people() {
     assert_eq!(human(Duration::from_secs(250)), "4m 10s");
     assert_eq!(human(Duration::from_secs(3900)), "1h 05m");
 }
+
+#[test]
+fn trials_that_end_on_a_count_take_a_recorded_pass_of_their_point_or_say_they_have_none() {
+    let text = r#"
+study "budget"
+server "a" { option max_connections=100 }
+workload "w" { sqlbench "select"; scale "small" }
+trials "t" { servers "a"; workload "w"; passes 3 }
+"#;
+    let plan = cairn_plan::parse_str("count.kdl", text)
+        .unwrap_or_else(|e| panic!("{}", cairn_plan::render(&e)));
+    let g = cairn_graph::resolve(&plan).expect("resolves");
+    let every = vec![true; g.steps.len()];
+    let trials = g
+        .steps
+        .iter()
+        .filter(|s| s.address.starts_with("trial/"))
+        .count();
+    assert_eq!(trials, 3);
+    // none ran: no declared time, and the budget says they are counted, not free
+    let b = estimate(&g, &every, |_| None);
+    assert_eq!((b.declared, b.counted), (0, 3));
+    assert_eq!(b.certain, Duration::ZERO);
+    // the first pass ran in 40 s: the others of its definition take as long
+    let b = estimate(&g, &every, |s| {
+        (s.address == "trial/t/a#1").then_some(Duration::from_secs(40))
+    });
+    assert_eq!((b.recorded, b.counted, b.unknown), (3, 0, 0));
+    assert_eq!(b.certain, Duration::from_secs(120));
+}

@@ -645,6 +645,14 @@ fn trial_inputs(b: &Builder, names: &[String]) -> Vec<Input> {
     out
 }
 
+/// The server of a trial's address `trial/<trials>/<server>[threads=8]#2` (names hold no
+/// `/`, `[` or `#`).
+fn server_of_trial(address: &str) -> &str {
+    let rest = address.strip_prefix("trial/").unwrap_or(address);
+    let rest = rest.split_once('/').map_or(rest, |(_, r)| r);
+    rest.split(['[', '#']).next().unwrap_or(rest)
+}
+
 /// The sequential design of the first of the trials blocks `names` whose passes stop when
 /// decided, if any: the analyses and claims reading them decide at its looks' levels.
 fn sequential_of(plan: &Plan, names: &[String]) -> Option<cairn_defs::Sequential> {
@@ -677,8 +685,16 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             kind: a.kind.value.clone(),
             props: plan_props(&a.props),
             sequential: sequential_of(plan, &names),
+            servers: a.servers.iter().map(|s| s.value.clone()).collect(),
+            filter: plan_props(&a.filter),
+            exclude: a.exclude.iter().map(plan_props).collect(),
         });
+        // only the trials it reads: re-measuring another re-runs nothing of it
         s.inputs = trial_inputs(b, &names);
+        s.inputs.retain(|i| {
+            let trial = &b.steps[i.from];
+            a.reads(server_of_trial(&trial.address), &trial.params)
+        });
         b.push(s);
     }
     for c in &plan.claims {

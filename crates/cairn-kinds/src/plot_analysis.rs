@@ -421,7 +421,7 @@ mod tests {
         AnalysisDef {
             kind: kind.into(),
             props: props.as_object().expect("properties are a map").clone(),
-            sequential: None,
+            ..AnalysisDef::default()
         }
     }
 

@@ -82,7 +82,9 @@ pub(crate) const PASSES_PROPS: &[&str] = &["min", "max", "until-ci", "until", "m
 pub(crate) const PASSES_UNTIL: &[&str] = &["decided"];
 
 pub(crate) const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
-pub(crate) const ANALYSIS_CHILDREN: &[&str] = &["trials", "table", "compare", "plot", "scaling"];
+pub(crate) const ANALYSIS_CHILDREN: &[&str] = &[
+    "trials", "servers", "where", "exclude", "table", "compare", "plot", "scaling",
+];
 
 pub(crate) const CLAIM_CHILDREN: &[&str] = &["trials", "metric", "where", "expect"];
 pub(crate) const CLAIM_SINGLE: &[&str] = &["trials", "metric", "expect"];
@@ -282,6 +284,8 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
             ..spec("trials/passes").props(PASSES_PROPS)
         },
         spec("analysis").children(ANALYSIS_CHILDREN, &[]),
+        spec("analysis/where").any_props(),
+        spec("analysis/exclude").any_props(),
     ]);
     g.extend(
         ANALYSIS_KINDS

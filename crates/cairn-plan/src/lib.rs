@@ -1,5 +1,6 @@
 //! cairn-plan: reads KDL plan files into a typed [`Plan`] whose values keep their source spans.
 
+mod analysis_subset;
 mod cache;
 mod diagnostics;
 mod fmt;

@@ -199,6 +199,9 @@ pub struct Debian {
     pub suite: Option<String>,
     pub arch: Option<String>,
     pub variant: Option<String>,
+    /// Where `arch=` was written (a check that this host runs it points there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch_loc: Option<Loc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -397,6 +400,16 @@ pub struct Analysis {
     pub name: Sp<String>,
     /// Trials it reads; empty = every trials block of the study.
     pub trials: Vec<Sp<String>>,
+    /// `servers "a" "b"`: only these servers' trials; empty = every server's.
+    #[serde(default)]
+    pub servers: Vec<Sp<String>>,
+    /// `where threads=8 …`: only the trials at these parameter values.
+    #[serde(default)]
+    pub filter: BTreeMap<String, Sp<Value>>,
+    /// `exclude threads=64 server="pg"` (one map per `exclude`): the cells dropped, each
+    /// the trials matching every one of its `key=value` (`server` names a server).
+    #[serde(default)]
+    pub exclude: Vec<BTreeMap<String, Sp<Value>>>,
     /// "table" | "compare" | "plot" | "scaling"
     pub kind: Sp<String>,
     pub props: BTreeMap<String, Sp<Value>>,

@@ -117,7 +117,30 @@ impl FileParser<'_> {
         self.r.push(p);
     }
 
+    /// Refuses a property written twice on one node (`metric="a" metric="b"`), at the
+    /// second: KDL keeps the last, which would silently drop the first.
+    fn repeated_props(&mut self, nodes: &[KdlNode]) {
+        for node in nodes {
+            let mut seen: BTreeMap<&str, SourceSpan> = BTreeMap::new();
+            for e in props(node) {
+                let name = prop_name(e);
+                if let Some(first) = seen.insert(name, e.span()) {
+                    let p = problem(
+                        "duplicate",
+                        format!("`{}` has `{name}=` twice", node_name(node)),
+                    )
+                    .label(self.loc(e.span()), "second")
+                    .label(self.loc(first), "first")
+                    .help(format!("keep the `{name}=` you mean"));
+                    self.push(p);
+                }
+            }
+            self.repeated_props(children(node));
+        }
+    }
+
     pub(crate) fn document(&mut self, doc: &KdlDocument) {
+        self.repeated_props(doc.nodes());
         for node in doc.nodes() {
             // the grammar's list admits a declaration, as `known_child` does for children
             if !TOP_LEVEL.contains(&node_name(node)) {
@@ -809,6 +832,7 @@ impl FileParser<'_> {
                         suite: None,
                         arch: None,
                         variant: None,
+                        arch_loc: None,
                     });
                     for e in self.props_only(c, DEBIAN_PROPS) {
                         let Some(v) = self.string_of(e) else { continue };
@@ -829,7 +853,10 @@ impl FileParser<'_> {
                         }
                         match prop_name(e) {
                             "suite" => d.suite = Some(v.value),
-                            "arch" => d.arch = Some(v.value),
+                            "arch" => {
+                                d.arch = Some(v.value);
+                                d.arch_loc = Some(v.loc);
+                            }
                             _ => d.variant = Some(v.value),
                         }
                     }
@@ -1515,6 +1542,7 @@ impl FileParser<'_> {
             return;
         };
         let mut trials = Vec::new();
+        let (mut servers, mut filter, mut exclude) = (Vec::new(), BTreeMap::new(), Vec::new());
         let mut kind: Option<(Sp<String>, Props)> = None;
         for c in children(node) {
             let n = node_name(c);
@@ -1523,6 +1551,12 @@ impl FileParser<'_> {
             }
             if n == "trials" {
                 trials.extend(self.strings(c));
+            } else if n == "servers" {
+                servers.extend(self.strings(c));
+            } else if n == "where" {
+                filter.extend(self.value_props(c));
+            } else if n == "exclude" {
+                exclude.push(self.value_props(c));
             } else if ANALYSIS_KINDS.contains(&n) {
                 if let Some((first, _)) = &kind {
                     let p = problem(
@@ -1559,6 +1593,9 @@ impl FileParser<'_> {
             self.plan.analyses.push(Analysis {
                 name,
                 trials,
+                servers,
+                filter,
+                exclude,
                 kind,
                 props,
             });

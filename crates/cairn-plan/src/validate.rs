@@ -15,6 +15,7 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, o
     }
     references(plan, declared, r);
     figure_names(plan, r);
+    crate::analysis_subset::check(plan, r);
     let image_edges: Vec<(String, Option<Sp<String>>)> = plan
         .images
         .iter()
@@ -623,12 +624,14 @@ fn resolve_images(plan: &mut Plan, bad: &BTreeSet<String>) {
                     suite: None,
                     arch: None,
                     variant: None,
+                    arch_loc: None,
                 });
                 if d.suite.is_some() {
                     m.suite.clone_from(&d.suite);
                 }
                 if d.arch.is_some() {
                     m.arch.clone_from(&d.arch);
+                    m.arch_loc = d.arch_loc;
                 }
                 if d.variant.is_some() {
                     m.variant.clone_from(&d.variant);

@@ -4,6 +4,7 @@
 
 pub mod archive;
 pub mod base;
+pub mod host_arch;
 pub mod layer;
 pub mod manifest;
 pub mod mirror;
