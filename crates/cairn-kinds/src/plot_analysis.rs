@@ -390,13 +390,7 @@ mod tests {
                 ("tps".to_string(), tps),
                 ("latency_p95_ms".to_string(), 1000.0 / tps),
             ])),
-            settings: None,
-            variant: Value::Null,
-            image: Value::Null,
-            fingerprint: Value::Null,
-            node: None,
-            campaign: String::new(),
-            measured: Default::default(),
+            ..Default::default()
         }
     }
 

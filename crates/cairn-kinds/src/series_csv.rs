@@ -107,7 +107,7 @@ pub fn render(trials: &[TrialPoint], series: &Samples) -> String {
 mod tests {
     use super::*;
     use cairn_workload::metrics::Interval;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn trial(key: &str, warmup_param: f64) -> TrialPoint {
         TrialPoint {
@@ -121,13 +121,7 @@ mod tests {
                 ("warmup".to_string(), json!(warmup_param)),
             ]),
             figures: Default::default(),
-            settings: None,
-            variant: Value::Null,
-            image: Value::Null,
-            fingerprint: Value::Null,
-            node: None,
-            campaign: String::new(),
-            measured: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -150,7 +150,7 @@ fn panels(servers: &[&str], members: &[&TrialPoint], samples: &Samples) -> Vec<P
 mod tests {
     use super::*;
     use cairn_workload::metrics::Interval;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn trial(server: &str, threads: u32, pass: u32) -> TrialPoint {
         TrialPoint {
@@ -164,13 +164,7 @@ mod tests {
                 ("warmup".to_string(), json!(1.0)),
             ]),
             figures: Default::default(),
-            settings: None,
-            variant: Value::Null,
-            image: Value::Null,
-            fingerprint: Value::Null,
-            node: None,
-            campaign: String::new(),
-            measured: Default::default(),
+            ..Default::default()
         }
     }
 

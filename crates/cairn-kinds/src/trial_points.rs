@@ -19,7 +19,7 @@ use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::Done;
 
 /// One measured trial as analyses see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialPoint {
     /// The key of the trial's record: what a table cell names as its evidence.
     pub key: String,

@@ -31,13 +31,8 @@ fn trial(server: &str, threads: i64, pass: u32, tps: f64, p95: f64) -> TrialPoin
             ("duration".to_string(), json!("8s")),
         ]),
         figures: f,
-        settings: None,
-        variant: Value::Null,
-        image: Value::Null,
-        fingerprint: Value::Null,
-        node: None,
         campaign: "boot 0000aaaa".into(),
-        measured: Default::default(),
+        ..Default::default()
     }
 }
 
