@@ -328,12 +328,9 @@ mod tests {
             pass,
             params: serde_json::from_value(params).unwrap(),
             figures: Figures::from_map(serde_json::from_value(figures).unwrap()),
-            settings: None,
             variant: json!({"allocator": "system", "checks": {"version": "10.11.18-MariaDB"}}),
-            image: Value::Null,
             fingerprint: json!({"cpu_model": "X", "cores": 2, "threads": 2, "memory_gib": 24,
                 "kernel": "6.1", "runtime": "docker 20.10"}),
-            node: None,
             campaign: "quickstart, run-1 on boot 47503d73".into(),
             measured: Measured {
                 study: "quickstart".into(),
@@ -341,6 +338,7 @@ mod tests {
                 finished: "2026-12-05T09:01:39.240Z".into(),
                 run_order: Some(3),
             },
+            ..Default::default()
         }
     }
 

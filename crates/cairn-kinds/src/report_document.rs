@@ -10,10 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_analysis::Verdict;
-use cairn_defs::{DatasetDef, ParamValue, PassRule, ReportDef, ServerDef, TrialStepDef};
-use cairn_engine::error::{failed, StepError};
-use cairn_engine::execute::Done;
-use cairn_graph::Step;
+use cairn_defs::{DatasetDef, ParamValue, PassRule, ReportDef, ServerDef};
 use cairn_report::document::{Block, Inline, Item, Report, Section};
 use cairn_report::scaling::Scaling;
 use cairn_report::table::{ci_text, flags_markdown, number_format, Table};
@@ -24,7 +21,7 @@ use crate::data_csv::DATA_DICTIONARY_MD;
 use crate::report_step::{Inputs, PlanSource, DATA_CSV, DATA_JSON, SERIES_CSV};
 use crate::trial_points::{self, display_value, TrialPoint};
 
-/// What one trials block measured and how, read from its trials' records.
+/// What one trials block measured and how, from its trials.
 #[derive(Debug, Clone, Default)]
 pub struct TrialsDesign {
     pub name: String,
@@ -42,66 +39,50 @@ pub struct TrialsDesign {
     pub finished: String,
 }
 
-/// The design of each trials block among `step`'s inputs, in first-seen order.
-pub fn read_design(
-    store: &Store,
-    step: &Step,
-    inputs: &[&Done],
-) -> Result<Vec<TrialsDesign>, StepError> {
+/// The design of each trials block of `trials` (as the report read them), in first-seen
+/// order; `store` only for each server's image record.
+pub fn design_of(store: &Store, trials: &[TrialPoint]) -> Vec<TrialsDesign> {
     let mut blocks: Vec<TrialsDesign> = Vec::new();
-    for (input, done) in step.inputs.iter().zip(inputs) {
-        if !input.mount.starts_with("trial/") || done.is_not_needed() {
-            continue;
-        }
-        let Some(record) = store
-            .get_record(&done.key)
-            .map_err(|e| failed(format!("reading the record of {}: {e}", input.mount)))?
-        else {
-            continue;
-        };
-        let Ok(def) = serde_json::from_value::<TrialStepDef>(record.definition.clone()) else {
-            continue;
-        };
-        let (name, server, _) = trial_points::parse_address(&input.mount);
-        let i = match blocks.iter().position(|b| b.name == name) {
+    for t in trials {
+        let i = match blocks.iter().position(|b| b.name == t.trials) {
             Some(i) => i,
             None => {
                 blocks.push(TrialsDesign {
-                    name: name.clone(),
-                    workload: def.workload.clone(),
-                    client: record.extra.get("client").cloned().unwrap_or(Value::Null),
+                    name: t.trials.clone(),
+                    workload: t.workload.clone(),
+                    client: t.client.clone(),
                     servers: Vec::new(),
                     images: BTreeMap::new(),
-                    started: record.started.clone(),
-                    finished: record.finished.clone(),
+                    started: t.measured.started.clone(),
+                    finished: t.measured.finished.clone(),
                 });
                 blocks.len() - 1
             }
         };
         let b = &mut blocks[i];
-        if !b.servers.iter().any(|(s, _)| *s == server) {
+        if !b.servers.iter().any(|(s, _)| *s == t.server) {
             // the image's tag is its step's key
-            let image_key = record
-                .extra
-                .get("image")
-                .and_then(|i| i.get("reference"))
+            let image_key = t
+                .image
+                .get("reference")
                 .and_then(Value::as_str)
                 .and_then(|r| r.rsplit_once(':'))
-                .map(|(_, tag)| tag.to_string());
-            if let Some(image) = image_key.and_then(|k| image_words(store, &k)) {
-                b.images.insert(server.clone(), image);
+                .map(|(_, tag)| tag);
+            if let Some(image) = image_key.and_then(|k| image_words(store, k)) {
+                b.images.insert(t.server.clone(), image);
             }
-            b.servers.push((server, def.server.clone()));
+            let settings = t.settings.clone().unwrap_or_default();
+            b.servers.push((t.server.clone(), settings));
         }
         // RFC 3339 in UTC: the text's order is the time's
-        if record.started < b.started {
-            b.started = record.started.clone();
+        if t.measured.started < b.started {
+            b.started = t.measured.started.clone();
         }
-        if record.finished > b.finished {
-            b.finished = record.finished.clone();
+        if t.measured.finished > b.finished {
+            b.finished = t.measured.finished.clone();
         }
     }
-    Ok(blocks)
+    blocks
 }
 
 /// An image step's record (key `key`) in words: `Debian bookworm amd64: mariadb-server
@@ -665,15 +646,15 @@ fn options_item(blocks: &[TrialsDesign]) -> Item {
             if by_server.iter().any(|(s, _)| s == server) {
                 continue;
             }
-            let mut flat = BTreeMap::new();
-            for (k, v) in &def.options {
-                flat.insert(k.clone(), display_value(v));
-            }
-            for (k, v) in &def.env {
-                flat.insert(format!("env {k}"), v.clone());
-            }
-            flat.insert("connect".into(), def.connect_or_default().to_string());
-            flat.insert("allocator".into(), def.allocator_or_default().to_string());
+            // the options by their own names, beside the allocator, connection and env
+            let flat = flat_settings(def)
+                .into_iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "executor" | "cpus" | "memory"))
+                .map(|(k, v)| match k.strip_prefix("option ") {
+                    Some(option) => (option.to_string(), v),
+                    None => (k, v),
+                })
+                .collect();
             by_server.push((server, flat));
         }
     }
@@ -711,6 +692,28 @@ fn options_item(blocks: &[TrialsDesign]) -> Item {
     item
 }
 
+/// A server's settings as `setting → value`: `option <name>`, `env <name>`, `allocator`,
+/// `connect`, `executor`, and `cpus` and `memory` where given.
+fn flat_settings(s: &ServerDef) -> BTreeMap<String, String> {
+    let mut flat = BTreeMap::new();
+    for (k, v) in &s.options {
+        flat.insert(format!("option {k}"), display_value(v));
+    }
+    for (k, v) in &s.env {
+        flat.insert(format!("env {k}"), v.clone());
+    }
+    flat.insert("allocator".into(), s.allocator_or_default().to_string());
+    flat.insert("connect".into(), s.connect_or_default().to_string());
+    flat.insert("executor".into(), s.executor_or_default().to_string());
+    if let Some(c) = &s.cpus {
+        flat.insert("cpus".into(), c.clone());
+    }
+    if let Some(m) = s.memory {
+        flat.insert("memory".into(), m.to_string());
+    }
+    flat
+}
+
 /// Settings that differ between the servers: `(setting, [(server, value)])`.
 fn differing_settings(trials: &[TrialPoint]) -> Vec<(String, Vec<(String, String)>)> {
     let mut by_server: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
@@ -720,23 +723,9 @@ fn differing_settings(trials: &[TrialPoint]) -> Vec<(String, Vec<(String, String
         if !order.contains(&t.server.as_str()) {
             order.push(&t.server);
         }
-        let mut flat = BTreeMap::new();
-        for (k, v) in &s.options {
-            flat.insert(format!("option {k}"), display_value(v));
-        }
-        for (k, v) in &s.env {
-            flat.insert(format!("env {k}"), v.clone());
-        }
-        flat.insert("allocator".into(), s.allocator_or_default().to_string());
-        flat.insert("connect".into(), s.connect_or_default().to_string());
-        flat.insert("executor".into(), s.executor_or_default().to_string());
-        if let Some(c) = &s.cpus {
-            flat.insert("cpus".into(), c.clone());
-        }
-        if let Some(m) = s.memory {
-            flat.insert("memory".into(), m.to_string());
-        }
-        by_server.entry(&t.server).or_insert(flat);
+        by_server
+            .entry(&t.server)
+            .or_insert_with(|| flat_settings(s));
     }
     let names: BTreeSet<&String> = by_server.values().flat_map(|m| m.keys()).collect();
     let mut out = Vec::new();

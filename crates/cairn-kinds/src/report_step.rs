@@ -118,7 +118,7 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         }
     }
     let trials = trial_points::read(store, step, inputs)?;
-    let design = crate::report_document::read_design(store, step, inputs)?;
+    let design = crate::report_document::design_of(store, &trials);
     let samples = series_csv::read(store, step, inputs);
     let series_plots = series_plot::plots(&trials, &samples)
         .into_iter()

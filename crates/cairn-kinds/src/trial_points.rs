@@ -58,6 +58,12 @@ pub struct TrialPoint {
     /// When and by whom it was measured, as its record says.
     #[serde(default)]
     pub measured: Measured,
+    /// The workload as the trial's definition holds it, and where its clients ran
+    /// (`extra.client`): the report's design reads them; data.json does not repeat them.
+    #[serde(skip)]
+    pub workload: cairn_defs::WorkloadDef,
+    #[serde(skip)]
+    pub client: Value,
 }
 
 /// When and by whom a trial was measured (its record's study, times and place in the run's
@@ -239,6 +245,11 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
         .definition
         .get("server")
         .and_then(|s| serde_json::from_value(s.clone()).ok());
+    let workload = record
+        .definition
+        .get("workload")
+        .and_then(|w| serde_json::from_value(w.clone()).ok())
+        .unwrap_or_default();
     TrialPoint {
         key: record.key.clone(),
         address: record.address.clone(),
@@ -278,6 +289,8 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
                 // the record counts from 0; people count from 1
                 .map(|position| position + 1),
         },
+        workload,
+        client: record.extra.get("client").cloned().unwrap_or(Value::Null),
     }
 }
 

@@ -66,12 +66,7 @@ fn evidence(cell: &Cell) -> String {
 }
 
 fn table_html(html: &mut String, name: &str, table: &Table) {
-    let fig = cairn_defs::figures::lookup(&table.metric);
-    let number = |v: f64| {
-        fig.map_or(format!("{v:.3}"), |f| {
-            cairn_defs::figures::format_number(f, v)
-        })
-    };
+    let number = crate::table::number_format(table);
     let unit = if table.unit.is_empty() {
         String::new()
     } else {
