@@ -447,30 +447,6 @@ fn a_closed_pipe_a_subdirectory_and_gc_without_plans_are_handled() {
     assert_eq!(after, records);
 }
 
-/// A sandbox holding the committed quickstart's store, images and plans (no container
-/// runs: every trial is recorded), and the class those trials were measured on, as JSON:
-/// run with it as `CAIRN_SIMULATED_MACHINE`, this machine is that class.
-fn committed_quickstart() -> (Sandbox, String) {
-    let sb = Sandbox::new();
-    let root = crate::support::repo_root();
-    sb.copy_tree(&root.join("results/store"), "results/store");
-    sb.copy_tree(&root.join("images"), "images");
-    sb.write(
-        "plans/quickstart.kdl",
-        &std::fs::read_to_string(root.join("plans/quickstart.kdl")).unwrap(),
-    );
-    let class = crate::support::files_under(&sb.store().join("records"))
-        .into_iter()
-        .filter_map(|p| {
-            let r: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
-            (r["kind"] == "trial").then(|| r["fingerprint"].to_string())
-        })
-        .next()
-        .expect("the committed store holds trials");
-    (sb, class)
-}
-
 /// `i` run as if this machine were of `class` (JSON).
 fn simulated<'a>(i: crate::support::Invocation<'a>, class: &str) -> crate::support::Invocation<'a> {
     i.env("CAIRN_SIMULATED_MACHINE", class)
@@ -498,7 +474,7 @@ fn trial_keys(sb: &Sandbox) -> Vec<(String, String)> {
 /// take it; a bad class names its flag and a class without trials is refused, exit 2.
 #[test]
 fn a_machine_class_is_named_by_its_short_id() {
-    let (sb, class) = committed_quickstart();
+    let (sb, class) = crate::support::committed_quickstart();
     let sim = |i| simulated(i, &class);
     let m = sim(sb.cairn(["--json", "machine"])).success();
     let id = m.json_lines()[0]["id"].as_str().unwrap().to_string();
@@ -580,7 +556,7 @@ fn a_machine_class_is_named_by_its_short_id() {
 /// summary line, not a line per cached step.
 #[test]
 fn history_finds_results_by_key_and_a_render_is_quiet() {
-    let (sb, class) = committed_quickstart();
+    let (sb, class) = crate::support::committed_quickstart();
     let sim = |i| simulated(i, &class);
     let r = sim(sb.cairn(["report", "plans/quickstart.kdl"])).success();
     assert!(!r.stderr.contains("cached  trial/"), "{}", r.stderr);
@@ -613,7 +589,7 @@ fn history_finds_results_by_key_and_a_render_is_quiet() {
 /// and `explain`; a prefix of two keys is refused with both listed.
 #[test]
 fn a_key_prefix_names_a_step_for_cat_and_explain() {
-    let (sb, class) = committed_quickstart();
+    let (sb, class) = crate::support::committed_quickstart();
     let sim = |i| simulated(i, &class);
     let (key, address) = trial_keys(&sb).remove(0);
     let short = &key[..12];

@@ -6,7 +6,7 @@
 //! keys shown are content hashes of host steps (no machine fingerprint), so they stay: a
 //! changed key here means existing plans' keys changed.
 
-use crate::support::{assert_snapshot, contains, normalize, repo_root, snapshot, Sandbox};
+use crate::support::{assert_snapshot, contains, normalize, snapshot, Sandbox};
 
 /// Host steps only: a two-point matrix with an env value, a fan-in, an unrelated step.
 const PLAN: &str = r#"study "snap"
@@ -95,24 +95,9 @@ fn machine_neutral(table: &str) -> String {
 
 #[test]
 fn results_shows_the_committed_quickstart_trials() {
-    // the committed store and the plan that made it, copied: the repository is never written
-    let sb = Sandbox::new();
-    sb.copy_tree(&repo_root().join("results/store"), "results/store");
-    sb.copy_tree(&repo_root().join("images"), "images");
-    sb.write(
-        "plans/quickstart.kdl",
-        &std::fs::read_to_string(repo_root().join("plans/quickstart.kdl")).expect("quickstart"),
-    );
-    // run as the class the trials were measured on, so the table is the same on any machine
-    let class = crate::support::files_under(&sb.store().join("records"))
-        .into_iter()
-        .filter_map(|p| {
-            let r: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
-            (r["kind"] == "trial").then(|| r["fingerprint"].to_string())
-        })
-        .next()
-        .expect("the committed store holds trials");
+    // the committed store and the plan that made it, copied: the repository is never written;
+    // run as the class its trials were measured on, so the table is the same on any machine
+    let (sb, class) = crate::support::committed_quickstart();
     let r = sb
         .cairn(["results", "plans/quickstart.kdl"])
         .env("CAIRN_SIMULATED_MACHINE", &class)

@@ -40,6 +40,30 @@ pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A sandbox holding the committed quickstart's store, images and plans (no container
+/// runs: every trial is recorded), and the class those trials were measured on, as JSON:
+/// run with it as `CAIRN_SIMULATED_MACHINE`, this machine is that class.
+pub fn committed_quickstart() -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let root = repo_root();
+    sb.copy_tree(&root.join("results/store"), "results/store");
+    sb.copy_tree(&root.join("images"), "images");
+    sb.write(
+        "plans/quickstart.kdl",
+        &std::fs::read_to_string(root.join("plans/quickstart.kdl")).unwrap(),
+    );
+    let class = files_under(&sb.store().join("records"))
+        .into_iter()
+        .filter_map(|p| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+            (r["kind"] == "trial").then(|| r["fingerprint"].to_string())
+        })
+        .next()
+        .expect("the committed store holds trials");
+    (sb, class)
+}
+
 /// A string unique to this test process and call, to find our own child processes.
 pub fn unique_marker(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
