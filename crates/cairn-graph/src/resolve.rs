@@ -443,8 +443,11 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
                             package: package.clone(),
                         },
                         BuildSource::Tarball { path } => {
-                            // found like a file layer's file; the key holds its content
-                            let dir = &plan.sources[l.loc.source.0].dir;
+                            // found like a file layer's file, relative to the file that
+                            // names it (a named build's may be another); the key holds its
+                            // content
+                            let at = b.source_at.unwrap_or(l.loc);
+                            let dir = &plan.sources[at.source.0].dir;
                             let digest = hash_file(&s.address, plan, dir, path)?;
                             s.command = Some(CommandSpec {
                                 run: String::new(),

@@ -6,8 +6,8 @@ use std::sync::LazyLock;
 
 /// A plan file's top-level nodes.
 pub(crate) const TOP_LEVEL: &[&str] = &[
-    "study", "import", "image", "server", "dataset", "workload", "trials", "analysis", "claim",
-    "report", "step", "param",
+    "study", "import", "build", "image", "server", "dataset", "workload", "trials", "analysis",
+    "claim", "report", "step", "param",
 ];
 
 pub(crate) const PARAM_CHILDREN: &[&str] = &["values"];
@@ -34,8 +34,40 @@ pub(crate) const BUILD_CHILDREN: &[&str] = &[
     "strip",
     "deps",
     "prefix",
+    "cflags-remove",
+    "cxxflags-remove",
+    "ldflags-remove",
+    "configure-remove",
+    "cmake-remove",
+    "deps-remove",
 ];
 pub(crate) const BUILD_SINGLE: &[&str] = &["compiler", "type", "link", "strip", "prefix"];
+/// An image's `build` or a named one: `build extends="o2" { … }`.
+pub(crate) const BUILD_PROPS: &[&str] = &["extends"];
+/// A top-level `build "name" { … }`: a build's children and its `source`, which an image's
+/// build gives as its argument.
+pub(crate) const NAMED_BUILD_CHILDREN: &[&str] = &[
+    "source",
+    "compiler",
+    "cflags",
+    "cxxflags",
+    "ldflags",
+    "type",
+    "configure",
+    "cmake",
+    "link",
+    "strip",
+    "deps",
+    "prefix",
+    "cflags-remove",
+    "cxxflags-remove",
+    "ldflags-remove",
+    "configure-remove",
+    "cmake-remove",
+    "deps-remove",
+];
+pub(crate) const NAMED_BUILD_SINGLE: &[&str] =
+    &["source", "compiler", "type", "link", "strip", "prefix"];
 pub(crate) const BUILD_COMPILERS: &[&str] = &["gcc", "clang"];
 pub(crate) const BUILD_TYPES: &[&str] = &["release", "debug"];
 pub(crate) const BUILD_LINKS: &[&str] = &["dynamic", "static"];
@@ -244,7 +276,15 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
         spec("image").children(IMAGE_CHILDREN, IMAGE_SINGLE),
         spec("image/debian").props(DEBIAN_PROPS),
         spec("image/env").any_props(),
-        spec("image/build").children(BUILD_CHILDREN, BUILD_SINGLE),
+        spec("build")
+            .children(NAMED_BUILD_CHILDREN, NAMED_BUILD_SINGLE)
+            .props(BUILD_PROPS),
+        spec("build/compiler").values(BUILD_COMPILERS),
+        spec("build/type").values(BUILD_TYPES),
+        spec("build/link").values(BUILD_LINKS),
+        spec("image/build")
+            .children(BUILD_CHILDREN, BUILD_SINGLE)
+            .props(BUILD_PROPS),
         spec("image/build/compiler").values(BUILD_COMPILERS),
         spec("image/build/type").values(BUILD_TYPES),
         spec("image/build/link").values(BUILD_LINKS),

@@ -13,6 +13,8 @@ pub(crate) struct Loader {
     pub(crate) r: Reporter,
     pub(crate) declared: Declared,
     pub(crate) plan: Plan,
+    /// The `build` nodes of every file, flattened once all are read.
+    builds: crate::builds::Written,
     check_files: bool,
     /// The parameters' values given by the caller (`--set`).
     settings: crate::params::Settings,
@@ -81,6 +83,7 @@ impl Loader {
             r: Reporter::default(),
             declared: Declared::default(),
             plan: Plan::default(),
+            builds: crate::builds::Written::default(),
             check_files,
             seen: BTreeSet::new(),
             stack: Vec::new(),
@@ -132,6 +135,7 @@ impl Loader {
             r: &mut self.r,
             declared: &mut self.declared,
             plan: &mut self.plan,
+            builds: &mut self.builds,
             id,
             dir,
             is_root,
@@ -197,13 +201,14 @@ impl Loader {
 
     pub(crate) fn finish(mut self) -> Result<Plan, PlanError> {
         crate::params::finish(&mut self.r, &self.plan.params, &self.settings);
-        self.plan.warnings = std::mem::take(&mut self.r.warnings);
         crate::validate::validate(
             &mut self.plan,
             &self.declared,
+            &self.builds,
             &mut self.r,
             self.check_files,
         );
+        self.plan.warnings = std::mem::take(&mut self.r.warnings);
         self.r.finish()?;
         Ok(self.plan)
     }

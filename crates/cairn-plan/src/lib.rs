@@ -1,6 +1,7 @@
 //! cairn-plan: reads KDL plan files into a typed [`Plan`] whose values keep their source spans.
 
 mod analysis_subset;
+mod builds;
 mod cache;
 mod diagnostics;
 mod fmt;

@@ -228,11 +228,18 @@ pub enum BuildSource {
     Tarball { path: String },
 }
 
-/// A `build` layer as written; defaults are filled in later (`cairn-graph`), so a plan that
-/// spells a default out and one that leaves it have the same key.
+/// A `build` layer with the named build it `extends` (if any) flattened in (`builds.rs`);
+/// defaults are filled in later (`cairn-graph`), so a plan that spells a default out and one
+/// that leaves it have the same key, and so do a build that extends a named build and the
+/// same build written out inline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Build {
     pub source: BuildSource,
+    /// Where the source was written when that is another plan file than the layer's (the
+    /// build inherited it from a named `build` declared there): a tarball's path is relative
+    /// to the directory of the file that names it. `None`: the layer's own file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_at: Option<Loc>,
     /// `compiler "gcc"` | `"clang"`
     pub compiler: Option<String>,
     /// One flag per string, in order.

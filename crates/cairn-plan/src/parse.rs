@@ -7,6 +7,7 @@ use std::time::Duration;
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
+use crate::builds::{BuildSpec, LayerBuild, List, Written};
 use crate::diagnostics::{did_you_mean, one_of, problem, Reporter, P};
 use crate::grammar::*;
 use crate::model::*;
@@ -27,6 +28,8 @@ pub(crate) struct FileParser<'a> {
     pub(crate) r: &'a mut Reporter,
     pub(crate) declared: &'a mut Declared,
     pub(crate) plan: &'a mut Plan,
+    /// The `build` nodes read, flattened once every file is read.
+    pub(crate) builds: &'a mut Written,
     pub(crate) id: SourceId,
     pub(crate) dir: PathBuf,
     pub(crate) is_root: bool,
@@ -150,6 +153,7 @@ impl FileParser<'_> {
             match node_name(node) {
                 "study" => self.study(node),
                 "import" => self.import(node),
+                "build" => self.named_build(node),
                 "image" => self.image(node),
                 "server" => self.server(node),
                 "dataset" => self.dataset(node),
@@ -914,8 +918,33 @@ impl FileParser<'_> {
                     image.layers.push(Sp::new(Layer::Env { vars }, at));
                 }
                 "build" => {
-                    if let Some(b) = self.build(c) {
-                        image.layers.push(Sp::new(Layer::Build(Box::new(b)), at));
+                    if let Some(spec) = self.build(c) {
+                        // a stand-in until `builds::resolve` flattens the spec into it
+                        let stand_in = Build {
+                            source: BuildSource::Debian {
+                                package: String::new(),
+                            },
+                            source_at: None,
+                            compiler: None,
+                            cflags: Vec::new(),
+                            cxxflags: Vec::new(),
+                            ldflags: Vec::new(),
+                            build_type: None,
+                            configure: Vec::new(),
+                            cmake: Vec::new(),
+                            link: None,
+                            strip: None,
+                            deps: Vec::new(),
+                            prefix: None,
+                        };
+                        self.builds.layers.push(LayerBuild {
+                            image: self.plan.images.len(),
+                            layer: image.layers.len(),
+                            spec,
+                        });
+                        image
+                            .layers
+                            .push(Sp::new(Layer::Build(Box::new(stand_in)), at));
                     }
                 }
                 _ => self.unknown_child("image", c, IMAGE_CHILDREN),
@@ -924,19 +953,17 @@ impl FileParser<'_> {
         self.plan.images.push(image);
     }
 
-    /// `build "debian:hello" { compiler "gcc"; cflags "-O2"; link "static"; strip #true; … }`.
-    fn build(&mut self, node: &KdlNode) -> Option<Build> {
-        self.props_only(node, &[]);
-        let source = self.single_arg(node).and_then(|e| self.string_of(e))?;
-        let source = match source.value.split_once(':') {
+    /// `"debian:hello"` or `"tarball:src/x.tar.gz"`: where a build's code comes from.
+    fn build_source(&mut self, source: Sp<String>) -> Option<Sp<BuildSource>> {
+        let value = match source.value.split_once(':') {
             Some(("debian", pkg)) if !pkg.is_empty() && debian_word(pkg, "=~:") => {
-                Some(BuildSource::Debian {
+                BuildSource::Debian {
                     package: pkg.to_string(),
-                })
+                }
             }
-            Some(("tarball", path)) if !path.is_empty() => Some(BuildSource::Tarball {
+            Some(("tarball", path)) if !path.is_empty() => BuildSource::Tarball {
                 path: path.to_string(),
-            }),
+            },
             _ => {
                 self.bad_value_at(
                     source.loc,
@@ -949,41 +976,75 @@ impl FileParser<'_> {
                             .into(),
                     ),
                 );
-                None
+                return None;
             }
         };
-        // the children are checked even when the source is bad: every problem at once
-        let mut ok = source.is_some();
-        let source = source.unwrap_or(BuildSource::Debian {
-            package: String::new(),
-        });
-        let mut b = Build {
-            source,
-            compiler: None,
-            cflags: Vec::new(),
-            cxxflags: Vec::new(),
-            ldflags: Vec::new(),
-            build_type: None,
-            configure: Vec::new(),
-            cmake: Vec::new(),
-            link: None,
-            strip: None,
-            deps: Vec::new(),
-            prefix: None,
+        Some(Sp::new(value, source.loc))
+    }
+
+    /// A top-level `build "o2" extends="base" { source "debian:mariadb"; cflags "-O2"; … }`:
+    /// a build definition images' builds extend (flattened by `builds::resolve`).
+    fn named_build(&mut self, node: &KdlNode) {
+        let extends = self.build_extends(node);
+        let Some(name) = self.decl_name_of(node, "build") else {
+            return;
         };
+        let mut spec = BuildSpec::new(self.name_loc(node));
+        spec.extends = extends;
+        if self.build_children(node, &mut spec, true) {
+            self.builds.named.push((name, spec));
+        }
+    }
+
+    /// `extends="name"` of a `build` node (its only property).
+    fn build_extends(&mut self, node: &KdlNode) -> Option<Sp<String>> {
+        let mut extends = None;
+        for e in self.props_only(node, BUILD_PROPS) {
+            extends = self.string_of(e);
+        }
+        extends
+    }
+
+    /// An image's `build "debian:hello" { compiler "gcc"; cflags "-O2"; strip #true; … }`,
+    /// or `build extends="o2" { cflags "-O3" }` (the source then may come from `o2`).
+    fn build(&mut self, node: &KdlNode) -> Option<BuildSpec> {
+        let extends = self.build_extends(node);
+        let source = if extends.is_some() && args(node).next().is_none() {
+            None
+        } else {
+            let source = self.single_arg(node).and_then(|e| self.string_of(e))?;
+            Some(self.build_source(source))
+        };
+        let mut spec = BuildSpec::new(self.name_loc(node));
+        spec.extends = extends;
+        // the children are checked even when the source is bad: every problem at once
+        let mut ok = !matches!(source, Some(None));
+        spec.source = source.flatten();
+        ok &= self.build_children(node, &mut spec, false);
+        ok.then_some(spec)
+    }
+
+    /// The children of a `build` node into `spec`; false when one was refused.
+    fn build_children(&mut self, node: &KdlNode, spec: &mut BuildSpec, named: bool) -> bool {
+        let (allowed, single) = if named {
+            (NAMED_BUILD_CHILDREN, NAMED_BUILD_SINGLE)
+        } else {
+            (BUILD_CHILDREN, BUILD_SINGLE)
+        };
+        let mut ok = true;
         let mut seen = BTreeMap::new();
         for c in children(node) {
-            if !self.known_child("build", c, BUILD_CHILDREN)
-                || !self.first_of(&mut seen, BUILD_SINGLE, "build", c)
+            if !self.known_child("build", c, allowed)
+                || !self.first_of(&mut seen, single, "build", c)
             {
                 ok = false;
                 continue;
             }
             let name = node_name(c);
-            let choice = |this: &mut Self, allowed: &[&str]| -> Option<String> {
+            let choice = |this: &mut Self, allowed: &[&str]| -> Option<Sp<String>> {
                 let v = this.one_string(c)?;
                 if allowed.contains(&v.value.as_str()) {
-                    Some(v.value)
+                    Some(v)
                 } else {
                     this.bad_value_at(
                         v.loc,
@@ -993,14 +1054,47 @@ impl FileParser<'_> {
                     None
                 }
             };
+            if let Some((list, remove)) = List::of_child(name) {
+                if remove && spec.extends.is_none() {
+                    let p = problem(
+                        "unexpected",
+                        format!("`{name}` removes what a build inherits, and this build extends none"),
+                    )
+                    .label(self.name_loc(c), "nothing to remove from")
+                    .help(format!(
+                        "leave the entries out of `{}`, or write `build … extends=\"<named build>\"`",
+                        list.name()
+                    ));
+                    self.push(p);
+                    ok = false;
+                    continue;
+                }
+                let vals = if list == List::Deps {
+                    self.packages_of(c)
+                } else {
+                    self.flags_of(c, list.name())
+                };
+                let edit = spec.list_mut(list);
+                if remove {
+                    edit.removed.extend(vals);
+                } else {
+                    edit.given.extend(vals);
+                }
+                continue;
+            }
             match name {
-                "compiler" => b.compiler = choice(self, BUILD_COMPILERS),
-                "type" => b.build_type = choice(self, BUILD_TYPES),
-                "link" => b.link = choice(self, BUILD_LINKS),
+                "source" => {
+                    if let Some(s) = self.one_string(c) {
+                        spec.source = self.build_source(s);
+                    }
+                }
+                "compiler" => spec.compiler = choice(self, BUILD_COMPILERS),
+                "type" => spec.build_type = choice(self, BUILD_TYPES),
+                "link" => spec.link = choice(self, BUILD_LINKS),
                 "prefix" => {
                     if let Some(p) = self.one_string(c) {
                         if p.value.starts_with('/') && !p.value.contains(char::is_whitespace) {
-                            b.prefix = Some(p.value);
+                            spec.prefix = Some(p);
                         } else {
                             self.bad_value_at(
                                 p.loc,
@@ -1015,7 +1109,7 @@ impl FileParser<'_> {
                     self.no_children(c);
                     if let Some(e) = self.single_arg(c) {
                         match e.value() {
-                            KdlValue::Bool(v) => b.strip = Some(*v),
+                            KdlValue::Bool(v) => spec.strip = Some(Sp::new(*v, self.loc(e.span()))),
                             _ => self.wrong_type(
                                 e,
                                 "a boolean",
@@ -1024,74 +1118,54 @@ impl FileParser<'_> {
                         }
                     }
                 }
-                "deps" => {
-                    for p in self.strings(c) {
-                        if debian_word(&p, ":~=") {
-                            b.deps.push(p.value);
-                        } else {
-                            self.bad_value_at(
-                                p.loc,
-                                format!("`{}` is not a Debian package", p.value.escape_debug()),
-                                Some("write one package per string".into()),
-                            );
-                        }
-                    }
-                }
-                "cflags" | "cxxflags" | "ldflags" | "configure" | "cmake" => {
-                    let mut vals = Vec::new();
-                    for f in self.strings(c) {
-                        // each string is one argument: refuse what a shell would split or
-                        // expand, so what is recorded is what the compiler was given
-                        if f.value.is_empty()
-                            || f.value
-                                .contains(|ch: char| ch.is_whitespace() || ch.is_control())
-                        {
-                            self.bad_value_at(
-                                f.loc,
-                                format!("`{}` is not one flag", f.value.escape_debug()),
-                                Some(format!(
-                                    "write each flag as its own string: `{name} \"-O2\" \"-g\"`"
-                                )),
-                            );
-                        } else {
-                            vals.push(f.value);
-                        }
-                    }
-                    match name {
-                        "cflags" => b.cflags.extend(vals),
-                        "cxxflags" => b.cxxflags.extend(vals),
-                        "ldflags" => b.ldflags.extend(vals),
-                        "configure" => b.configure.extend(vals),
-                        _ => b.cmake.extend(vals),
-                    }
-                }
                 _ => {
                     ok = false;
-                    self.unknown_child("build", c, BUILD_CHILDREN)
+                    self.unknown_child("build", c, allowed)
                 }
             }
         }
-        if b.build_type.as_deref() == Some("debug") && b.strip == Some(true) {
-            let p = problem(
-                "conflict",
-                "a debug build that is stripped keeps no debug information",
-            )
-            .label(self.name_loc(node), "this build")
-            .help("leave out `strip #true`, or build `type \"release\"`");
-            self.push(p);
-            ok = false;
+        ok
+    }
+
+    /// A build's `deps` (or `deps-remove`): Debian packages, one per string.
+    fn packages_of(&mut self, c: &KdlNode) -> Vec<Sp<String>> {
+        let mut out = Vec::new();
+        for p in self.strings(c) {
+            if debian_word(&p, ":~=") {
+                out.push(p);
+            } else {
+                self.bad_value_at(
+                    p.loc,
+                    format!("`{}` is not a Debian package", p.value.escape_debug()),
+                    Some("write one package per string".into()),
+                );
+            }
         }
-        if !b.configure.is_empty() && !b.cmake.is_empty() {
-            let p = problem(
-                "conflict",
-                "a build uses either `configure` or `cmake`, not both",
-            )
-            .label(self.name_loc(node), "this build")
-            .help("keep the options of the build system the source uses");
-            self.push(p);
-            ok = false;
+        out
+    }
+
+    /// A build's flags or options (`cflags`, `cmake`, … and their `-remove`), one per string.
+    fn flags_of(&mut self, c: &KdlNode, list: &str) -> Vec<Sp<String>> {
+        let mut out = Vec::new();
+        for f in self.strings(c) {
+            // each string is one argument: refuse what a shell would split or expand, so
+            // what is recorded is what the compiler was given
+            if f.value.is_empty()
+                || f.value
+                    .contains(|ch: char| ch.is_whitespace() || ch.is_control())
+            {
+                self.bad_value_at(
+                    f.loc,
+                    format!("`{}` is not one flag", f.value.escape_debug()),
+                    Some(format!(
+                        "write each flag as its own string: `{list} \"-O2\" \"-g\"`"
+                    )),
+                );
+            } else {
+                out.push(f);
+            }
         }
-        ok.then_some(b)
+        out
     }
 
     fn server(&mut self, node: &KdlNode) {

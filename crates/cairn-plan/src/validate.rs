@@ -4,16 +4,31 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use crate::builds::Written;
 use crate::diagnostics::{did_you_mean, problem, Reporter};
 use crate::model::*;
 use crate::parse::Declared;
 
-pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, on_disk: bool) {
+pub(crate) fn validate(
+    plan: &mut Plan,
+    declared: &Declared,
+    builds: &Written,
+    r: &mut Reporter,
+    on_disk: bool,
+) {
     duplicates(declared, r);
+    references(plan, declared, r);
+    build_references(builds, declared, r);
+    let build_edges: Vec<(String, Option<Sp<String>>)> = builds
+        .named
+        .iter()
+        .map(|(n, b)| (n.value.clone(), b.extends.clone()))
+        .collect();
+    let bad_builds = extends_cycles("build", &build_edges, r);
+    crate::builds::resolve(plan, builds, &bad_builds, r);
     if on_disk {
         host_files(plan, r);
     }
-    references(plan, declared, r);
     figure_names(plan, r);
     crate::analysis_subset::check(plan, r);
     let image_edges: Vec<(String, Option<Sp<String>>)> = plan
@@ -30,6 +45,7 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, o
     let bad_servers = extends_cycles("server", &server_edges, r);
     needs_cycles(plan, r);
     expansion_limits(plan, r);
+    crate::builds::warn_stacked(&plan.images, &bad_images, r);
     resolve_images(plan, &bad_images);
     resolve_servers(plan, &bad_servers);
 }
@@ -145,6 +161,19 @@ fn check_ref(
         p = p.help(format!("known: {}", list.join(", ")));
     }
     r.push(p);
+}
+
+/// Every `build … extends="name"` (of an image or a named build) names a named build.
+fn build_references(builds: &Written, d: &Declared, r: &mut Reporter) {
+    let ix = index(d);
+    let extends = builds
+        .named
+        .iter()
+        .filter_map(|(_, b)| b.extends.as_ref())
+        .chain(builds.layers.iter().filter_map(|l| l.spec.extends.as_ref()));
+    for e in extends {
+        check_ref(d, &ix, r, &["build"], e);
+    }
 }
 
 fn references(plan: &Plan, d: &Declared, r: &mut Reporter) {
@@ -386,7 +415,10 @@ fn host_files(plan: &Plan, r: &mut Reporter) {
                 Layer::File { src, .. } => check(dir, src, l.loc, "file"),
                 Layer::Build(b) => {
                     if let BuildSource::Tarball { path } = &b.source {
-                        check(dir, path, l.loc, "tarball")
+                        // relative to the file that names it (a named build's may be another)
+                        let at = b.source_at.unwrap_or(l.loc);
+                        let dir = &plan.sources[at.source.0].dir;
+                        check(dir, path, at, "tarball")
                     }
                 }
                 _ => {}
