@@ -549,10 +549,10 @@ pub(crate) fn warn_stacked(images: &[Image], bad: &BTreeSet<String>, r: &mut Rep
                     image.name.value, parent.name.value
                 ),
             )
-            .label(own, "a second build, made in and installed over an image that holds the first's program")
+            .label(own, "a second build, made over the first")
             .label(extends.loc, "extends an image that has a build")
-            .label(at, format!("the build `{}` has", parent.name.value))
-            .help("to build the same source another way, declare the build once at the top level (`build \"o2\" { source \"debian:…\"; … }`) and give each image `build extends=\"o2\" { … }` with what differs, extending the image without the build"),
+            .label(at, format!("the first build (of `{}`)", parent.name.value))
+            .help("both builds run, the second in an image that holds the first one's program; to vary one build, declare it once at the top level (`build \"mariadb\" { source \"debian:…\"; … }`) and give each image `build extends=\"mariadb\" { … }` with what differs, without extending the built image"),
         );
     }
 }

@@ -367,6 +367,7 @@ fn code_str(short: &'static str) -> &'static str {
         limit,
         host_path,
         unused,
+        stacked_build,
     )
 }
 

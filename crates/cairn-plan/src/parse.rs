@@ -1034,6 +1034,14 @@ impl FileParser<'_> {
         let mut ok = true;
         let mut seen = BTreeMap::new();
         for c in children(node) {
+            if !named && node_name(c) == "source" {
+                let p = problem("unknown_node", "an image's build names its source as its argument")
+                    .label(self.name_loc(c), "not a child of an image's `build`")
+                    .help("write `build \"debian:hello\" extends=\"…\" { … }`; `source` is a child of a top-level `build \"name\"`");
+                self.push(p);
+                ok = false;
+                continue;
+            }
             if !self.known_child("build", c, allowed)
                 || !self.first_of(&mut seen, single, "build", c)
             {
