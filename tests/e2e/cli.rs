@@ -1,5 +1,5 @@
 //! End-to-end: the CLI surface. `check`, diagnostics and exit codes, `graph` in both
-//! formats, `fmt --check`/`fmt`, `plan -vv`, bad selectors and unknown steps.
+//! formats, `fmt --check`/`fmt`, `plan -vv`, bad selectors and unknown steps, named builds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -723,4 +723,87 @@ fn every_shipped_plan_is_formatted() {
     let sb = Sandbox::new();
     let r = sb.cairn(["fmt", "--check"]).args(&plans).run();
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+}
+
+/// Named builds (issue 22): `check` accepts images whose builds extend a named build (and the
+/// shipped MariaDB plan, written that way), warns on stderr — the plan staying valid — of an
+/// image that extends a built image and builds again, and refuses a build that extends an
+/// unknown name with exit 2 at its place.
+#[test]
+fn check_of_named_builds_warns_of_a_stacked_build_and_refuses_an_unknown_name() {
+    let sb = Sandbox::new();
+    sb.write(
+        "builds.kdl",
+        r#"study "named-builds"
+build "hello-o2" {
+    source "debian:hello"
+    cflags "-O2" "-fno-omit-frame-pointer"
+    strip #true
+}
+build "hello-o3" extends="hello-o2" {
+    cflags "-O3"
+}
+image "o2" {
+    build extends="hello-o2"
+}
+image "o3" {
+    build extends="hello-o3"
+}
+image "static" {
+    build extends="hello-o2" {
+        link "static"
+        cflags-remove "-fno-omit-frame-pointer"
+    }
+}
+"#,
+    );
+    let ok = sb.cairn(["--json", "check", "builds.kdl"]).success();
+    let v = &ok.json_lines()[0];
+    assert_eq!(v["valid"], true, "{v}");
+    // one base, three builds
+    assert_eq!(v["steps"], 4, "{v}");
+    assert!(!ok.stderr.contains("stacked_build"), "{}", ok.stderr);
+
+    sb.write(
+        "stacked.kdl",
+        r#"study "stacked"
+build "hello-o2" {
+    source "debian:hello"
+    cflags "-O2"
+}
+image "o2" {
+    build extends="hello-o2"
+}
+image "o3" {
+    extends "o2"
+    build extends="hello-o2" { cflags "-O3" }
+}
+"#,
+    );
+    sb.cairn(["check", "stacked.kdl"])
+        .stdout(contains("is valid"))
+        .stderr(contains("cairn::plan::stacked_build"))
+        .stderr(contains("image `o3` builds on top of the build it inherits from `o2`"))
+        // the inherited build, the `extends` and the second build, each at its line
+        .stderr(contains("the first build (of `o2`)"))
+        .stderr(contains("extends an image that has a build"))
+        .stderr(contains("a second build, made over the first"))
+        .stderr(contains("stacked.kdl:11:5"))
+        .success();
+
+    sb.write(
+        "unknown.kdl",
+        "study \"u\"\nbuild \"hello-o2\" { source \"debian:hello\" }\nimage \"x\" { build extends=\"hello-02\" }\n",
+    );
+    sb.cairn(["check", "unknown.kdl"])
+        .stderr(contains("no build named `hello-02`"))
+        .stderr(contains("unknown.kdl:3:19"))
+        .stderr(contains("did you mean `hello-o2`"))
+        .code(2);
+
+    let shipped = crate::support::repo_root().join("plans/mariadb-source.kdl");
+    sb.cairn(["check", shipped.to_str().expect("utf-8 path")])
+        .stdout(contains("is valid"))
+        .stderr(lacks("stacked_build"))
+        .success();
 }
