@@ -783,7 +783,9 @@ image "o3" {
     sb.cairn(["check", "stacked.kdl"])
         .stdout(contains("is valid"))
         .stderr(contains("cairn::plan::stacked_build"))
-        .stderr(contains("image `o3` builds on top of the build it inherits from `o2`"))
+        .stderr(contains(
+            "image `o3` builds on top of the build it inherits from `o2`",
+        ))
         // the inherited build, the `extends` and the second build, each at its line
         .stderr(contains("the first build (of `o2`)"))
         .stderr(contains("extends an image that has a build"))

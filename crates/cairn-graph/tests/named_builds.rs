@@ -86,22 +86,29 @@ fn a_build_extending_a_named_build_has_the_key_of_the_build_written_out() {
 fn a_named_build_moves_the_keys_of_its_builds_and_an_override_only_its_own() {
     let base = image_keys(&parse(NAMED));
     // the named build's configure changes: every build that extends it (also through `o3`)
-    let changed = image_keys(&parse(
-        &NAMED.replace(r#""--disable-nls" "--with-x=/usr""#, r#""--enable-nls" "--with-x=/usr""#),
-    ));
-    assert_eq!(changed["image/o2"], base["image/o2"], "the base image is not a build");
+    let changed = image_keys(&parse(&NAMED.replace(
+        r#""--disable-nls" "--with-x=/usr""#,
+        r#""--enable-nls" "--with-x=/usr""#,
+    )));
+    assert_eq!(
+        changed["image/o2"], base["image/o2"],
+        "the base image is not a build"
+    );
     for build in ["image/o2/1", "image/o3/1", "image/omit/1"] {
         assert_ne!(changed[build].0, base[build].0, "{build}");
     }
     // one image's own override: only its build
-    let own = image_keys(&parse(&NAMED.replace(r#"link "static""#, r#"link "dynamic""#)));
+    let own = image_keys(&parse(
+        &NAMED.replace(r#"link "static""#, r#"link "dynamic""#),
+    ));
     assert_ne!(own["image/omit/1"].0, base["image/omit/1"].0);
     assert_eq!(own["image/o2/1"], base["image/o2/1"]);
     assert_eq!(own["image/o3/1"], base["image/o3/1"]);
     // an override that writes the inherited value changes nothing
-    let same = image_keys(&parse(
-        &NAMED.replace(r#"image "o2" { build extends="o2" }"#, r#"image "o2" { build extends="o2" { strip #true; cflags "-O2" } }"#),
-    ));
+    let same = image_keys(&parse(&NAMED.replace(
+        r#"image "o2" { build extends="o2" }"#,
+        r#"image "o2" { build extends="o2" { strip #true; cflags "-O2" } }"#,
+    )));
     assert_eq!(same, base);
 }
 
@@ -184,5 +191,9 @@ image "mariadb-src-native" {{
     for (address, keys) in &inline {
         assert_eq!(shipped.get(address), Some(keys), "{address}");
     }
-    assert_eq!(inline.len(), 5, "one base, two builds, two runs: {inline:?}");
+    assert_eq!(
+        inline.len(),
+        5,
+        "one base, two builds, two runs: {inline:?}"
+    );
 }

@@ -299,12 +299,7 @@ fn merge(
         if !given.contains(&k) {
             out.push(e);
         } else if placed.insert(k.clone()) {
-            out.extend(
-                edit.given
-                    .iter()
-                    .filter(|g| l.key(&g.value) == k)
-                    .cloned(),
-            );
+            out.extend(edit.given.iter().filter(|g| l.key(&g.value) == k).cloned());
         }
     }
     out.extend(
@@ -369,7 +364,11 @@ fn refuse_conflicts(spec: &BuildSpec, flat: &Flat, base: Option<&Flat>, r: &mut 
             Conflict::DebugStripped => [
                 spec.build_type
                     .is_none()
-                    .then(|| flat.build_type.as_ref().map(|t| (t.loc, "`type \"debug\"`")))
+                    .then(|| {
+                        flat.build_type
+                            .as_ref()
+                            .map(|t| (t.loc, "`type \"debug\"`"))
+                    })
                     .flatten(),
                 spec.strip
                     .is_none()
@@ -408,7 +407,12 @@ fn refuse_conflicts(spec: &BuildSpec, flat: &Flat, base: Option<&Flat>, r: &mut 
 /// Flattens every build: the named ones (each once, base first; those in an `extends` cycle,
 /// in `bad`, are left out: the cycle is refused elsewhere) and every image's build layer,
 /// written into `plan.images`. Unknown names were refused by the reference check.
-pub(crate) fn resolve(plan: &mut Plan, written: &Written, bad: &BTreeSet<String>, r: &mut Reporter) {
+pub(crate) fn resolve(
+    plan: &mut Plan,
+    written: &Written,
+    bad: &BTreeSet<String>,
+    r: &mut Reporter,
+) {
     let index: BTreeMap<&str, usize> = written
         .named
         .iter()
@@ -476,9 +480,8 @@ pub(crate) fn resolve(plan: &mut Plan, written: &Written, bad: &BTreeSet<String>
             continue;
         };
         let layer = &mut plan.images[lb.image].layers[lb.layer];
-        let strings = |l: List| -> Vec<String> {
-            f.list(l).iter().map(|e| e.value.clone()).collect()
-        };
+        let strings =
+            |l: List| -> Vec<String> { f.list(l).iter().map(|e| e.value.clone()).collect() };
         let build = Build {
             source: source.value.clone(),
             source_at: (source.loc.source != layer.loc.source).then_some(source.loc),
@@ -504,11 +507,8 @@ pub(crate) fn resolve(plan: &mut Plan, written: &Written, bad: &BTreeSet<String>
 /// "the same build, one flag changed", which is a named build the image's build extends.
 /// `images` are as written (before their `extends` is resolved).
 pub(crate) fn warn_stacked(images: &[Image], bad: &BTreeSet<String>, r: &mut Reporter) {
-    let by_name: BTreeMap<&str, &Image> = images
-        .iter()
-        .rev()
-        .map(|i| (i.name.as_str(), i))
-        .collect();
+    let by_name: BTreeMap<&str, &Image> =
+        images.iter().rev().map(|i| (i.name.as_str(), i)).collect();
     let first_build = |i: &Image| {
         i.layers
             .iter()
@@ -597,12 +597,21 @@ mod tests {
         assert_eq!(cmake_key("-DPLUGIN_X=NO"), cmake_key("-UPLUGIN_X"));
         assert_eq!(cmake_key("-GNinja"), cmake_key("-GUnix Makefiles"));
         assert_ne!(cmake_key("-DPLUGIN_X=NO"), cmake_key("-DPLUGIN_Y=NO"));
-        assert_eq!(configure_key("--enable-nls"), configure_key("--disable-nls"));
-        assert_eq!(configure_key("--with-ssl=/usr"), configure_key("--without-ssl"));
+        assert_eq!(
+            configure_key("--enable-nls"),
+            configure_key("--disable-nls")
+        );
+        assert_eq!(
+            configure_key("--with-ssl=/usr"),
+            configure_key("--without-ssl")
+        );
         assert_eq!(configure_key("--prefix=/a"), configure_key("--prefix=/b"));
         assert_eq!(configure_key("CC=gcc"), configure_key("CC=clang"));
         assert_ne!(configure_key("--enable-a"), configure_key("--enable-b"));
-        assert_eq!(List::Deps.key("libssl-dev=3.0"), List::Deps.key("libssl-dev"));
+        assert_eq!(
+            List::Deps.key("libssl-dev=3.0"),
+            List::Deps.key("libssl-dev")
+        );
     }
 
     fn sp(s: &str) -> Sp<String> {
@@ -624,10 +633,7 @@ mod tests {
         let mut r = Reporter::default();
         r.add_source("t".into(), std::sync::Arc::from(""));
         let out = merge(l, &base, &edit, "base", &mut r);
-        (
-            out.into_iter().map(|e| e.value).collect(),
-            r.problems.len(),
-        )
+        (out.into_iter().map(|e| e.value).collect(), r.problems.len())
     }
 
     #[test]

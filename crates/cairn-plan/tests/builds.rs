@@ -99,7 +99,11 @@ fn a_build_that_extends_a_named_build_is_the_build_written_out() {
     let named = parse(NAMED);
     let inline = parse(INLINE);
     for image in ["a", "b", "c"] {
-        assert_eq!(builds(&named, image), builds(&inline, image), "image {image}");
+        assert_eq!(
+            builds(&named, image),
+            builds(&inline, image),
+            "image {image}"
+        );
     }
     assert!(named.warnings.is_empty());
 }
@@ -128,7 +132,10 @@ fn the_reference_example_means_what_it_says() {
     let plan = parse(example);
     let o2 = &builds(&plan, "o2")[0];
     assert_eq!(o2.cflags, ["-O2", "-fno-omit-frame-pointer"]);
-    assert_eq!(builds(&plan, "o3")[0].cflags, ["-O3", "-fno-omit-frame-pointer"]);
+    assert_eq!(
+        builds(&plan, "o3")[0].cflags,
+        ["-O3", "-fno-omit-frame-pointer"]
+    );
     assert_eq!(
         builds(&plan, "omit-fp")[0].cxxflags,
         ["-O2", "-fomit-frame-pointer"]
@@ -140,7 +147,11 @@ fn the_reference_example_means_what_it_says() {
     );
     assert_eq!(
         sd.cmake,
-        ["-DWITH_WSREP=OFF", "-DPLUGIN_ROCKSDB=NO", "-DPLUGIN_TOKUDB=YES"]
+        [
+            "-DWITH_WSREP=OFF",
+            "-DPLUGIN_ROCKSDB=NO",
+            "-DPLUGIN_TOKUDB=YES"
+        ]
     );
     assert_eq!(sd.prefix.as_deref(), Some("/usr"));
 }
@@ -186,8 +197,10 @@ image "o2-conf" {
 
 #[test]
 fn a_build_extending_an_unknown_name_or_a_cycle_is_refused() {
-    let e = refused(r#"image "x" { build extends="o22" }
-build "o2" { source "debian:hello" }"#);
+    let e = refused(
+        r#"image "x" { build extends="o22" }
+build "o2" { source "debian:hello" }"#,
+    );
     assert!(e.contains("no build named `o22`"), "{e}");
     assert!(e.contains("did you mean `o2`"), "{e}");
 
@@ -223,8 +236,10 @@ fn what_the_base_does_not_allow_is_refused_at_its_place() {
     let e = refused(r#"image "x" { build "debian:hello" { cflags-remove "-O2" } }"#);
     assert!(e.contains("this build extends none"), "{e}");
 
-    let e = refused(r#"build "flags" { cflags "-O2" }
-image "x" { build extends="flags" }"#);
+    let e = refused(
+        r#"build "flags" { cflags "-O2" }
+image "x" { build extends="flags" }"#,
+    );
     assert!(e.contains("this build names no source"), "{e}");
 }
 
@@ -236,4 +251,53 @@ image "a" { build extends="both" }
 image "b" { build extends="both" { cflags "-O2" } }"#,
     );
     assert_eq!(e.matches("either `configure` or `cmake`").count(), 1, "{e}");
+}
+
+/// The example of `docs/builds.md` parses, each image with the one change its build says.
+#[test]
+fn the_builds_guide_example_means_what_it_says() {
+    let doc = include_str!("../../../docs/builds.md");
+    let example = doc
+        .split("## One build, several flag sets")
+        .nth(1)
+        .and_then(|s| s.split("```kdl\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("an example");
+    let plan = parse(example);
+    let o2 = builds(&plan, "o2").remove(0);
+    assert_eq!(o2.cflags, ["-O2", "-fno-omit-frame-pointer"]);
+    // each image's build is o2's with the one change it says
+    let with = |change: &dyn Fn(&mut Build)| {
+        let mut b = o2.clone();
+        change(&mut b);
+        b
+    };
+    let flags = |b: &mut Build, f: [&str; 2]| {
+        b.cflags = f.map(String::from).to_vec();
+        b.cxxflags = b.cflags.clone();
+    };
+    assert_eq!(
+        builds(&plan, "o3")[0],
+        with(&|b| flags(b, ["-O3", "-fno-omit-frame-pointer"]))
+    );
+    assert_eq!(
+        builds(&plan, "omit-fp")[0],
+        with(&|b| flags(b, ["-O2", "-fomit-frame-pointer"]))
+    );
+    assert_eq!(
+        builds(&plan, "debug")[0],
+        with(&|b| b.build_type = Some("debug".into()))
+    );
+    assert_eq!(
+        builds(&plan, "static")[0],
+        with(&|b| {
+            b.link = Some("static".into());
+            b.strip = Some(true);
+        })
+    );
+    assert_eq!(
+        builds(&plan, "tokudb")[0],
+        with(&|b| b.cmake[0] = "-DPLUGIN_TOKUDB=YES".into())
+    );
+    assert!(plan.warnings.is_empty());
 }
