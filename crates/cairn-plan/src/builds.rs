@@ -228,6 +228,27 @@ impl Flat {
         &self.lists[l as usize]
     }
 
+    /// The build this means, its source `source`, for a layer in plan file `layer_file`.
+    fn build(&self, source: &Sp<BuildSource>, layer_file: SourceId) -> Build {
+        let strings = |l: List| self.list(l).iter().map(|e| e.value.clone()).collect();
+        let string = |v: &Option<Sp<String>>| v.as_ref().map(|v| v.value.clone());
+        Build {
+            source: source.value.clone(),
+            source_at: (source.loc.source != layer_file).then_some(source.loc),
+            compiler: string(&self.compiler),
+            cflags: strings(List::Cflags),
+            cxxflags: strings(List::Cxxflags),
+            ldflags: strings(List::Ldflags),
+            build_type: string(&self.build_type),
+            configure: strings(List::Configure),
+            cmake: strings(List::Cmake),
+            link: string(&self.link),
+            strip: self.strip.as_ref().map(|v| v.value),
+            deps: strings(List::Deps),
+            prefix: string(&self.prefix),
+        }
+    }
+
     fn conflicts(&self) -> Vec<Conflict> {
         let mut out = Vec::new();
         if self.build_type.as_ref().is_some_and(|t| t.value == "debug")
@@ -404,6 +425,64 @@ fn refuse_conflicts(spec: &BuildSpec, flat: &Flat, base: Option<&Flat>, r: &mut 
     }
 }
 
+/// Named builds flattened, each once.
+struct Flattener<'a> {
+    written: &'a Written,
+    index: BTreeMap<&'a str, usize>,
+    /// Named builds in an `extends` cycle (refused elsewhere): never flattened.
+    bad: &'a BTreeSet<String>,
+    /// Per named build, once flattened: `Some(None)` when it cannot be (it is in a cycle, or
+    /// extends one that cannot be).
+    done: Vec<Option<Option<Flat>>>,
+}
+
+impl Flattener<'_> {
+    /// Named build `i`, its bases flattened first — iteratively, as a chain may be long.
+    fn named(&mut self, i: usize, r: &mut Reporter) -> Option<Flat> {
+        let mut chain = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut cur = Some(i);
+        while let Some(c) = cur {
+            if self.done[c].is_some() || !seen.insert(c) {
+                break;
+            }
+            chain.push(c);
+            let (name, spec) = &self.written.named[c];
+            if self.bad.contains(name.as_str()) {
+                break;
+            }
+            cur = spec
+                .extends
+                .as_ref()
+                .and_then(|e| self.index.get(e.as_str()).copied());
+        }
+        for &c in chain.iter().rev() {
+            let (name, spec) = &self.written.named[c];
+            let out = if self.bad.contains(name.as_str()) {
+                None
+            } else {
+                self.over(spec, r)
+            };
+            self.done[c] = Some(out);
+        }
+        self.done[i].clone().flatten()
+    }
+
+    /// `spec` over its base (a named build flattened already), its new conflicts refused.
+    fn over(&self, spec: &BuildSpec, r: &mut Reporter) -> Option<Flat> {
+        let base = match &spec.extends {
+            None => None,
+            Some(e) => {
+                let &b = self.index.get(e.as_str())?;
+                Some((self.done[b].as_ref()?.as_ref()?, e.as_str()))
+            }
+        };
+        let out = flatten(spec, base, r);
+        refuse_conflicts(spec, &out, base.map(|(f, _)| f), r);
+        Some(out)
+    }
+}
+
 /// Flattens every build: the named ones (each once, base first; those in an `extends` cycle,
 /// in `bad`, are left out: the cycle is refused elsewhere) and every image's build layer,
 /// written into `plan.images`. Unknown names were refused by the reference check.
@@ -413,90 +492,49 @@ pub(crate) fn resolve(
     bad: &BTreeSet<String>,
     r: &mut Reporter,
 ) {
-    let index: BTreeMap<&str, usize> = written
-        .named
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, (n, _))| (n.as_str(), i))
-        .collect();
-    let mut flat: Vec<Option<Option<Flat>>> = vec![None; written.named.len()];
-    fn named(
-        i: usize,
-        written: &Written,
-        index: &BTreeMap<&str, usize>,
-        bad: &BTreeSet<String>,
-        flat: &mut Vec<Option<Option<Flat>>>,
-        r: &mut Reporter,
-    ) -> Option<Flat> {
-        if let Some(done) = &flat[i] {
-            return done.clone();
-        }
-        let (name, spec) = &written.named[i];
-        let out = if bad.contains(name.as_str()) {
-            None
-        } else {
-            over_base(spec, written, index, bad, flat, r)
-        };
-        flat[i] = Some(out.clone());
-        out
-    }
-    fn over_base(
-        spec: &BuildSpec,
-        written: &Written,
-        index: &BTreeMap<&str, usize>,
-        bad: &BTreeSet<String>,
-        flat: &mut Vec<Option<Option<Flat>>>,
-        r: &mut Reporter,
-    ) -> Option<Flat> {
-        let base = match &spec.extends {
-            None => None,
-            Some(e) => {
-                let &b = index.get(e.as_str())?;
-                Some((named(b, written, index, bad, flat, r)?, e.value.clone()))
-            }
-        };
-        let base = base.as_ref().map(|(f, n)| (f, n.as_str()));
-        let out = flatten(spec, base, r);
-        refuse_conflicts(spec, &out, base.map(|(f, _)| f), r);
-        Some(out)
-    }
+    let mut f = Flattener {
+        written,
+        // the first of two declarations of a name (the second is refused as a duplicate)
+        index: written
+            .named
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, (n, _))| (n.as_str(), i))
+            .collect(),
+        bad,
+        done: vec![None; written.named.len()],
+    };
     for i in 0..written.named.len() {
-        named(i, written, &index, bad, &mut flat, r);
+        f.named(i, r);
     }
     for lb in &written.layers {
-        let Some(f) = over_base(&lb.spec, written, &index, bad, &mut flat, r) else {
+        if let Some(&base) = lb
+            .spec
+            .extends
+            .as_ref()
+            .and_then(|e| f.index.get(e.as_str()))
+        {
+            f.named(base, r);
+        }
+        let Some(flat) = f.over(&lb.spec, r) else {
             continue;
         };
-        let Some(source) = f.source.clone() else {
+        let Some(source) = &flat.source else {
             let from = lb.spec.extends.as_ref().map_or(String::new(), |e| {
                 format!(" (nor does `{}`, which it extends)", e.value)
             });
+            let help = "write `build \"debian:<source package>\" extends=\"…\"`, or give the \
+                        named build a `source \"debian:…\"`";
             r.push(
                 problem("missing", format!("this build names no source{from}"))
                     .label(lb.spec.at, "no source")
-                    .help("write `build \"debian:<source package>\" extends=\"…\"`, or give the named build a `source \"debian:…\"`"),
+                    .help(help),
             );
             continue;
         };
         let layer = &mut plan.images[lb.image].layers[lb.layer];
-        let strings =
-            |l: List| -> Vec<String> { f.list(l).iter().map(|e| e.value.clone()).collect() };
-        let build = Build {
-            source: source.value.clone(),
-            source_at: (source.loc.source != layer.loc.source).then_some(source.loc),
-            compiler: f.compiler.as_ref().map(|v| v.value.clone()),
-            cflags: strings(List::Cflags),
-            cxxflags: strings(List::Cxxflags),
-            ldflags: strings(List::Ldflags),
-            build_type: f.build_type.as_ref().map(|v| v.value.clone()),
-            configure: strings(List::Configure),
-            cmake: strings(List::Cmake),
-            link: f.link.as_ref().map(|v| v.value.clone()),
-            strip: f.strip.as_ref().map(|v| v.value),
-            deps: strings(List::Deps),
-            prefix: f.prefix.as_ref().map(|v| v.value.clone()),
-        };
+        let build = flat.build(source, layer.loc.source);
         layer.value = Layer::Build(Box::new(build));
     }
 }
@@ -541,18 +579,21 @@ pub(crate) fn warn_stacked(images: &[Image], bad: &BTreeSet<String>, r: &mut Rep
         let Some((parent, at)) = inherited else {
             continue;
         };
+        let message = format!(
+            "image `{}` builds on top of the build it inherits from `{}`",
+            image.name.value, parent.name.value
+        );
+        let help = "both builds run, the second in an image that holds the first one's \
+                    program; to vary one build, declare it once at the top level (`build \
+                    \"mariadb\" { source \"debian:…\"; … }`) and give each image `build \
+                    extends=\"mariadb\" { … }` with what differs, without extending the built \
+                    image";
         r.warn(
-            problem(
-                "stacked_build",
-                format!(
-                    "image `{}` builds on top of the build it inherits from `{}`",
-                    image.name.value, parent.name.value
-                ),
-            )
-            .label(own, "a second build, made over the first")
-            .label(extends.loc, "extends an image that has a build")
-            .label(at, format!("the first build (of `{}`)", parent.name.value))
-            .help("both builds run, the second in an image that holds the first one's program; to vary one build, declare it once at the top level (`build \"mariadb\" { source \"debian:…\"; … }`) and give each image `build extends=\"mariadb\" { … }` with what differs, without extending the built image"),
+            problem("stacked_build", message)
+                .label(own, "a second build, made over the first")
+                .label(extends.loc, "extends an image that has a build")
+                .label(at, format!("the first build (of `{}`)", parent.name.value))
+                .help(help),
         );
     }
 }

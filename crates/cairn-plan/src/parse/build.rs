@@ -130,12 +130,14 @@ impl FileParser<'_> {
                 if remove && spec.extends.is_none() {
                     let message =
                         format!("`{name}` removes what a build inherits; this build extends none");
-                    let p = problem("unexpected", message)
-                    .label(self.name_loc(c), "nothing to remove from")
-                    .help(format!(
-                        "leave the entries out of `{}`, or write `build … extends=\"<named build>\"`",
+                    let help = format!(
+                        "leave the entries out of `{}`, or write `build … extends=\"<named \
+                         build>\"`",
                         list.name()
-                    ));
+                    );
+                    let p = problem("unexpected", message)
+                        .label(self.name_loc(c), "nothing to remove from")
+                        .help(help);
                     self.push(p);
                     ok = false;
                     continue;
