@@ -301,3 +301,22 @@ fn the_builds_guide_example_means_what_it_says() {
     );
     assert!(plan.warnings.is_empty());
 }
+
+/// A long chain of named builds is flattened without running out of stack.
+#[test]
+fn a_long_chain_of_named_builds_is_flattened() {
+    let n = 5000;
+    let mut text = String::from("build \"b0\" { source \"debian:hello\"; cflags \"-O0\" }\n");
+    for i in 1..n {
+        text.push_str(&format!(
+            "build \"b{i}\" extends=\"b{}\" {{ cflags \"-DLEVEL={i}\" }}\n",
+            i - 1
+        ));
+    }
+    text.push_str(&format!("image \"x\" {{ build extends=\"b{}\" }}\n", n - 1));
+    let plan = parse(&text);
+    assert_eq!(
+        builds(&plan, "x")[0].cflags,
+        ["-O0", &format!("-DLEVEL={}", n - 1)]
+    );
+}
