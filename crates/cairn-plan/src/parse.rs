@@ -7,7 +7,7 @@ use std::time::Duration;
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use crate::builds::{LayerBuild, Written};
+use crate::builds::Written;
 use crate::diagnostics::{did_you_mean, one_of, problem, Reporter, P};
 use crate::grammar::*;
 use crate::model::*;
@@ -920,33 +920,9 @@ impl FileParser<'_> {
                     image.layers.push(Sp::new(Layer::Env { vars }, at));
                 }
                 "build" => {
-                    if let Some(spec) = self.build(c) {
-                        // a stand-in until `builds::resolve` flattens the spec into it
-                        let stand_in = Build {
-                            source: BuildSource::Debian {
-                                package: String::new(),
-                            },
-                            source_at: None,
-                            compiler: None,
-                            cflags: Vec::new(),
-                            cxxflags: Vec::new(),
-                            ldflags: Vec::new(),
-                            build_type: None,
-                            configure: Vec::new(),
-                            cmake: Vec::new(),
-                            link: None,
-                            strip: None,
-                            deps: Vec::new(),
-                            prefix: None,
-                        };
-                        self.builds.layers.push(LayerBuild {
-                            image: self.plan.images.len(),
-                            layer: image.layers.len(),
-                            spec,
-                        });
-                        image
-                            .layers
-                            .push(Sp::new(Layer::Build(Box::new(stand_in)), at));
+                    let (here, next) = (self.plan.images.len(), image.layers.len());
+                    if let Some(layer) = self.build_layer(c, here, next) {
+                        image.layers.push(Sp::new(layer, at));
                     }
                 }
                 _ => self.unknown_child("image", c, IMAGE_CHILDREN),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kdl::{KdlNode, KdlValue};
 
 use super::{args, children, debian_word, node_name, FileParser};
-use crate::builds::{BuildSpec, List};
+use crate::builds::{BuildSpec, LayerBuild, List};
 use crate::diagnostics::{one_of, problem};
 use crate::grammar::*;
 use crate::model::*;
@@ -64,9 +64,40 @@ impl FileParser<'_> {
         extends
     }
 
+    /// An image's `build` node, the `layer`th layer of `plan.images[image]`: a stand-in
+    /// layer, which `builds::resolve` replaces with the build the node means once every
+    /// file (and so every named build) is read.
+    pub(super) fn build_layer(
+        &mut self,
+        node: &KdlNode,
+        image: usize,
+        layer: usize,
+    ) -> Option<Layer> {
+        let spec = self.build(node)?;
+        self.builds.layers.push(LayerBuild { image, layer, spec });
+        let stand_in = Build {
+            source: BuildSource::Debian {
+                package: String::new(),
+            },
+            source_at: None,
+            compiler: None,
+            cflags: Vec::new(),
+            cxxflags: Vec::new(),
+            ldflags: Vec::new(),
+            build_type: None,
+            configure: Vec::new(),
+            cmake: Vec::new(),
+            link: None,
+            strip: None,
+            deps: Vec::new(),
+            prefix: None,
+        };
+        Some(Layer::Build(Box::new(stand_in)))
+    }
+
     /// An image's `build "debian:hello" { compiler "gcc"; cflags "-O2"; strip #true; … }`,
     /// or `build extends="o2" { cflags "-O3" }` (the source then may come from `o2`).
-    pub(super) fn build(&mut self, node: &KdlNode) -> Option<BuildSpec> {
+    fn build(&mut self, node: &KdlNode) -> Option<BuildSpec> {
         let extends = self.build_extends(node);
         let source = if extends.is_some() && args(node).next().is_none() {
             None
