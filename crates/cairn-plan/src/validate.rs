@@ -172,6 +172,18 @@ fn build_references(builds: &Written, d: &Declared, r: &mut Reporter) {
         .filter_map(|(_, b)| b.extends.as_ref())
         .chain(builds.layers.iter().filter_map(|l| l.spec.extends.as_ref()));
     for e in extends {
+        // an image's name is the likely slip: say what `extends=` of a build names
+        if !ix.contains(&("build", e.as_str())) && ix.contains(&("image", e.as_str())) {
+            let p = problem("dangling", format!("no build named `{}`", e.value))
+                .label(e.loc, "an image, not a build")
+                .help(format!(
+                    "a build extends a top-level `build \"name\" {{ … }}`; to start from image \
+                     `{}`, write `extends \"{}\"` in the image",
+                    e.value, e.value
+                ));
+            r.push(p);
+            continue;
+        }
         check_ref(d, &ix, r, &["build"], e);
     }
 }
