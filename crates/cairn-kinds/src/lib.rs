@@ -23,6 +23,8 @@ pub mod server_run;
 pub mod tools;
 pub mod trial_efficiency;
 pub mod trial_points;
+pub mod trial_runs;
+pub mod trial_settle;
 pub mod trial_step;
 pub mod trial_watchdog;
 

@@ -64,6 +64,10 @@ pub struct TrialPoint {
     pub workload: cairn_defs::WorkloadDef,
     #[serde(skip)]
     pub client: Value,
+    /// Each run's figures, for a trial of several runs on one server start (`runs N` of
+    /// its block; [`Self::figures`] are then their medians); empty for a trial of one run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Figures>,
 }
 
 /// When and by whom a trial was measured (its record's study, times and place in the run's
@@ -291,6 +295,7 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
         },
         workload,
         client: record.extra.get("client").cloned().unwrap_or(Value::Null),
+        runs: crate::trial_runs::recorded_runs(&record.extra),
     }
 }
 
