@@ -13,12 +13,24 @@ impl FileParser<'_> {
     pub(super) fn lifecycle_child(&mut self, c: &KdlNode, lifecycle: &mut Lifecycle) {
         match node_name(c) {
             "settle" => lifecycle.settle = self.settle(c),
-            _ => {
-                lifecycle.runs = self
-                    .one_int(c, 1, i128::from(MAX_RUNS))
-                    .map(|n| Sp::new(n.value as u32, n.loc))
-            }
+            _ => lifecycle.runs = self.runs(c),
         }
+    }
+
+    /// `runs 3`: 1 to [`MAX_RUNS`].
+    fn runs(&mut self, c: &KdlNode) -> Option<Sp<u32>> {
+        let n = self.one_int(c, 1, i128::from(u32::MAX))?;
+        if n.value > i128::from(MAX_RUNS) {
+            let p = problem(
+                "bad_value",
+                format!("`runs` is at most {MAX_RUNS}, found {}", n.value),
+            )
+            .label(n.loc, "too many")
+            .help("every run of a server start is recorded in its one trial; for more samples, measure more `passes` (each a fresh server start)");
+            self.push(p);
+            return None;
+        }
+        Some(Sp::new(n.value as u32, n.loc))
     }
 
     /// `settle "60s"`: a duration up to [`MAX_SETTLE`].
@@ -85,7 +97,7 @@ trials "t" {{ servers "a"; workload "w"{body} }}"#
     fn bad_lifecycles_are_refused_at_their_place() {
         for (body, says) in [
             ("; runs 0", "`runs` must be at least 1"),
-            ("; runs 101", "`runs` is too large"),
+            ("; runs 101", "`runs` is at most 100"),
             ("; runs \"3\"", "an integer"),
             ("; settle \"soon\"", "is not a duration"),
             ("; settle 60", "a string"),
