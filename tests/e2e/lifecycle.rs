@@ -28,6 +28,8 @@ server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
 dataset "auth" {{ smack rows=200 }}
 workload "select-index" {{ smack "select_index"; clients 2; rounds 20 }}
 trials "settled" {{ servers "s"; dataset "auth"; workload "select-index"; settle "2s" }}
+analysis "qps" {{ table metric="qps" rows="server" columns="trials" }}
+report "r" {{ analyses "qps" }}
 "#,
             images()
         ),
@@ -59,6 +61,14 @@ trials "settled" {{ servers "s"; dataset "auth"; workload "select-index"; settle
         "{rec}"
     );
     assert!(rec["extra"].get("runs").is_none());
+    // the report's design says what each server start did
+    let report = std::fs::read_to_string(sb.results().join("e2e-settle/report.md")).unwrap();
+    let idle_words = if idle {
+        "2 s idle to settle (idle in 1 of 1 starts)"
+    } else {
+        "2 s idle to settle (idle in 0 of 1 starts; not idle at"
+    };
+    assert!(report.contains(idle_words), "{report}");
 }
 
 #[test]
@@ -78,6 +88,7 @@ trials "warm" {{ servers "s"; dataset "sb"; workload "ps"; runs 3 }}
 analysis "by-run" {{ table metric="tps" rows="server" columns="run" }}
 analysis "first" {{ where run=1; table metric="tps" rows="server" columns="trials" }}
 analysis "starts" {{ table metric="tps" rows="server" columns="trials" }}
+report "r" {{ analyses "by-run" "starts" }}
 "#,
             images()
         ),
@@ -145,4 +156,9 @@ analysis "starts" {{ table metric="tps" rows="server" columns="trials" }}
     // without `run`, the unit is the server start: one value per pass, the runs' median
     let starts = cat("analysis/starts");
     assert_eq!(starts["cells"][0]["values"], serde_json::json!([tps[1]]));
+    let report = std::fs::read_to_string(sb.results().join("e2e-runs/report.md")).unwrap();
+    assert!(
+        report.contains("Each server start: 3 runs back to back"),
+        "{report}"
+    );
 }
