@@ -88,7 +88,8 @@ trials "warm" {{ servers "s"; dataset "sb"; workload "ps"; runs 3 }}
 analysis "by-run" {{ table metric="tps" rows="server" columns="run" }}
 analysis "first" {{ where run=1; table metric="tps" rows="server" columns="trials" }}
 analysis "starts" {{ table metric="tps" rows="server" columns="trials" }}
-report "r" {{ analyses "by-run" "starts" }}
+analysis "runs-plot" {{ plot metric="tps" x="run" }}
+report "r" {{ analyses "by-run" "starts" "runs-plot" }}
 "#,
             images()
         ),
@@ -156,6 +157,9 @@ report "r" {{ analyses "by-run" "starts" }}
     // without `run`, the unit is the server start: one value per pass, the runs' median
     let starts = cat("analysis/starts");
     assert_eq!(starts["cells"][0]["values"], serde_json::json!([tps[1]]));
+    // a chart by run reads the same runs
+    let plot = cat("analysis/runs-plot");
+    assert_eq!(plot["columns"]["name"], "run", "{plot}");
     let report = std::fs::read_to_string(sb.results().join("e2e-runs/report.md")).unwrap();
     assert!(
         report.contains("Each server start: 3 runs back to back"),
