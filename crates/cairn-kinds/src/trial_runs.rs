@@ -88,15 +88,7 @@ pub fn median_figures<'a>(runs: impl IntoIterator<Item = &'a Figures>) -> Figure
 /// in [`RUNS_JSON`]), status deltas summed over the runs, the efficiency records by run.
 pub fn combine(runs: &[RunResult]) -> (Outcome, BTreeMap<String, f64>, Value) {
     let figures = median_figures(runs.iter().map(|r| &r.outcome.figures));
-    let headline = format!(
-        "median of {} runs on one server start: {}",
-        runs.len(),
-        runs.iter()
-            .enumerate()
-            .map(|(i, r)| format!("run {}: {}", i + 1, r.outcome.headline))
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
+    let headline = headline(runs);
     let mut deltas: BTreeMap<String, f64> = BTreeMap::new();
     for r in runs {
         for (k, v) in &r.status_deltas {
@@ -115,6 +107,22 @@ pub fn combine(runs: &[RunResult]) -> (Outcome, BTreeMap<String, f64>, Value) {
         },
         deltas,
         efficiency,
+    )
+}
+
+/// `3 runs on one server start, figures their medians; run 1: …; run 2: …; run 3: …` — with
+/// more than three runs, the first two and the last (a line, not a table).
+fn headline(runs: &[RunResult]) -> String {
+    let line = |i: usize| format!("run {}: {}", i + 1, runs[i].outcome.headline);
+    let shown: Vec<String> = if runs.len() <= 3 {
+        (0..runs.len()).map(line).collect()
+    } else {
+        vec![line(0), line(1), "…".into(), line(runs.len() - 1)]
+    };
+    format!(
+        "{} runs on one server start, figures their medians; {}",
+        runs.len(),
+        shown.join("; ")
     )
 }
 
@@ -271,6 +279,49 @@ mod tests {
         assert_eq!(m.get_named("tps"), Some(120.0));
         let m = median_figures([&figures(100.0), &figures(200.0)]);
         assert_eq!(m.get_named("tps"), Some(150.0));
+    }
+
+    fn run(tps: f64) -> RunResult {
+        RunResult {
+            outcome: Outcome {
+                figures: figures(tps),
+                headline: format!("{tps} tps"),
+                detail: json!({"tps": tps}),
+            },
+            status_deltas: BTreeMap::from([("Questions".to_string(), tps)]),
+            efficiency: json!({"from": tps}),
+        }
+    }
+
+    #[test]
+    fn runs_combine_into_one_trial_and_keep_each_run() {
+        let runs: Vec<RunResult> = [100.0, 300.0, 200.0].map(run).into();
+        let (outcome, deltas, efficiency) = combine(&runs);
+        assert_eq!(outcome.figures.get_named("tps"), Some(200.0));
+        assert_eq!(
+            outcome.headline,
+            "3 runs on one server start, figures their medians; run 1: 100 tps; run 2: 300 tps; run 3: 200 tps"
+        );
+        // run 1's detail is metrics.json; status counters add up over the runs
+        assert_eq!(outcome.detail, json!({"tps": 100.0}));
+        assert_eq!(deltas["Questions"], 600.0);
+        assert_eq!(efficiency["runs"][2]["from"], 200.0);
+        let record = runs_record(&runs);
+        assert_eq!(
+            record[1],
+            json!({"run": 2, "headline": "300 tps", "figures": {"tps": 300.0}})
+        );
+        assert_eq!(runs_output(&runs)[2]["detail"], json!({"tps": 200.0}));
+        // a record's runs read back as each run's figures
+        let extra = serde_json::Map::from_iter([("runs".to_string(), record)]);
+        let read = recorded_runs(&extra);
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[1].get_named("tps"), Some(300.0));
+        let many: Vec<RunResult> = (1..=5).map(|i| run(f64::from(i))).collect();
+        assert!(combine(&many)
+            .0
+            .headline
+            .contains("run 2: 2 tps; …; run 5: 5 tps"));
     }
 
     #[test]
