@@ -17,7 +17,7 @@ use cairn_exec::measure_lock::MeasureLock;
 use cairn_exec::runtime::NativeClient;
 use cairn_graph::Step;
 use cairn_store::BlobRef;
-use cairn_workload::server::{connection_tls, global_status, global_variables, status_deltas};
+use cairn_workload::server::{connection_tls, global_status, global_variables};
 use cairn_workload::{Dataset, Outcome, RunContext, Target, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
@@ -25,11 +25,12 @@ use crate::dataset_step::{self, image_of, input, DatasetOutput};
 use crate::image_step::ImageOutput;
 use crate::server_run::{LiveServer, ServerDef, StartRequest, Verification};
 use crate::trial_efficiency::{WindowEnd, WindowMeter};
-use crate::trial_runs;
 use crate::trial_watchdog::{check_window, Watchdog, STATUS_TIMEOUT};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
 use cairn_engine::Env;
+
+mod lifecycle;
 
 /// Outputs of a trial.
 pub const FIGURES: &str = "figures.json";
@@ -104,12 +105,13 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     })?;
     let mut server = TrialServer::start(ctx, step, &setup)?;
     let status_target = server.status_target();
-    let settled = settle(ctx, step, &mut server, &status_target)?;
+    let settled = lifecycle::settle(ctx, step, &mut server, &status_target)?;
     let before = server.read_before(&status_target, setup.dataset.is_none())?;
     if ctx.is_cancelled() {
         return Err(StepError::cancelled());
     }
-    let (measured, runs) = run_workloads(ctx, step, &setup, &mut server, &status_target, &before)?;
+    let (measured, runs) =
+        lifecycle::run_workloads(ctx, step, &setup, &mut server, &status_target, &before)?;
     let log = server.live.log();
     let restore = server.live.restore();
     let t_stop = Instant::now();
@@ -137,19 +139,7 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         &measured.outcome,
         measured.efficiency,
     );
-    // a trial of one run and no settle records exactly what it always did
-    if let Some(settled) = settled {
-        extra.insert("settle".into(), settled);
-    }
-    if runs.len() > 1 {
-        extra.insert("runs".into(), trial_runs::runs_record(&runs));
-        let bytes = serde_json::to_vec_pretty(&trial_runs::runs_output(&runs)).expect("serialises");
-        let blob = ctx
-            .store
-            .put_blob(&bytes)
-            .map_err(|e| failed(format!("storing {}: {e}", trial_runs::RUNS_JSON)))?;
-        outputs.insert(trial_runs::RUNS_JSON.to_string(), blob);
-    }
+    lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
     // the trial's time spent measuring (warmup and measured window, as the driver timed
     // them) against everything around it (restore, start, checks, status reads, stop)
     let measuring_ms = measured.measuring_ms;
@@ -423,123 +413,6 @@ fn run_workload(
         run_ms,
         window_end,
     })
-}
-
-/// The settle window of a trial whose block declares `settle`: the server idle, read at
-/// both ends (its record, `extra.settle`); `None` without one.
-fn settle(
-    ctx: &Env<'_>,
-    step: &Step,
-    server: &mut TrialServer,
-    status_target: &Target,
-) -> Result<Option<Value>, StepError> {
-    let Some(seconds) = step
-        .trial_def()
-        .ok()
-        .and_then(|d| d.lifecycle)
-        .and_then(|l| l.settle_s)
-    else {
-        return Ok(None);
-    };
-    let window = Duration::from_secs_f64(seconds);
-    let cancelled = || ctx.is_cancelled();
-    let settled = crate::trial_settle::settle(
-        window,
-        server.live.resource_probe(),
-        status_target,
-        &cancelled,
-    )
-    .map_err(|e| server.stalled("while it settled (SHOW GLOBAL STATUS)", &e))?;
-    if ctx.is_cancelled() {
-        return Err(StepError::cancelled());
-    }
-    if !server.live.is_running() {
-        return Err(failed(format!(
-            "the server died while it settled{}",
-            server.log_tail_section()
-        )));
-    }
-    Ok(Some(settled.record(window)))
-}
-
-/// The trial's workload over all its runs: its outcome (one run's, or the runs' combined:
-/// [`trial_runs::combine`]), the status deltas and efficiency record, and every run.
-struct AllRuns {
-    outcome: Outcome,
-    deltas: BTreeMap<String, f64>,
-    efficiency: Value,
-    /// Warmups and measured windows of every run.
-    measuring_ms: f64,
-    /// Milliseconds the workload ran, all runs.
-    workload_ms: f64,
-}
-
-/// Run the workload `runs` times back to back on the one server (once without `runs`),
-/// each run metered from the status reading that ended the one before.
-fn run_workloads(
-    ctx: &Env<'_>,
-    step: &Step,
-    setup: &TrialSetup,
-    server: &mut TrialServer,
-    status_target: &Target,
-    before: &BeforeWorkload,
-) -> Result<(AllRuns, Vec<trial_runs::RunResult>), StepError> {
-    let count = trial_runs::count(step);
-    let mut runs = Vec::new();
-    let mut status_before = before.status.clone();
-    let (mut measuring, mut workload_ms) = (0.0, 0.0);
-    for run in 1..=count {
-        if ctx.is_cancelled() {
-            return Err(StepError::cancelled());
-        }
-        let later;
-        let workload = if run == 1 {
-            &setup.workload
-        } else {
-            later = trial_runs::workload_of_run(
-                step,
-                setup.dataset.as_ref().map(|d| &d.definition),
-                run,
-            )
-            .map_err(failed)?;
-            &later
-        };
-        let mut measured =
-            run_workload(ctx, setup, workload, server, status_target, &status_before)?;
-        let (after, after_read) = measured
-            .window_end
-            .status_after()
-            .map_err(|e| server.stalled("after the workload (SHOW GLOBAL STATUS)", &e))?;
-        let deltas = status_deltas(&status_before, &after);
-        let efficiency =
-            measured
-                .window_end
-                .record(&after, after_read, &mut measured.outcome.figures);
-        measuring += measuring_ms(measured.warmup, &measured.outcome.figures, measured.run_ms);
-        workload_ms += measured.run_ms;
-        status_before = after;
-        runs.push(trial_runs::RunResult {
-            outcome: measured.outcome,
-            status_deltas: deltas,
-            efficiency,
-        });
-    }
-    let (outcome, deltas, efficiency) = if runs.len() == 1 {
-        let only = runs.pop().expect("one run");
-        (only.outcome, only.status_deltas, only.efficiency)
-    } else {
-        trial_runs::combine(&runs)
-    };
-    Ok((
-        AllRuns {
-            outcome,
-            deltas,
-            efficiency,
-            measuring_ms: measuring,
-            workload_ms,
-        },
-        runs,
-    ))
 }
 
 /// The error of a workload that did not finish: cancelled, stopped by the watchdog, or
