@@ -12,6 +12,7 @@ mod failure;
 mod faults;
 mod images;
 mod kill;
+mod lifecycle;
 mod mysql;
 mod params;
 mod postgresql;

@@ -41,6 +41,10 @@ pub struct TrialStepDef {
     /// otherwise, so the keys of every other trial do not depend on names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// Its block's `settle` and `runs`; absent when it declares neither (the keys of every
+    /// other trial stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<crate::lifecycle::LifecycleDef>,
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
@@ -143,12 +147,14 @@ mod tests {
             },
             study: "word-size".into(),
             replica: None,
+            lifecycle: None,
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["study"], "word-size");
         assert_eq!(v["workload"]["params"]["clients"], 4);
         // no replica, no field: keys made before replicas existed stay valid
         assert!(v.get("replica").is_none());
+        assert!(v.get("lifecycle").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);
         // a record made before trials were keyed by their study still reads
         let mut old = serde_json::to_value(&def).unwrap();

@@ -127,7 +127,15 @@ pub fn declared(step: &Step) -> Option<Duration> {
     };
     let run = seconds("duration")?;
     let warmup = seconds("warmup").unwrap_or(0.0);
-    Some(Duration::from_secs_f64((run + warmup).max(0.0)) + SERVER_START)
+    // its block's lifecycle: a settle window, then that many runs on the one start
+    let lifecycle: cairn_defs::LifecycleDef = step
+        .definition
+        .get("lifecycle")
+        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .unwrap_or_default();
+    let busy =
+        (run + warmup) * f64::from(lifecycle.run_count()) + lifecycle.settle_s.unwrap_or(0.0);
+    Some(Duration::from_secs_f64(busy.max(0.0)) + SERVER_START)
 }
 
 /// The recorded durations of the study's steps, by address: the last run of each address

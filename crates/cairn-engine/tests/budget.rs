@@ -36,6 +36,17 @@ fn trials_never_run_take_their_declared_times() {
 }
 
 #[test]
+fn a_settle_window_and_consecutive_runs_add_to_a_trials_declared_time() {
+    let g = graph(r#"passes 1; settle "30s"; runs 3"#);
+    let trial = g.steps.iter().find(|s| declared(s).is_some()).unwrap();
+    // 30 s settling, then three runs of 2 s warmup + 8 s on one server start
+    assert_eq!(
+        declared(trial),
+        Some(Duration::from_secs(30 + 3 * 10) + SERVER_START)
+    );
+}
+
+#[test]
 fn recorded_durations_win_and_conditional_passes_are_summed_apart() {
     let g = graph(r#"passes min=2 max=5 until-ci="2%""#);
     let every = vec![true; g.steps.len()];

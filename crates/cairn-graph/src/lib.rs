@@ -6,6 +6,7 @@ pub mod diff;
 pub mod expand;
 pub mod fingerprint;
 pub mod key;
+mod lifecycle;
 pub mod render;
 pub mod resolve;
 pub mod select;

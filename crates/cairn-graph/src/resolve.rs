@@ -598,6 +598,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                         replica: replicas
                             .contains(sname.as_str())
                             .then(|| sname.value.clone()),
+                        lifecycle: crate::lifecycle::lifecycle_def(t),
                     });
                     s.code = trial_code(
                         StepKind::TRIAL.code_version(),

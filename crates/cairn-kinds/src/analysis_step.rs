@@ -709,7 +709,8 @@ impl cairn_engine::Kind for AnalysisKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         let definition = analysis_def(step)?;
         let servers = trial_points::servers_of_inputs(graph, step);
-        let params = trial_points::params_of_inputs(graph, step);
+        let mut params = trial_points::params_of_inputs(graph, step);
+        crate::trial_runs::check_run_dimension(graph, step, &definition, &mut params)?;
         match plot_analysis::Flavour::of(&definition.kind) {
             Some(flavour) => {
                 plot_analysis::plot_spec(flavour, &definition, &servers, &params).map(|_| ())
@@ -726,7 +727,10 @@ impl cairn_engine::Kind for AnalysisKind {
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
         let definition = analysis_def(step).map_err(failed)?;
-        let points = trial_points::read(env.store, step, inputs)?;
+        let mut points = trial_points::read(env.store, step, inputs)?;
+        if crate::trial_runs::reads_runs(&definition) {
+            points = crate::trial_runs::runs_of(&points, &definition);
+        }
         let (servers, params) = trial_points::dimensions(&points);
         if let Some(flavour) = plot_analysis::Flavour::of(&definition.kind) {
             return perform_chart(env, &definition, flavour, &points, &servers, &params);

@@ -146,6 +146,12 @@ fn check_pin(
     at: &str,
 ) -> Result<(), CheckError> {
     match params.get(k) {
+        // runs of one server start are not independent samples: a claim's unit is the start
+        None if k == cairn_defs::lifecycle::RUN => Err(CheckError::new(
+            "claim",
+            at,
+            "a claim compares server starts (each the median of its runs), not the runs of one start: `run` is for tables and plots; drop it from the claim",
+        )),
         None => Err(CheckError::new(
             "claim",
             at,
@@ -585,5 +591,22 @@ impl cairn_engine::Kind for ClaimKind {
             extra,
             ..Default::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_pinning_a_run_is_told_its_unit_is_the_server_start() {
+        let params = BTreeMap::from([("threads".to_string(), vec!["1".to_string()])]);
+        let e = check_pin("run", "1", &params, "run").unwrap_err();
+        assert!(
+            e.message.contains("a claim compares server starts"),
+            "{e:?}"
+        );
+        let e = check_pin("thread", "1", &params, "thread").unwrap_err();
+        assert!(e.message.contains("they have threads"), "{e:?}");
     }
 }

@@ -16,6 +16,7 @@ pub mod image_step;
 pub mod option_names;
 pub mod plot_analysis;
 pub mod report_document;
+pub mod report_lifecycle;
 pub mod report_step;
 pub mod series_csv;
 pub mod series_plot;
@@ -23,6 +24,8 @@ pub mod server_run;
 pub mod tools;
 pub mod trial_efficiency;
 pub mod trial_points;
+pub mod trial_runs;
+pub mod trial_settle;
 pub mod trial_step;
 pub mod trial_watchdog;
 

@@ -588,6 +588,9 @@ fn block_design(
             props.join(", ")
         )));
     }
+    if let Some(lifecycle) = crate::report_lifecycle::lifecycle_words(&trials) {
+        item.sub_items.push(lifecycle);
+    }
     let chosen = cell_passes(&inputs.trials);
     let chosen: Vec<usize> = chosen
         .iter()

@@ -64,6 +64,16 @@ pub struct TrialPoint {
     pub workload: cairn_defs::WorkloadDef,
     #[serde(skip)]
     pub client: Value,
+    /// Each run's figures, for a trial of several runs on one server start (`runs N` of
+    /// its block; [`Self::figures`] are then their medians); empty for a trial of one run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Figures>,
+    /// Its block's `settle` and `runs` as its definition holds them, and what its settle
+    /// window saw (`extra.settle`): the report's design reads them.
+    #[serde(skip)]
+    pub lifecycle: Option<cairn_defs::LifecycleDef>,
+    #[serde(skip)]
+    pub settle: Value,
 }
 
 /// When and by whom a trial was measured (its record's study, times and place in the run's
@@ -291,6 +301,12 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
         },
         workload,
         client: record.extra.get("client").cloned().unwrap_or(Value::Null),
+        runs: crate::trial_runs::recorded_runs(&record.extra),
+        lifecycle: record
+            .definition
+            .get("lifecycle")
+            .and_then(|l| serde_json::from_value(l.clone()).ok()),
+        settle: record.extra.get("settle").cloned().unwrap_or(Value::Null),
     }
 }
 

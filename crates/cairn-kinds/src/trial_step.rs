@@ -17,7 +17,7 @@ use cairn_exec::measure_lock::MeasureLock;
 use cairn_exec::runtime::NativeClient;
 use cairn_graph::Step;
 use cairn_store::BlobRef;
-use cairn_workload::server::{connection_tls, global_status, global_variables, status_deltas};
+use cairn_workload::server::{connection_tls, global_status, global_variables};
 use cairn_workload::{Dataset, Outcome, RunContext, Target, Workload, WorkloadDef};
 use serde_json::{json, Map, Value};
 
@@ -29,6 +29,8 @@ use crate::trial_watchdog::{check_window, Watchdog, STATUS_TIMEOUT};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{read_json, Built, Done};
 use cairn_engine::Env;
+
+mod lifecycle;
 
 /// Outputs of a trial.
 pub const FIGURES: &str = "figures.json";
@@ -103,19 +105,13 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     })?;
     let mut server = TrialServer::start(ctx, step, &setup)?;
     let status_target = server.status_target();
+    let settled = lifecycle::settle(ctx, step, &mut server, &status_target)?;
     let before = server.read_before(&status_target, setup.dataset.is_none())?;
     if ctx.is_cancelled() {
         return Err(StepError::cancelled());
     }
-    let mut measured = run_workload(ctx, &setup, &mut server, &status_target, &before.status)?;
-    let (after, after_read) = measured
-        .window_end
-        .status_after()
-        .map_err(|e| server.stalled("after the workload (SHOW GLOBAL STATUS)", &e))?;
-    let deltas = status_deltas(&before.status, &after);
-    let efficiency = measured
-        .window_end
-        .record(&after, after_read, &mut measured.outcome.figures);
+    let (measured, runs) =
+        lifecycle::run_workloads(ctx, step, &setup, &mut server, &status_target, &before)?;
     let log = server.live.log();
     let restore = server.live.restore();
     let t_stop = Instant::now();
@@ -129,23 +125,24 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     let server_json = server_output(
         &server.verification,
         &server.database,
-        &deltas,
-        &efficiency,
+        &measured.deltas,
+        &measured.efficiency,
         setup.image.as_ref(),
         before.tls.as_ref(),
     );
-    let outputs = store_outputs(ctx, &measured.outcome, &server_json, &before.variables, log)?;
+    let mut outputs = store_outputs(ctx, &measured.outcome, &server_json, &before.variables, log)?;
     let mut extra = record_extra(
         step,
         &setup,
         &server.verification,
         server.placed.as_ref(),
         &measured.outcome,
-        efficiency,
+        measured.efficiency,
     );
+    lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
     // the trial's time spent measuring (warmup and measured window, as the driver timed
     // them) against everything around it (restore, start, checks, status reads, stop)
-    let measuring_ms = measuring_ms(measured.warmup, &measured.outcome.figures, measured.run_ms);
+    let measuring_ms = measured.measuring_ms;
     let total_ms = ms(t0);
     extra.insert(
         "timings".into(),
@@ -154,7 +151,7 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
             "start_ms": server.start_ms,
             "restore": restore,
             "stop_ms": stop_ms,
-            "workload_ms": measured.run_ms,
+            "workload_ms": measured.workload_ms,
             "measuring_ms": measuring_ms,
             "setup_ms": total_ms - measuring_ms,
             "total_ms": total_ms,
@@ -369,17 +366,15 @@ struct Measured {
 fn run_workload(
     ctx: &Env<'_>,
     setup: &TrialSetup,
+    workload: &Workload,
     server: &mut TrialServer,
     status_target: &Target,
     before: &BTreeMap<String, String>,
 ) -> Result<Measured, StepError> {
-    let warmup = setup
-        .workload
-        .declared_run()
-        .map_or(Duration::ZERO, |(w, _)| w);
+    let warmup = workload.declared_run().map_or(Duration::ZERO, |(w, _)| w);
     let meter = WindowMeter::start(server.live.resource_probe(), before, warmup, status_target);
     let t_run = Instant::now();
-    let watchdog = Watchdog::start(&setup.workload, setup.timeout);
+    let watchdog = Watchdog::start(workload, setup.timeout);
     let target = server.workload_target(watchdog.io_timeout);
     // the drivers ask this between events (a read that waits is ended by the io timeout):
     // Ctrl-C, or a run past the watchdog's deadline
@@ -389,7 +384,7 @@ fn run_workload(
         .tool_runner()
         .map(|t| t.with_deadline(watchdog.deadline()));
     let run = || {
-        setup.workload.run(&RunContext {
+        workload.run(&RunContext {
             target: &target,
             stop: &stop,
             tools: tools

@@ -9,13 +9,20 @@ use crate::model::{Analysis, Plan, Sp, Value};
 
 /// The pseudo-parameter of an `exclude` that names a server.
 const SERVER: &str = "server";
+/// The pseudo-parameter of a run of a trials block with `runs N` (1..=N).
+const RUN: &str = cairn_defs::lifecycle::RUN;
 
 impl Analysis {
     /// True when the analysis reads the trial of `server` at `params` (its point): the server
     /// is one of `servers` (when given), the point has every `where` value, and no `exclude`
     /// matches it. Values compare as written (`8` and `"8"` are the same point).
     pub fn reads(&self, server: &str, params: &BTreeMap<String, Value>) -> bool {
-        let has = |key: &str, want: &Value| {
+        // one trial holds every run of its server start: `where run=…` keeps it and
+        // `exclude run=…` drops none of it (the analysis picks the runs it reads)
+        let has_in = |key: &str, want: &Value, runs_match: bool| {
+            if key == RUN {
+                return runs_match;
+            }
             if key == SERVER && !params.contains_key(SERVER) {
                 return want.to_string() == server;
             }
@@ -24,11 +31,11 @@ impl Analysis {
                 .is_some_and(|v| v.to_string() == want.to_string())
         };
         (self.servers.is_empty() || self.servers.iter().any(|s| s.value == server))
-            && self.filter.iter().all(|(k, v)| has(k, &v.value))
+            && self.filter.iter().all(|(k, v)| has_in(k, &v.value, true))
             && !self
                 .exclude
                 .iter()
-                .any(|cell| cell.iter().all(|(k, v)| has(k, &v.value)))
+                .any(|cell| cell.iter().all(|(k, v)| has_in(k, &v.value, false)))
     }
 
     /// True when the analysis reads a subset of its trials rather than all of them.
@@ -54,6 +61,15 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
             .workloads
             .iter()
             .find(|w| w.name.value == t.workload.value);
+        let runs = t.lifecycle.run_count();
+        if runs > 1 {
+            let values = d.params.entry(RUN.to_string()).or_default();
+            for run in 1..=runs {
+                if !values.contains(&run.to_string()) {
+                    values.push(run.to_string());
+                }
+            }
+        }
         for p in workload.into_iter().flat_map(|w| &w.params) {
             let values = d.params.entry(p.name.value.clone()).or_default();
             for v in &p.values {

@@ -350,6 +350,12 @@ pub struct Trials {
     /// measures none of them; a trial that study has not measured here fails, naming it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_by: Option<Sp<String>>,
+    /// `settle "60s"`, `runs 3`: what happens on each server start.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::lifecycle::Lifecycle::is_default"
+    )]
+    pub lifecycle: crate::lifecycle::Lifecycle,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

@@ -14,6 +14,7 @@ use crate::model::*;
 use crate::values::{parse_duration, parse_percentage, parse_size};
 
 mod build;
+mod lifecycle;
 
 /// Free-form `key=value` properties of a node.
 type Props = BTreeMap<String, Sp<Value>>;
@@ -1289,6 +1290,7 @@ impl FileParser<'_> {
         let mut saw_servers = false;
         let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
         let mut measured_by = None;
+        let mut lifecycle = crate::lifecycle::Lifecycle::default();
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1305,6 +1307,7 @@ impl FileParser<'_> {
                 "workload" => workload = self.one_string(c),
                 "passes" => passes = self.trial_passes(c),
                 "measured-by" => measured_by = self.study_name(c),
+                "settle" | "runs" => self.lifecycle_child(c, &mut lifecycle),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1350,6 +1353,7 @@ impl FileParser<'_> {
                 passes,
                 seed,
                 measured_by,
+                lifecycle,
             });
         }
     }

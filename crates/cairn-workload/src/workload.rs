@@ -534,6 +534,11 @@ impl<'a> Params<'a> {
     pub fn finish(self) -> Result<(), Error> {
         match self.props.keys().find(|k| !self.used.contains(&k.as_str())) {
             None => Ok(()),
+            // a run that a count ends has no first seconds to leave out
+            Some(k) if k == "warmup" && self.what == "workload" => Err(self.error(
+                k,
+                "unknown workload parameter `warmup` here: this driver's runs end after a count, not a duration, so there are no first seconds to leave out; to let the server settle after its start, write `settle \"60s\"` in the trials block".into(),
+            )),
             Some(k) => Err(self.error(k, format!("unknown {} parameter `{k}` here", self.what))),
         }
     }
@@ -738,6 +743,27 @@ mod tests {
         // with a rate and queries, every figure it can emit: all in the vocabulary
         assert!(o.figures.contains(&fig::CLIENT_CPU_MS_PER_1K_QUERIES));
         assert_eq!(o.figures.outside_vocabulary(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_warmup_for_a_count_ended_driver_points_at_settle() {
+        let ds = Dataset::from_def(&DatasetDef {
+            generator: "smack".into(),
+            props: props(json!({"rows": 100})),
+        })
+        .unwrap();
+        let w = WorkloadDef {
+            driver: "smack".into(),
+            test: "select_index".into(),
+            driver_props: Props::new(),
+            params: props(json!({"clients": 2, "rounds": 10, "warmup": 2.0})),
+        };
+        let e = Workload::from_def(&w, Some(&ds), 0).unwrap_err();
+        assert!(
+            matches!(&e, Error::Param { name, .. } if name == "warmup"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("`settle \"60s\"`"), "{e}");
     }
 
     #[test]
