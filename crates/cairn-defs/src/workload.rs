@@ -41,6 +41,10 @@ pub struct TrialStepDef {
     /// otherwise, so the keys of every other trial do not depend on names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The host settings it is measured under (the trials block's `io-scheduler`, `sysctl`,
+    /// …): absent when it declares none, so no other trial's key changes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<crate::host_setting::HostSettingDef>,
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's

@@ -343,6 +343,10 @@ pub struct Trials {
     /// measures none of them; a trial that study has not measured here fails, naming it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_by: Option<Sp<String>>,
+    /// Host settings as factors (`io-scheduler "none" "mq-deadline"`, `sysctl …`): each an
+    /// axis multiplying the workload's matrix points ([`crate::host_factors`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<crate::host_factors::HostFactor>,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

@@ -12,6 +12,8 @@ use crate::grammar::*;
 use crate::model::*;
 use crate::values::{parse_duration, parse_percentage, parse_size};
 
+mod host_factor_nodes;
+
 /// Free-form `key=value` properties of a node.
 type Props = BTreeMap<String, Sp<Value>>;
 
@@ -1452,6 +1454,7 @@ impl FileParser<'_> {
         let mut saw_servers = false;
         let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
         let mut measured_by = None;
+        let mut host = Vec::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1468,6 +1471,9 @@ impl FileParser<'_> {
                 "workload" => workload = self.one_string(c),
                 "passes" => passes = self.trial_passes(c),
                 "measured-by" => measured_by = self.study_name(c),
+                "io-scheduler" | "transparent-hugepages" | "sysctl" | "sysfs" => {
+                    host.extend(self.host_factor(c))
+                }
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1513,6 +1519,7 @@ impl FileParser<'_> {
                 passes,
                 seed,
                 measured_by,
+                host,
             });
         }
     }

@@ -15,6 +15,7 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, o
     }
     references(plan, declared, r);
     figure_names(plan, r);
+    crate::host_factors::check_axis_names(plan, r);
     crate::analysis_subset::check(plan, r);
     let image_edges: Vec<(String, Option<Sp<String>>)> = plan
         .images

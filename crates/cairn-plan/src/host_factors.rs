@@ -1,0 +1,81 @@
+//! A trials block's host settings as factors (`io-scheduler "none" "mq-deadline"`,
+//! `transparent-hugepages`, `sysctl "vm.swappiness" 10 60`, `sysfs "/sys/…" "a" "b"`): each is
+//! an axis whose values multiply the workload's matrix points, named in addresses, tables,
+//! `where` and claims like a workload parameter, but set on the host around the trial rather
+//! than handed to the driver. Parsed in `parse/host_factor_nodes.rs`; what the machine can
+//! set is checked by the trial kind (`cairn check`), not here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostics::{problem, Reporter};
+use crate::model::{Param, Plan, Sp, Trials};
+
+pub use cairn_defs::HostKnob;
+
+/// One host setting of a trials block: what it sets, and its axis (name and values).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostFactor {
+    pub knob: Sp<HostKnob>,
+    pub axis: Param,
+}
+
+impl Trials {
+    /// The axes its host settings add to its workload's matrix, in the order written.
+    pub fn host_axes(&self) -> impl Iterator<Item = &Param> {
+        self.host.iter().map(|h| &h.axis)
+    }
+}
+
+/// Where block `t` writes the host setting's value `name` (`io-scheduler=cfq`, `sysctl
+/// vm.swappiness=10`: [`HostKnob::describe`], `=`, the value), for a check's diagnostic.
+pub fn value_loc(t: &Trials, name: &str) -> Option<crate::Loc> {
+    t.host.iter().find_map(|h| {
+        let knob = h.knob.value.describe();
+        let value = name.strip_prefix(&knob)?.strip_prefix('=')?;
+        h.axis
+            .values
+            .iter()
+            .find(|v| v.value.to_string() == value)
+            .map(|v| v.loc)
+    })
+}
+
+/// Refuses, at its name, a host setting's axis that its workload's matrix or another of its
+/// host settings already names: one name would mean two things in addresses and `where`.
+pub(crate) fn check_axis_names(plan: &Plan, r: &mut Reporter) {
+    for t in &plan.trials {
+        let workload = plan
+            .workloads
+            .iter()
+            .find(|w| w.name.value == t.workload.value);
+        for (i, h) in t.host.iter().enumerate() {
+            let name = &h.axis.name;
+            let earlier = t.host[..i]
+                .iter()
+                .map(|e| (&e.axis.name, "another host setting of the block"))
+                .chain(
+                    workload
+                        .into_iter()
+                        .flat_map(|w| &w.params)
+                        .map(|p| (&p.name, "a parameter of its workload")),
+                )
+                .find(|(other, _)| other.value == name.value);
+            if let Some((other, what)) = earlier {
+                r.push(
+                    problem(
+                        "duplicate",
+                        format!(
+                            "trials `{}`: the axis `{}` of its {} is already {what}",
+                            t.name.value,
+                            name.value,
+                            h.knob.value.describe()
+                        ),
+                    )
+                    .label(name.loc, "named again here")
+                    .label(other.loc, "first named here")
+                    .help("give the host setting another axis name with `as=\"…\"` (sysctl and sysfs), or drop one of the two"),
+                );
+            }
+        }
+    }
+}
