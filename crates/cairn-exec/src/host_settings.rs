@@ -247,8 +247,7 @@ impl HostSettingsGuard {
         restore_leftovers(crate::docker::cleanup::is_stale_run);
         let mut planned = Vec::new();
         for s in settings {
-            let file = check(&s.knob, &s.value, data)
-                .map_err(|e| format!("{} `{}`: {e}", s.knob.describe(), s.value))?;
+            let file = check(&s.knob, &s.value, data)?;
             let previous = read_setting(&file.path)?.current;
             planned.push((s, file, previous));
         }
@@ -274,8 +273,7 @@ impl HostSettingsGuard {
         })?;
         guard.journal = Some(journal);
         for (s, file, previous) in planned {
-            let set = write_verified(&file.path, &s.value)
-                .map_err(|e| format!("{} `{}`: {e}", s.knob.describe(), s.value))?;
+            let set = write_verified(&file.path, &s.value)?;
             guard.applied.push(Applied {
                 setting: s.knob.describe(),
                 file: file.path,

@@ -32,6 +32,23 @@ pub fn data_dir(runtimes: &Runtimes, sdef: &ServerDef) -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from("/var/lib/docker"))
 }
 
+/// [`data_dir`] when a setting needs it (the I/O scheduler: its disk), else empty — so a
+/// trial setting only a sysctl never asks the container engine.
+fn data_dir_if_needed(
+    runtimes: &Runtimes,
+    sdef: &ServerDef,
+    settings: &[cairn_defs::HostSettingDef],
+) -> PathBuf {
+    if settings
+        .iter()
+        .any(|s| s.knob == cairn_defs::HostKnob::IoScheduler)
+    {
+        data_dir(runtimes, sdef)
+    } else {
+        PathBuf::new()
+    }
+}
+
 /// `cairn check`: whether this machine can set each of the trial's host settings. The error
 /// names the setting and its value (`io-scheduler=cfq`), where the plan writes it.
 pub fn check(step: &Step) -> Result<(), CheckError> {
@@ -41,13 +58,13 @@ pub fn check(step: &Step) -> Result<(), CheckError> {
     if def.host.is_empty() {
         return Ok(());
     }
-    let data = data_dir(Runtimes::registered(), &def.server);
+    let data = data_dir_if_needed(Runtimes::registered(), &def.server, &def.host);
     for s in &def.host {
         host_settings::check(&s.knob, &s.value, &data).map_err(|e| {
             CheckError::new(
                 "host",
                 format!("{}={}", s.knob.describe(), s.value),
-                format!("{} `{}`: {e}", s.knob.describe(), s.value),
+                e,
             )
         })?;
     }
@@ -63,7 +80,7 @@ pub fn apply(ctx: &Env<'_>, step: &Step, sdef: &ServerDef) -> Result<InPlace, St
             data: PathBuf::new(),
         });
     }
-    let data = data_dir(&crate::host(ctx).runtimes, sdef);
+    let data = data_dir_if_needed(&crate::host(ctx).runtimes, sdef, &def.host);
     let guard = HostSettingsGuard::apply(&def.host, &data, ctx.run_id)
         .map_err(|e| StepError::permanent(format!("setting the host: {e}")))?;
     Ok(InPlace {
@@ -94,10 +111,10 @@ impl InPlace {
                 errors.join("; ")
             )));
         }
-        Ok(Some(json!({
-            "data_dir": self.data,
-            "settings": applied,
-            "restored": true,
-        })))
+        let mut record = json!({ "settings": applied, "restored": true });
+        if !self.data.as_os_str().is_empty() {
+            record["data_dir"] = json!(self.data);
+        }
+        Ok(Some(record))
     }
 }

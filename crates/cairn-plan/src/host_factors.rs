@@ -40,7 +40,7 @@ pub fn value_loc(t: &Trials, name: &str) -> Option<crate::Loc> {
     })
 }
 
-/// Refuses, at its name, a host setting's axis that its workload's matrix or another of its
+/// Refuses a setting a block sets twice, and, at its name, a host setting's axis that its workload's matrix or another of its
 /// host settings already names: one name would mean two things in addresses and `where`.
 pub(crate) fn check_axis_names(plan: &Plan, r: &mut Reporter) {
     for t in &plan.trials {
@@ -49,6 +49,22 @@ pub(crate) fn check_axis_names(plan: &Plan, r: &mut Reporter) {
             .iter()
             .find(|w| w.name.value == t.workload.value);
         for (i, h) in t.host.iter().enumerate() {
+            if let Some(first) = t.host[..i].iter().find(|e| e.knob.value == h.knob.value) {
+                r.push(
+                    problem(
+                        "duplicate",
+                        format!(
+                            "trials `{}` sets {} twice",
+                            t.name.value,
+                            h.knob.value.describe()
+                        ),
+                    )
+                    .label(h.knob.loc, "set again here")
+                    .label(first.knob.loc, "first set here")
+                    .help("list every value it is measured at in one node"),
+                );
+                continue;
+            }
             let name = &h.axis.name;
             let earlier = t.host[..i]
                 .iter()
