@@ -103,7 +103,10 @@ fn the_io_scheduler_is_set_for_the_trial_recorded_and_restored() {
     assert_eq!(set["setting"], "io-scheduler", "{rec}");
     assert_eq!(set["previous"], before.as_str(), "{set}");
     assert_eq!(set["set"], other.as_str(), "{set}");
-    assert_eq!(set["file"], file.canonicalize().unwrap().display().to_string());
+    assert_eq!(
+        set["file"],
+        file.canonicalize().unwrap().display().to_string()
+    );
 }
 
 #[test]
@@ -152,9 +155,10 @@ fn cairn_clean_restores_what_a_killed_trial_set() {
     assert!(
         !Path::new("/run/cairn/host-settings")
             .read_dir()
-            .map(|d| d
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with(&format!("run-{pid}-"))))
+            .map(|d| d.flatten().any(|e| e
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("run-{pid}-"))))
             .unwrap_or(false),
         "its journal is gone"
     );

@@ -72,7 +72,9 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
             );
         // the disk holding the data and the schedulers it offers are this host's
         let rendered = match data_disk_offers() {
-            Some(offers) => rendered.replace(&offers, "(<the data's disk>) offers: <its schedulers>"),
+            Some(offers) => {
+                rendered.replace(&offers, "(<the data's disk>) offers: <its schedulers>")
+            }
             None => rendered,
         };
         let name = file.trim_end_matches(".kdl");

@@ -52,20 +52,14 @@ fn data_dir_if_needed(
 /// `cairn check`: whether this machine can set each of the trial's host settings. The error
 /// names the setting and its value (`io-scheduler=cfq`), where the plan writes it.
 pub fn check(step: &Step) -> Result<(), CheckError> {
-    let def = step
-        .trial_def()
-        .map_err(|e| CheckError::new("", "", e))?;
+    let def = step.trial_def().map_err(|e| CheckError::new("", "", e))?;
     if def.host.is_empty() {
         return Ok(());
     }
     let data = data_dir_if_needed(Runtimes::registered(), &def.server, &def.host);
     for s in &def.host {
         host_settings::check(&s.knob, &s.value, &data).map_err(|e| {
-            CheckError::new(
-                "host",
-                format!("{}={}", s.knob.describe(), s.value),
-                e,
-            )
+            CheckError::new("host", format!("{}={}", s.knob.describe(), s.value), e)
         })?;
     }
     Ok(())

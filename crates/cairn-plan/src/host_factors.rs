@@ -95,3 +95,104 @@ pub(crate) fn check_axis_names(plan: &Plan, r: &mut Reporter) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trials(host: &str) -> Result<Trials, String> {
+        let text = format!(
+            r#"server "s" {{ executor "process"; }}
+workload "w" {{ sysbench "oltp_point_select"; threads 1 }}
+trials "t" {{ servers "s"; workload "w"; {host} }}"#
+        );
+        crate::parse_str("t.kdl", &text)
+            .map(|p| p.trials[0].clone())
+            .map_err(|e| crate::render(&e))
+    }
+
+    fn axes(t: &Trials) -> Vec<(String, Vec<String>)> {
+        t.host_axes()
+            .map(|a| {
+                (
+                    a.name.value.clone(),
+                    a.values.iter().map(|v| v.value.to_string()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_setting_is_an_axis_named_for_what_it_sets() {
+        let t = trials(
+            r#"io-scheduler "none" "mq-deadline"
+            transparent-hugepages "never"
+            sysctl "vm.swappiness" 10 60
+            sysfs "/sys/kernel/mm/transparent_hugepage/defrag" "always" "never"
+            sysfs "/sys/block/vda/queue/nr_requests" 64 as="nr-requests""#,
+        )
+        .unwrap();
+        let knobs: Vec<&HostKnob> = t.host.iter().map(|h| &h.knob.value).collect();
+        assert_eq!(
+            knobs,
+            [
+                &HostKnob::IoScheduler,
+                &HostKnob::TransparentHugepages,
+                &HostKnob::Sysctl("vm.swappiness".into()),
+                &HostKnob::Sysfs("/sys/kernel/mm/transparent_hugepage/defrag".into()),
+                &HostKnob::Sysfs("/sys/block/vda/queue/nr_requests".into()),
+            ]
+        );
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            axes(&t),
+            [
+                ("io-scheduler".into(), s(&["none", "mq-deadline"])),
+                ("transparent-hugepages".into(), s(&["never"])),
+                ("vm.swappiness".into(), s(&["10", "60"])),
+                ("defrag".into(), s(&["always", "never"])),
+                ("nr-requests".into(), s(&["64"])),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_block_without_settings_has_none() {
+        assert!(trials("passes 1").unwrap().host.is_empty());
+    }
+
+    #[test]
+    fn misuse_is_refused_where_it_is_written() {
+        for (host, says) in [
+            ("io-scheduler", "needs at least one value"),
+            (
+                r#"io-scheduler "none"; io-scheduler "kyber""#,
+                "given twice",
+            ),
+            (r#"io-scheduler "none" as="x""#, "unknown property `as`"),
+            (r#"sysctl "vm.swappiness""#, "needs at least one value"),
+            ("sysctl", "needs a sysctl's name"),
+            (r#"sysctl "vm..swappiness" 1"#, "not a sysctl's name"),
+            (
+                r#"sysfs "/proc/sys/vm/swappiness" 1"#,
+                "not a file under /sys",
+            ),
+            (r#"sysfs "/sys/a/../b" 1"#, "not a file under /sys"),
+            (r#"sysfs "/sys/a/1b" 1"#, "cannot name an axis"),
+            (r#"sysctl "vm.swappiness" 1 as="a b""#, "not an axis name"),
+            (r#"transparent-hugepages "a,b""#, "cannot be a value"),
+            (r#"transparent-hugepages #true"#, "cannot be a value"),
+            (
+                r#"sysctl "vm.swappiness" 1 as="threads""#,
+                "is already a parameter",
+            ),
+            (
+                r#"sysctl "vm.swappiness" 1; sysctl "vm.swappiness" 2 as="b""#,
+                "twice",
+            ),
+        ] {
+            let e = trials(host).expect_err(host);
+            assert!(e.contains(says), "{host}: {e}");
+        }
+    }
+}

@@ -166,7 +166,8 @@ impl FileParser<'_> {
                     "io-scheduler" => "io-scheduler \"none\" \"mq-deadline\"",
                     "transparent-hugepages" => "transparent-hugepages \"always\" \"never\"",
                     "sysctl" => "sysctl \"vm.swappiness\" 10 60",
-                    _ => "sysfs \"/sys/kernel/mm/transparent_hugepage/defrag\" \"always\" \"never\"",
+                    _ =>
+                        "sysfs \"/sys/kernel/mm/transparent_hugepage/defrag\" \"always\" \"never\"",
                 }
             ));
             self.push(p);
