@@ -147,6 +147,7 @@ mod tests {
             },
             study: "word-size".into(),
             replica: None,
+            host: Vec::new(),
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["study"], "word-size");
