@@ -228,7 +228,7 @@ pub struct HostSettingsGuard {
 }
 
 impl HostSettingsGuard {
-    /// Restore leftovers of killed runs ([`restore_leftovers`]), then set each of `settings`
+    /// Restore the leftovers of earlier trials ([`restore_leftovers`]), then set each of `settings`
     /// (checked, journalled, written, read back). On an error the settings already made are
     /// restored. `data` is the directory holding the server's data; `run_id` names the
     /// journal. Call it holding the machine's measurement lock.
@@ -244,7 +244,10 @@ impl HostSettingsGuard {
         if settings.is_empty() {
             return Ok(guard);
         }
-        restore_leftovers(crate::docker::cleanup::is_stale_run);
+        // the caller holds the measurement lock: no other trial's settings are in place, so
+        // every journal is a leftover (of a killed run, on a fleet node perhaps of a run
+        // whose id this machine cannot judge, or one whose restore failed)
+        restore_leftovers(|_| true);
         let mut planned = Vec::new();
         for s in settings {
             let file = check(&s.knob, &s.value, data)?;
