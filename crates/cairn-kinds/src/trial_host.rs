@@ -32,6 +32,20 @@ pub fn data_dir(runtimes: &Runtimes, sdef: &ServerDef) -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from("/var/lib/docker"))
 }
 
+/// Why the trial's servers do not run on this machine, whose settings cairn sets: a
+/// container engine reached over the network (`DOCKER_HOST=tcp://…`).
+fn elsewhere(sdef: &ServerDef) -> Option<String> {
+    if sdef.executor_or_default() == "process" {
+        return None;
+    }
+    let engine = cairn_exec::docker::docker_host();
+    (!engine.starts_with("unix://")).then(|| {
+        format!(
+            "the container engine is not on this machine (DOCKER_HOST={engine}): host settings are set where cairn runs, and its servers run elsewhere"
+        )
+    })
+}
+
 /// [`data_dir`] when a setting needs it (the I/O scheduler: its disk), else empty — so a
 /// trial setting only a sysctl never asks the container engine.
 fn data_dir_if_needed(
@@ -56,6 +70,14 @@ pub fn check(step: &Step) -> Result<(), CheckError> {
     if def.host.is_empty() {
         return Ok(());
     }
+    if let Some(why) = elsewhere(&def.server) {
+        let s = &def.host[0];
+        return Err(CheckError::new(
+            "host",
+            format!("{}={}", s.knob.describe(), s.value),
+            why,
+        ));
+    }
     let data = data_dir_if_needed(Runtimes::registered(), &def.server, &def.host);
     for s in &def.host {
         host_settings::check(&s.knob, &s.value, &data).map_err(|e| {
@@ -73,6 +95,9 @@ pub fn apply(ctx: &Env<'_>, step: &Step, sdef: &ServerDef) -> Result<InPlace, St
             guard: None,
             data: PathBuf::new(),
         });
+    }
+    if let Some(why) = elsewhere(sdef) {
+        return Err(StepError::permanent(why));
     }
     let data = data_dir_if_needed(&crate::host(ctx).runtimes, sdef, &def.host);
     let guard = HostSettingsGuard::apply(&def.host, &data, ctx.run_id)
