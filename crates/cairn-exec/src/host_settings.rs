@@ -225,6 +225,8 @@ fn write_verified(file: &Path, value: &str) -> Result<String, String> {
 pub struct HostSettingsGuard {
     applied: Vec<Applied>,
     journal: Option<PathBuf>,
+    /// What earlier trials had left in place and this one restored first (a killed run's).
+    pub leftovers: Vec<String>,
 }
 
 impl HostSettingsGuard {
@@ -240,6 +242,7 @@ impl HostSettingsGuard {
         let mut guard = HostSettingsGuard {
             applied: Vec::new(),
             journal: None,
+            leftovers: Vec::new(),
         };
         if settings.is_empty() {
             return Ok(guard);
@@ -247,7 +250,7 @@ impl HostSettingsGuard {
         // the caller holds the measurement lock: no other trial's settings are in place, so
         // every journal is a leftover (of a killed run, on a fleet node perhaps of a run
         // whose id this machine cannot judge, or one whose restore failed)
-        restore_leftovers(|_| true);
+        guard.leftovers = restore_leftovers(|_| true);
         let mut planned = Vec::new();
         for s in settings {
             let file = check(&s.knob, &s.value, data)?;

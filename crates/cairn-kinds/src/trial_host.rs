@@ -123,6 +123,7 @@ impl InPlace {
             return Ok(None);
         };
         let applied = guard.applied().to_vec();
+        let leftovers = std::mem::take(&mut guard.leftovers);
         let errors = guard.restore();
         if !errors.is_empty() {
             return Err(failed(format!(
@@ -133,6 +134,10 @@ impl InPlace {
         let mut record = json!({ "settings": applied, "restored": true });
         if !self.data.as_os_str().is_empty() {
             record["data_dir"] = json!(self.data);
+        }
+        if !leftovers.is_empty() {
+            // the machine was found with a killed run's settings, put back before this trial
+            record["restored_first"] = json!(leftovers);
         }
         Ok(Some(record))
     }
