@@ -1,6 +1,7 @@
 //! End-to-end: a trials block's host setting (`io-scheduler`) on a real MariaDB trial — set
 //! before the server starts and read back, recorded, and restored after a normal run, after
-//! Ctrl-C mid-trial, and (from its journal) by `cairn clean` after a SIGKILL. The machine
+//! Ctrl-C mid-trial, and (from its journal) by `cairn clean` or the next trial after a
+//! SIGKILL. The machine
 //! must let cairn set its disk's scheduler (root, a writable /sys) and offer two of them;
 //! where it does not, the test says so and passes.
 
@@ -161,5 +162,35 @@ fn cairn_clean_restores_what_a_killed_trial_set() {
                 .starts_with(&format!("run-{pid}-"))))
             .unwrap_or(false),
         "its journal is gone"
+    );
+}
+
+#[test]
+fn the_next_trial_restores_what_a_killed_trial_set_first() {
+    let _alone = host_alone();
+    let Some((file, before, other)) = settable() else {
+        return;
+    };
+    // the next run removes the killed run's containers: no other test's may be in between
+    let _engine = engine_exclusive();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &plan("e2e-host-settings-next", "5m", &other));
+    let (live, _pid) = trial_running(sb.run("plan.kdl").spawn());
+    live.signal(libc::SIGKILL);
+    let _ = live.finish(Duration::from_secs(60));
+    assert_eq!(schedulers(&file).0, other, "a SIGKILL restores nothing");
+    // the same trial, short: it finds the killed run's journal, restores it, then sets its own
+    sb.write("plan.kdl", &plan("e2e-host-settings-next", "1s", &other));
+    sb.run_ok("plan.kdl", &[]);
+    assert_eq!(schedulers(&file).0, before, "restored after the run");
+    let rec = sb.record("trial/t/s");
+    let h = &rec["extra"]["host_settings"];
+    assert_eq!(h["settings"][0]["previous"], before.as_str(), "{h}");
+    assert!(
+        h["restored_first"].as_array().is_some_and(|r| r
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.ends_with(&before)))),
+        "{h}"
     );
 }
