@@ -1,9 +1,8 @@
 //! End-to-end: a trials block's host setting (`io-scheduler`) on a real MariaDB trial — set
 //! before the server starts and read back, recorded, and restored after a normal run, after
 //! Ctrl-C mid-trial, and (from its journal) by `cairn clean` or the next trial after a
-//! SIGKILL. The machine
-//! must let cairn set its disk's scheduler (root, a writable /sys) and offer two of them;
-//! where it does not, the test says so and passes.
+//! SIGKILL. The machine must let cairn set its disk's scheduler (root, a writable /sys) and
+//! offer two of them; where it does not, the test says so and passes.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
