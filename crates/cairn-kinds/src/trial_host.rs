@@ -78,7 +78,19 @@ pub fn check(step: &Step) -> Result<(), CheckError> {
             why,
         ));
     }
-    let data = data_dir_if_needed(Runtimes::registered(), &def.server, &def.host);
+    // every trial of a plan asks the same engine: ask it once
+    static CHECKED_DATA: std::sync::OnceLock<(String, PathBuf)> = std::sync::OnceLock::new();
+    let executor = def.server.executor_or_default().to_string();
+    let data = match CHECKED_DATA.get() {
+        Some((e, d)) if *e == executor => d.clone(),
+        _ => {
+            let d = data_dir_if_needed(Runtimes::registered(), &def.server, &def.host);
+            if !d.as_os_str().is_empty() {
+                let _ = CHECKED_DATA.set((executor, d.clone()));
+            }
+            d
+        }
+    };
     for s in &def.host {
         host_settings::check(&s.knob, &s.value, &data).map_err(|e| {
             CheckError::new("host", format!("{}={}", s.knob.describe(), s.value), e)
