@@ -10,6 +10,7 @@ mod cli;
 mod efficiency;
 mod failure;
 mod faults;
+mod host_settings;
 mod images;
 mod kill;
 mod lifecycle;

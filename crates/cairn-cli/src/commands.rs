@@ -764,6 +764,14 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
             println!("cancelled Slurm job {id} (of run {run}, which is gone)");
         }
     }
+    // host settings a killed trial left in place (its journal): back to what they were
+    let host_settings =
+        cairn_exec::host_settings::restore_leftovers(cairn_exec::docker::cleanup::is_stale_run);
+    if !cli.json {
+        for h in &host_settings {
+            println!("restored host setting {h} (left by a run that is gone)");
+        }
+    }
     let rep = match cairn_exec::docker::Docker::connect()
         .and_then(|docker| cairn_exec::docker::cleanup::clean_all(&docker))
     {
@@ -778,9 +786,13 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
     if cli.json {
         println!(
             "{}",
-            json!({"containers": rep.containers, "networks": rep.networks, "socket_dirs": socket_dirs, "slurm_jobs": jobs.iter().map(|(id, _)| id).collect::<Vec<_>>()})
+            json!({"containers": rep.containers, "networks": rep.networks, "socket_dirs": socket_dirs, "slurm_jobs": jobs.iter().map(|(id, _)| id).collect::<Vec<_>>(), "host_settings": host_settings})
         );
-    } else if rep.is_empty() && socket_dirs.is_empty() && jobs.is_empty() {
+    } else if rep.is_empty()
+        && socket_dirs.is_empty()
+        && jobs.is_empty()
+        && host_settings.is_empty()
+    {
         println!("nothing to clean: no cairn containers, networks or socket directories");
     } else {
         for c in &rep.containers {

@@ -102,6 +102,12 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
     let (what, name) = (e.what, e.name.as_str());
     match what {
         "analysis" | "claim" => (analysis_loc(plan, step, what, name), format!("`{name}`")),
+        "host" => (
+            trials
+                .and_then(|t| cairn_plan::host_factors::value_loc(t, name))
+                .unwrap_or(step.loc),
+            "this machine cannot set this".into(),
+        ),
         "" => match (step.kind, workload, ds) {
             (StepKind::DATASET, _, Some(d)) => (d.generator.loc, "this generator".into()),
             (_, Some(w), _) => (w.test.loc, "for this workload".into()),

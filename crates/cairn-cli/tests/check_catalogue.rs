@@ -70,7 +70,31 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
                 ),
                 "this host runs <this host's architectures>;",
             );
+        // the disk holding the data and the schedulers it offers are this host's
+        let rendered = match data_disk_offers() {
+            Some(offers) => {
+                rendered.replace(&offers, "(<the data's disk>) offers: <its schedulers>")
+            }
+            None => rendered,
+        };
         let name = file.trim_end_matches(".kdl");
         insta::assert_snapshot!(name, rendered);
     }
+}
+
+/// How a refused I/O scheduler names this host's disk holding the process executor's data
+/// (the temp directory) and the schedulers it offers: `(vda, under /tmp) offers: none, …`.
+fn data_disk_offers() -> Option<String> {
+    let tmp = std::env::temp_dir();
+    let (disk, file) = cairn_exec::host_settings::disk_of(&tmp).ok()?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let offered: Vec<&str> = text
+        .split_whitespace()
+        .map(|w| w.trim_start_matches('[').trim_end_matches(']'))
+        .collect();
+    Some(format!(
+        "({disk}, under {}) offers: {}",
+        tmp.display(),
+        offered.join(", ")
+    ))
 }

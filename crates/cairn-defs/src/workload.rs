@@ -45,6 +45,10 @@ pub struct TrialStepDef {
     /// other trial stay as they were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<crate::lifecycle::LifecycleDef>,
+    /// The host settings it is measured under (the trials block's `io-scheduler`, `sysctl`,
+    /// …): absent when it declares none, so no other trial's key changes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<crate::host_setting::HostSettingDef>,
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
@@ -148,6 +152,7 @@ mod tests {
             study: "word-size".into(),
             replica: None,
             lifecycle: None,
+            host: Vec::new(),
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["study"], "word-size");

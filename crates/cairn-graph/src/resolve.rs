@@ -519,8 +519,9 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
         let Some(w) = workloads.get(t.workload.as_str()) else {
             continue; // validated by cairn-plan
         };
-        let axes = expand::varying_axes(&w.params);
-        let points = expand::points(&w.params);
+        let shown = crate::trial_factors::shown_axes(t, w);
+        let axes: Vec<&str> = shown.iter().map(String::as_str).collect();
+        let points = crate::trial_factors::trial_points(t, w);
         let replicas = replicas(t, &servers);
         for sname in &t.servers {
             let Some(server) = servers.get(sname.as_str()) else {
@@ -589,7 +590,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     s.params = point.clone();
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),
-                        workload: workload_def(w, point),
+                        workload: workload_def(w, &crate::trial_factors::workload_point(w, point)),
                         // declared reuse: the measurements another study made
                         study: t
                             .measured_by
@@ -599,6 +600,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                             .contains(sname.as_str())
                             .then(|| sname.value.clone()),
                         lifecycle: crate::lifecycle::lifecycle_def(t),
+                        host: crate::trial_factors::host_settings(t, point),
                     });
                     s.code = trial_code(
                         StepKind::TRIAL.code_version(),

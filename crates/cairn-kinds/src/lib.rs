@@ -23,6 +23,7 @@ pub mod series_plot;
 pub mod server_run;
 pub mod tools;
 pub mod trial_efficiency;
+pub mod trial_host;
 pub mod trial_points;
 pub mod trial_runs;
 pub mod trial_settle;

@@ -497,6 +497,17 @@ fn parameters_item(params: &BTreeMap<String, ParamValue>) -> Option<Item> {
     Some(Item::new(text))
 }
 
+/// The block's factors at one value that are not its workload's parameters (a host
+/// setting: `io-scheduler = none`): settings of the design all the same, which the workload's
+/// definition does not hold.
+fn fixed_factors(matrix: &BTreeMap<&str, Vec<String>>, w: &cairn_defs::WorkloadDef) -> Vec<String> {
+    matrix
+        .iter()
+        .filter(|(k, v)| v.len() == 1 && !w.params.contains_key(**k))
+        .map(|(k, v)| format!("{k} = {}", v[0]))
+        .collect()
+}
+
 /// One trials block: its workload at its matrix, the driver and where it ran, the dataset,
 /// the passes and when.
 fn block_design(
@@ -519,6 +530,7 @@ fn block_design(
             trial_points::push_unique(values, display_value(v));
         }
     }
+    let fixed_factors = fixed_factors(&matrix, w);
     matrix.retain(|_, v| v.len() > 1);
     let mut head = Inline::plain("Trials ")
         .code(&block.name)
@@ -549,6 +561,7 @@ fn block_design(
     for (k, v) in w.driver_props.iter() {
         settings.push(format!("{k} = {}", shown(v)));
     }
+    settings.extend(fixed_factors);
     if !settings.is_empty() {
         head = head.text(format!("; {}", settings.join(", ")));
     }
@@ -954,6 +967,23 @@ mod parameter_tests {
                 _ => String::new(),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_host_setting_at_one_value_is_a_setting_of_the_design() {
+        let w = cairn_defs::WorkloadDef {
+            params: serde_json::json!({"threads": 1})
+                .as_object()
+                .unwrap()
+                .clone(),
+            ..Default::default()
+        };
+        let matrix = BTreeMap::from([
+            ("threads", vec!["1".to_string()]),
+            ("io-scheduler", vec!["none".to_string()]),
+            ("vm.swappiness", vec!["1".to_string(), "60".to_string()]),
+        ]);
+        assert_eq!(fixed_factors(&matrix, &w), ["io-scheduler = none"]);
     }
 
     #[test]

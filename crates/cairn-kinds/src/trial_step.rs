@@ -103,6 +103,8 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
             failed(e)
         }
     })?;
+    // set after the machine is this trial's, restored after its server stops (on every path)
+    let host_settings = crate::trial_host::apply(ctx, step, &setup.sdef)?;
     let mut server = TrialServer::start(ctx, step, &setup)?;
     let status_target = server.status_target();
     let settled = lifecycle::settle(ctx, step, &mut server, &status_target)?;
@@ -121,6 +123,7 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         .discard()
         .map_err(|e| failed(format!("stopping the server: {e}")))?;
     let stop_ms = ms(t_stop);
+    let host_record = host_settings.restore()?;
 
     let server_json = server_output(
         &server.verification,
@@ -140,6 +143,9 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         measured.efficiency,
     );
     lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
+    if let Some(h) = host_record {
+        extra.insert("host_settings".into(), h);
+    }
     // the trial's time spent measuring (warmup and measured window, as the driver timed
     // them) against everything around it (restore, start, checks, status reads, stop)
     let measuring_ms = measured.measuring_ms;
@@ -572,7 +578,8 @@ impl cairn_engine::Kind for TrialKind {
             .map_err(|e| crate::check_error(cairn_workload::Error::Invalid(e)))?;
         check(step, dataset.as_ref())
             .map(|_| ())
-            .map_err(crate::check_error)
+            .map_err(crate::check_error)?;
+        crate::trial_host::check(step)
     }
 
     fn unavailable(&self, env: &Env<'_>, step: &Step) -> Option<String> {

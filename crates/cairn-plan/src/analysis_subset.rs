@@ -70,7 +70,11 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
                 }
             }
         }
-        for p in workload.into_iter().flat_map(|w| &w.params) {
+        for p in workload
+            .into_iter()
+            .flat_map(|w| &w.params)
+            .chain(t.host_axes())
+        {
             let values = d.params.entry(p.name.value.clone()).or_default();
             for v in &p.values {
                 let v = v.value.to_string();

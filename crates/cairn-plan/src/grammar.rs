@@ -109,6 +109,10 @@ pub(crate) const TRIALS_CHILDREN: &[&str] = &[
     "measured-by",
     "settle",
     "runs",
+    "io-scheduler",
+    "transparent-hugepages",
+    "sysctl",
+    "sysfs",
 ];
 pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "dataset",
@@ -118,7 +122,11 @@ pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "measured-by",
     "settle",
     "runs",
+    "io-scheduler",
+    "transparent-hugepages",
 ];
+/// The properties of a trials block's `sysctl` and `sysfs` (`as="name"`: their axis's name).
+pub(crate) const HOST_SETTING_PROPS: &[&str] = &["as"];
 pub(crate) const PASSES_PROPS: &[&str] = &["min", "max", "until-ci", "until", "metric"];
 /// What `until=` may say.
 pub(crate) const PASSES_UNTIL: &[&str] = &["decided"];
@@ -333,6 +341,8 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
             prop_values: vec![("until", PASSES_UNTIL.to_vec())],
             ..spec("trials/passes").props(PASSES_PROPS)
         },
+        spec("trials/sysctl").props(HOST_SETTING_PROPS),
+        spec("trials/sysfs").props(HOST_SETTING_PROPS),
         spec("analysis").children(ANALYSIS_CHILDREN, &[]),
         spec("analysis/where").any_props(),
         spec("analysis/exclude").any_props(),

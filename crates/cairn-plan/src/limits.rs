@@ -231,6 +231,10 @@ pub fn trials_expansion(
             workload.map_or(1, |w| matrix_points(&w.params)),
             "workload points",
         ),
+        (
+            matrix_points(&trials.host_axes().cloned().collect::<Vec<_>>()),
+            "host settings",
+        ),
         // an adaptive block resolves to `max` passes (those beyond `min` are conditional)
         (u128::from(trials.passes.value.max), "passes"),
     ])

@@ -356,6 +356,10 @@ pub struct Trials {
         skip_serializing_if = "crate::lifecycle::Lifecycle::is_default"
     )]
     pub lifecycle: crate::lifecycle::Lifecycle,
+    /// Host settings as factors (`io-scheduler "none" "mq-deadline"`, `sysctl …`): each an
+    /// axis multiplying the workload's matrix points ([`crate::host_factors`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<crate::host_factors::HostFactor>,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

@@ -15,6 +15,7 @@ use crate::values::{parse_duration, parse_percentage, parse_size};
 
 mod build;
 mod lifecycle;
+mod host_factor_nodes;
 
 /// Free-form `key=value` properties of a node.
 type Props = BTreeMap<String, Sp<Value>>;
@@ -1291,6 +1292,7 @@ impl FileParser<'_> {
         let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
         let mut measured_by = None;
         let mut lifecycle = crate::lifecycle::Lifecycle::default();
+        let mut host = Vec::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1308,6 +1310,9 @@ impl FileParser<'_> {
                 "passes" => passes = self.trial_passes(c),
                 "measured-by" => measured_by = self.study_name(c),
                 "settle" | "runs" => self.lifecycle_child(c, &mut lifecycle),
+                "io-scheduler" | "transparent-hugepages" | "sysctl" | "sysfs" => {
+                    host.extend(self.host_factor(c))
+                }
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1354,6 +1359,7 @@ impl FileParser<'_> {
                 seed,
                 measured_by,
                 lifecycle,
+                host,
             });
         }
     }

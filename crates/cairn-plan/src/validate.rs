@@ -30,6 +30,7 @@ pub(crate) fn validate(
         host_files(plan, r);
     }
     figure_names(plan, r);
+    crate::host_factors::check_axis_names(plan, r);
     crate::analysis_subset::check(plan, r);
     let image_edges: Vec<(String, Option<Sp<String>>)> = plan
         .images
