@@ -54,10 +54,16 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
             .workloads
             .iter()
             .find(|w| w.name.value == t.workload.value);
-        for p in workload.into_iter().flat_map(|w| &w.params) {
-            let values = d.params.entry(p.name.value.clone()).or_default();
-            for v in &p.values {
-                let v = v.value.to_string();
+        let factor = crate::trial_cpus::values(t);
+        let factor = (!factor.is_empty()).then_some((crate::trial_cpus::FACTOR, factor));
+        let workload_axes = workload.into_iter().flat_map(|w| &w.params).map(|p| {
+            let values: Vec<Value> = p.values.iter().map(|v| v.value.clone()).collect();
+            (p.name.value.as_str(), values)
+        });
+        for (name, vs) in workload_axes.chain(factor) {
+            let values = d.params.entry(name.to_string()).or_default();
+            for v in vs {
+                let v = v.to_string();
                 if !values.contains(&v) {
                     values.push(v);
                 }

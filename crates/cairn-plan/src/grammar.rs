@@ -75,8 +75,16 @@ pub(crate) const TRIALS_CHILDREN: &[&str] = &[
     "passes",
     "seed",
     "measured-by",
+    "cpus",
 ];
-pub(crate) const TRIALS_SINGLE: &[&str] = &["dataset", "workload", "passes", "seed", "measured-by"];
+pub(crate) const TRIALS_SINGLE: &[&str] = &[
+    "dataset",
+    "workload",
+    "passes",
+    "seed",
+    "measured-by",
+    "cpus",
+];
 pub(crate) const PASSES_PROPS: &[&str] = &["min", "max", "until-ci", "until", "metric"];
 /// What `until=` may say.
 pub(crate) const PASSES_UNTIL: &[&str] = &["decided"];

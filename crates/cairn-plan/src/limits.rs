@@ -231,6 +231,7 @@ pub fn trials_expansion(
             workload.map_or(1, |w| matrix_points(&w.params)),
             "workload points",
         ),
+        (trials.cpus.len().max(1) as u128, "CPU counts"),
         // an adaptive block resolves to `max` passes (those beyond `min` are conditional)
         (u128::from(trials.passes.value.max), "passes"),
     ])

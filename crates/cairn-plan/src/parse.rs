@@ -1,5 +1,7 @@
 //! One KDL document → the declarations it holds, checking each node's shape and value types.
 
+mod cpu_factor;
+
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -1147,11 +1149,7 @@ impl FileParser<'_> {
                     }
                     s.link = Some(Sp::new(link, self.name_loc(c)));
                 }
-                "cpus" => {
-                    self.props_only(c, &[]);
-                    self.no_children(c);
-                    s.cpus = self.single_arg(c).and_then(|e| self.stringish(e));
-                }
+                "cpus" => s.cpus = self.server_cpuset(c),
                 "memory" => {
                     self.props_only(c, &[]);
                     self.no_children(c);
@@ -1452,6 +1450,7 @@ impl FileParser<'_> {
         let mut saw_servers = false;
         let (mut dataset, mut workload, mut passes, mut seed) = (None, None, None, None);
         let mut measured_by = None;
+        let mut cpus = Vec::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1468,6 +1467,7 @@ impl FileParser<'_> {
                 "workload" => workload = self.one_string(c),
                 "passes" => passes = self.trial_passes(c),
                 "measured-by" => measured_by = self.study_name(c),
+                "cpus" => cpus = self.cpu_counts(c),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1513,6 +1513,7 @@ impl FileParser<'_> {
                 passes,
                 seed,
                 measured_by,
+                cpus,
             });
         }
     }

@@ -32,6 +32,7 @@ pub(crate) fn validate(plan: &mut Plan, declared: &Declared, r: &mut Reporter, o
     expansion_limits(plan, r);
     resolve_images(plan, &bad_images);
     resolve_servers(plan, &bad_servers);
+    crate::trial_cpus::check(plan, r);
 }
 
 /// Every figure the plan names — an analysis's `metric`, a claim's `metric`, the `metric` an
