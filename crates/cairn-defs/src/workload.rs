@@ -41,6 +41,11 @@ pub struct TrialStepDef {
     /// otherwise, so the keys of every other trial do not depend on names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The number of CPUs the server is measured on (the trials block's `cpus` factor): the
+    /// trial gives its server a cpuset of that many of the machine's CPUs. Absent without
+    /// the factor, so no other trial's key changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
@@ -143,12 +148,15 @@ mod tests {
             },
             study: "word-size".into(),
             replica: None,
+            cpus: None,
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["study"], "word-size");
         assert_eq!(v["workload"]["params"]["clients"], 4);
         // no replica, no field: keys made before replicas existed stay valid
         assert!(v.get("replica").is_none());
+        // no CPU factor, no field: keys made before the factor stay valid
+        assert!(v.get("cpus").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);
         // a record made before trials were keyed by their study still reads
         let mut old = serde_json::to_value(&def).unwrap();

@@ -516,8 +516,8 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
         let Some(w) = workloads.get(t.workload.as_str()) else {
             continue; // validated by cairn-plan
         };
-        let axes = expand::varying_axes(&w.params);
-        let points = expand::points(&w.params);
+        let axes = crate::trial_factors::varying_axes(t, w);
+        let points = crate::trial_factors::trial_points(t, w);
         let replicas = replicas(t, &servers);
         for sname in &t.servers {
             let Some(server) = servers.get(sname.as_str()) else {
@@ -586,7 +586,8 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     s.params = point.clone();
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),
-                        workload: workload_def(w, point),
+                        // the block's factors are not the workload's: its driver never sees them
+                        workload: workload_def(w, &crate::trial_factors::workload_point(t, point)),
                         // declared reuse: the measurements another study made
                         study: t
                             .measured_by
@@ -595,6 +596,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                         replica: replicas
                             .contains(sname.as_str())
                             .then(|| sname.value.clone()),
+                        cpus: cairn_plan::trial_cpus::count_at(point),
                     });
                     s.code = trial_code(
                         StepKind::TRIAL.code_version(),
