@@ -21,6 +21,7 @@ pub mod series_csv;
 pub mod series_plot;
 pub mod server_run;
 pub mod tools;
+pub mod trial_cpus;
 pub mod trial_efficiency;
 pub mod trial_points;
 pub mod trial_step;

@@ -113,6 +113,10 @@ pub fn check_server(def: &ServerDef) -> Result<(), cairn_workload::Error> {
         .map_err(|r| server_param(r.field, r.message))?;
     if let Some(cpus) = &def.cpus {
         check_cpuset(cpus).map_err(|e| server_param("cpus", e))?;
+        // a CPU the machine lacks would fail the container's start, or pin nothing
+        cairn_exec::cpu_sets::Usable::here()
+            .check_cpuset(cpus)
+            .map_err(|e| server_param("cpus", e))?;
     }
     for (key, value) in config_options(def, system) {
         system
@@ -346,6 +350,19 @@ impl LiveServer {
     /// the way the server's `connect` says). `None` if its runtime cannot run tools.
     pub fn tool_runner(&self) -> Option<crate::tools::RuntimeTools<'_>> {
         crate::tools::RuntimeTools::new(self.running())
+    }
+
+    /// The CPUs the server's process may run on, as the kernel reports it.
+    pub fn cpu_affinity(&self) -> Result<Vec<u32>, String> {
+        self.running().cpu_affinity()
+    }
+
+    /// Pin the external tools run beside the server to cpuset `cpus`.
+    pub fn pin_tools(&mut self, cpus: &str) -> Result<(), String> {
+        self.server
+            .as_mut()
+            .expect("running until stopped")
+            .pin_tools(cpus)
     }
 
     /// A reader of the server's CPU time and context switches, from its runtime.
