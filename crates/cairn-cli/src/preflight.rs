@@ -110,6 +110,8 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
         _ => {
             let loc = match what {
                 "option" | "env" | "server" => server_entry(plan, step, what, name),
+                // the trials block's own factor: at the value this step measures
+                "trials" => trials.map(|t| trials_factor_entry(t, step)),
                 // a registered kind's step (`step "…" kind="…" name=…`)
                 "property" => plan
                     .steps
@@ -136,6 +138,17 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
             (loc.unwrap_or(step.loc), label)
         }
     }
+}
+
+/// Where trials block `t` writes the `cpus` count `step` measures (the factor's first
+/// value when the step carries none; the block's name without the factor).
+fn trials_factor_entry(t: &cairn_plan::Trials, step: &Step) -> Loc {
+    let count = cairn_plan::trial_cpus::count_at(&step.params);
+    t.cpus
+        .iter()
+        .find(|c| Some(c.value) == count)
+        .or(t.cpus.first())
+        .map_or(t.name.loc, |c| c.loc)
 }
 
 /// Where the property `name` of an analysis or claim is written (its `kind` node for an

@@ -131,7 +131,7 @@ impl Usable {
             return Ok(());
         }
         Err(format!(
-            "the cpuset \"{set}\" names CPU {} that this machine does not give cairn: it gives cairn {}",
+            "the cpuset \"{set}\" names CPU {} that this machine does not give cairn (it gives {})",
             format_list(&missing),
             self.describe()
         ))
@@ -147,7 +147,7 @@ impl Usable {
         }
         if n > self.most() {
             return Err(format!(
-                "{count} CPUs is more than this machine gives cairn: it gives cairn {}",
+                "{count} CPUs are more than this machine gives cairn: {}",
                 self.describe()
             ));
         }
@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(both.server_cpuset(), "0-1");
         assert_eq!(both.clients_cpuset(), None, "shared");
         let e = two().place(3).unwrap_err();
-        assert!(e.contains("gives cairn 2 CPUs (0-1)"), "{e}");
+        assert!(e.contains("gives cairn: 2 CPUs (0-1)"), "{e}");
         assert!(two().place(0).is_err());
     }
 

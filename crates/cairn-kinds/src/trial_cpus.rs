@@ -28,7 +28,7 @@ pub fn placement(step: &Step) -> Result<Option<Placement>, cairn_workload::Error
     Usable::here()
         .place(count)
         .map(Some)
-        .map_err(|e| factor_error(format!("`cpus {count}`: {e}")))
+        .map_err(factor_error)
 }
 
 /// `sdef` with the cpuset of the trial's CPU count, checked as its runtime would start it
