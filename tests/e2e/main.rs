@@ -6,6 +6,7 @@ mod support;
 mod adaptive;
 mod cache;
 mod clean;
+mod cpus;
 mod cli;
 mod efficiency;
 mod failure;

@@ -79,12 +79,15 @@ impl Pinned {
         placement: Placement,
         live: &crate::server_run::LiveServer,
     ) -> Result<Pinned, String> {
-        let server = live.cpu_affinity()?;
+        Pinned::read_back(placement, live.cpu_affinity()?)
+    }
+
+    /// The placement against the server's affinity `server` as the kernel reported it.
+    fn read_back(placement: Placement, server: Vec<u32>) -> Result<Pinned, String> {
         if server != placement.server {
             return Err(format!(
-                "the server was asked to run on CPUs {} ({} CPUs) and runs on {}: the container engine did not apply the cpuset",
+                "the server was asked to run on CPUs {} and runs on {}: the container engine did not apply the cpuset",
                 placement.server_cpuset(),
-                placement.count,
                 format_list(&server)
             ));
         }
@@ -149,6 +152,24 @@ trials "t" { servers "a"; workload "w" }"#,
         def.server = sdef;
         s.definition = serde_json::to_value(&def).unwrap();
         s
+    }
+
+    #[test]
+    fn a_server_not_on_the_cpus_asked_fails_and_one_on_them_is_recorded() {
+        let two = Usable {
+            cpus: vec![0, 1],
+            quota: None,
+        };
+        let e = Pinned::read_back(two.place(1).unwrap(), vec![0, 1]).unwrap_err();
+        assert!(e.contains("asked to run on CPUs 0 and runs on 0-1"), "{e}");
+        let mut ok = Pinned::read_back(two.place(1).unwrap(), vec![0]).unwrap();
+        ok.clients_ran_on(vec![1]);
+        let r = ok.record(false);
+        assert_eq!(r["server_affinity"], "0");
+        assert_eq!(r["clients"], "1");
+        let shared = Pinned::read_back(two.place(2).unwrap(), vec![0, 1]).unwrap();
+        assert_eq!(shared.record(false)["clients"], "shared");
+        assert_eq!(shared.clients_cpus(), None);
     }
 
     #[test]
