@@ -53,7 +53,11 @@ fn each_cpu_count_runs_its_server_on_that_many_cpus_read_back() {
     cairn_testkit::mariadb_image();
     let cpus = usable();
     // 1 and every CPU there is (on a 1-CPU machine: only 1)
-    let counts: Vec<usize> = if cpus.len() > 1 { vec![1, cpus.len()] } else { vec![1] };
+    let counts: Vec<usize> = if cpus.len() > 1 {
+        vec![1, cpus.len()]
+    } else {
+        vec![1]
+    };
     let counts_text: Vec<String> = counts.iter().map(usize::to_string).collect();
     let sb = Sandbox::new();
     sb.write(
@@ -68,15 +72,18 @@ workload "external" {{ sysbench "oltp_point_select" tool="external"; threads 1; 
 trials "native" {{ servers "s"; dataset "sb"; workload "native"; cpus {} }}
 trials "external" {{ servers "s"; dataset "sb"; workload "external"; cpus 1 }}
 analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns="cpus" }}
-"#,
+{}"#,
             images(),
-            counts_text.join(" ")
+            counts_text.join(" "),
+            // a scaling curve needs two counts
+            if counts.len() > 1 {
+                r#"analysis "scaling" { trials "native"; scaling metric="tps" x="cpus" }"#
+            } else {
+                ""
+            }
         ),
     );
-    let r = sb
-        .cairn(["--json", "run", "plan.kdl"])
-        .guard(GUARD)
-        .run();
+    let r = sb.cairn(["--json", "run", "plan.kdl"]).guard(GUARD).run();
     r.expect_code(0);
     // one snapshot for every count and both blocks
     let datasets: Vec<String> = r
@@ -102,7 +109,9 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
         assert_eq!(rec["extra"]["params"]["cpus"], n, "{rec}");
         assert_eq!(rec["definition"]["cpus"], n, "{rec}");
         // the driver's parameters hold no `cpus`
-        assert!(rec["definition"]["workload"]["params"].get("cpus").is_none());
+        assert!(rec["definition"]["workload"]["params"]
+            .get("cpus")
+            .is_none());
         assert_eq!(placed["count"], n, "{placed}");
         // the server runs on the first n CPUs, as its process's affinity says
         let server = fmt(&cpus[..n]);
@@ -124,8 +133,15 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
     // the external tool's container is pinned to the CPUs left over
     let rec = sb.record("trial/external/s");
     let placed = &rec["extra"]["cpus"];
-    assert_eq!(placed["server_affinity"], fmt(&cpus[..1]).as_str(), "{placed}");
-    assert_eq!(placed["clients_driver"], "a container of the tool", "{placed}");
+    assert_eq!(
+        placed["server_affinity"],
+        fmt(&cpus[..1]).as_str(),
+        "{placed}"
+    );
+    assert_eq!(
+        placed["clients_driver"], "a container of the tool",
+        "{placed}"
+    );
     if cpus.len() > 1 {
         assert_eq!(placed["clients"], fmt(&cpus[1..]).as_str(), "{placed}");
     }
@@ -139,7 +155,9 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
     if cpus.len() > 1 {
         assert!(table.stdout.contains("cpus"), "{}", table.stdout);
         assert!(
-            table.stdout.contains(&format!("{first} (clients {})", fmt(&cpus[1..]))),
+            table
+                .stdout
+                .contains(&format!("{first} (clients {})", fmt(&cpus[1..]))),
             "{}",
             table.stdout
         );
@@ -151,7 +169,10 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
             table.stdout
         );
     }
-    let json = sb.cairn(["--json", "results", "plan.kdl"]).guard(GUARD).run();
+    let json = sb
+        .cairn(["--json", "results", "plan.kdl"])
+        .guard(GUARD)
+        .run();
     json.expect_code(0);
     assert!(
         json.json_lines()
@@ -167,4 +188,12 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
         .run();
     t.expect_code(0);
     assert!(t.stdout.contains("cpus"), "{}", t.stdout);
+    // a scaling curve over the count was drawn
+    if counts.len() > 1 {
+        assert!(
+            r.events().finished().contains("analysis/scaling"),
+            "{}",
+            r.stderr
+        );
+    }
 }

@@ -222,7 +222,9 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     // where a trial of the `cpus` factor ran, read back from its server
     let placed: Vec<Option<String>> = rows
         .iter()
-        .map(|r| crate::results_cpus::placed(r.record.as_ref().and_then(|rec| rec.extra.get("cpus"))))
+        .map(|r| {
+            crate::results_cpus::placed(r.record.as_ref().and_then(|rec| rec.extra.get("cpus")))
+        })
         .collect();
     let placed_col = placed.iter().any(Option::is_some);
     let mut header: Vec<String> = vec!["trials".into(), "server".into()];

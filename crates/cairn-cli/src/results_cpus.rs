@@ -18,10 +18,14 @@ mod tests {
 
     #[test]
     fn reads_the_affinity_read_back_and_the_clients() {
-        let cpus = serde_json::json!({"count": 1, "server": "0", "server_affinity": "0", "clients": "1"});
+        let cpus =
+            serde_json::json!({"count": 1, "server": "0", "server_affinity": "0", "clients": "1"});
         assert_eq!(placed(Some(&cpus)).as_deref(), Some("0 (clients 1)"));
         let shared = serde_json::json!({"count": 2, "server": "0-1", "server_affinity": "0-1", "clients": "shared"});
-        assert_eq!(placed(Some(&shared)).as_deref(), Some("0-1 (clients shared)"));
+        assert_eq!(
+            placed(Some(&shared)).as_deref(),
+            Some("0-1 (clients shared)")
+        );
         assert_eq!(placed(None), None);
     }
 }

@@ -74,8 +74,7 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
                         .join(", ")
                 ),
                 "this host runs <this host's architectures>;",
-            )
-;
+            );
         let name = file.trim_end_matches(".kdl");
         insta::assert_snapshot!(name, rendered);
     }

@@ -197,7 +197,11 @@ fn allowed_list(status: &std::path::Path) -> Result<Vec<u32>, String> {
 /// The CPUs process `pid` may run on, as the kernel says (`/proc/<pid>/status`): what a
 /// container's cpuset really gave its process.
 pub fn affinity_of(pid: u32) -> Result<Vec<u32>, String> {
-    allowed_list(&std::path::Path::new("/proc").join(pid.to_string()).join("status"))
+    allowed_list(
+        &std::path::Path::new("/proc")
+            .join(pid.to_string())
+            .join("status"),
+    )
 }
 
 /// The CPUs the calling thread may run on.
@@ -320,6 +324,9 @@ mod tests {
         assert_eq!(child, [first], "a thread started there inherits the pin");
         // the caller's own affinity is untouched
         assert_eq!(thread_affinity().unwrap(), here);
-        assert_eq!(affinity_of(std::process::id()).unwrap(), Usable::here().cpus);
+        assert_eq!(
+            affinity_of(std::process::id()).unwrap(),
+            Usable::here().cpus
+        );
     }
 }

@@ -19,7 +19,11 @@ fn keys(g: &StepGraph) -> Vec<(String, String, serde_json::Value)> {
             let fake: Vec<String> = s
                 .inputs
                 .iter()
-                .map(|i| blake3::hash(g.steps[i.from].address.as_bytes()).to_hex().to_string())
+                .map(|i| {
+                    blake3::hash(g.steps[i.from].address.as_bytes())
+                        .to_hex()
+                        .to_string()
+                })
                 .collect();
             let inputs: Vec<&str> = fake.iter().map(String::as_str).collect();
             (
@@ -71,8 +75,11 @@ fn without_the_factor_nothing_changes_and_with_one_count_the_addresses_stay() {
 #[test]
 fn each_count_is_a_point_and_all_read_one_dataset_step() {
     let g = graph(&plan("cpus 1 2"));
-    let trials: Vec<&cairn_graph::Step> =
-        g.steps.iter().filter(|s| s.kind == StepKind::TRIAL).collect();
+    let trials: Vec<&cairn_graph::Step> = g
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::TRIAL)
+        .collect();
     let addresses: Vec<&str> = trials.iter().map(|s| s.address.as_str()).collect();
     assert_eq!(
         addresses,
@@ -83,10 +90,22 @@ fn each_count_is_a_point_and_all_read_one_dataset_step() {
             "trial/t/a[cpus=2,threads=2]",
         ]
     );
-    assert_eq!(g.count(StepKind::DATASET), 1, "one snapshot for every count");
-    let dataset = g.steps.iter().find(|s| s.kind == StepKind::DATASET).unwrap();
+    assert_eq!(
+        g.count(StepKind::DATASET),
+        1,
+        "one snapshot for every count"
+    );
+    let dataset = g
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::DATASET)
+        .unwrap();
     for t in &trials {
-        assert!(t.inputs.iter().any(|i| i.from == dataset.id), "{}", t.address);
+        assert!(
+            t.inputs.iter().any(|i| i.from == dataset.id),
+            "{}",
+            t.address
+        );
         let count = t.trial_def().unwrap().cpus.unwrap();
         assert_eq!(t.params["cpus"], cairn_plan::Value::Int(i64::from(count)));
         // the driver's parameters hold no `cpus`
@@ -118,7 +137,11 @@ fn an_analysis_may_select_and_plot_by_the_count() {
         "{}\nanalysis \"two\" {{ where cpus=2; table metric=\"tps\" }}",
         plan("cpus 1 2")
     ));
-    let a = g.steps.iter().find(|s| s.kind == StepKind::ANALYSIS).unwrap();
+    let a = g
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::ANALYSIS)
+        .unwrap();
     let read: Vec<&str> = a
         .inputs
         .iter()

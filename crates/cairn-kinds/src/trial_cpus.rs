@@ -25,10 +25,7 @@ pub fn placement(step: &Step) -> Result<Option<Placement>, cairn_workload::Error
     let Some(count) = def.cpus else {
         return Ok(None);
     };
-    Usable::here()
-        .place(count)
-        .map(Some)
-        .map_err(factor_error)
+    Usable::here().place(count).map(Some).map_err(factor_error)
 }
 
 /// `sdef` with the cpuset of the trial's CPU count, checked as its runtime would start it
@@ -53,9 +50,13 @@ pub fn pin_server(step: &Step, sdef: ServerDef) -> Result<ServerDef, cairn_workl
         ..sdef
     };
     check_server(&pinned).map_err(|e| match e {
-        cairn_workload::Error::Param { what: "server", name, message } if name == "cpus" => {
-            factor_error(format!("the trials' `cpus` factor pins the server: {message}"))
-        }
+        cairn_workload::Error::Param {
+            what: "server",
+            name,
+            message,
+        } if name == "cpus" => factor_error(format!(
+            "the trials' `cpus` factor pins the server: {message}"
+        )),
         other => other,
     })?;
     Ok(pinned)
@@ -176,7 +177,10 @@ trials "t" { servers "a"; workload "w" }"#,
     fn without_the_factor_the_server_is_as_defined() {
         let s = step(None, ServerDef::default());
         assert!(placement(&s).unwrap().is_none());
-        assert_eq!(pin_server(&s, ServerDef::default()).unwrap(), ServerDef::default());
+        assert_eq!(
+            pin_server(&s, ServerDef::default()).unwrap(),
+            ServerDef::default()
+        );
     }
 
     #[test]
@@ -191,9 +195,16 @@ trials "t" { servers "a"; workload "w" }"#,
     fn a_count_beyond_the_machine_is_the_factors_error() {
         let s = step(Some(4096), ServerDef::default());
         match pin_server(&s, ServerDef::default()) {
-            Err(cairn_workload::Error::Param { what, name, message }) => {
+            Err(cairn_workload::Error::Param {
+                what,
+                name,
+                message,
+            }) => {
                 assert_eq!((what, name.as_str()), ("trials", "cpus"));
-                assert!(message.contains("more than this machine gives cairn"), "{message}");
+                assert!(
+                    message.contains("more than this machine gives cairn"),
+                    "{message}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -207,7 +218,11 @@ trials "t" { servers "a"; workload "w" }"#,
         };
         let s = step(Some(1), process.clone());
         match pin_server(&s, process) {
-            Err(cairn_workload::Error::Param { what, name, message }) => {
+            Err(cairn_workload::Error::Param {
+                what,
+                name,
+                message,
+            }) => {
                 assert_eq!((what, name.as_str()), ("trials", "cpus"));
                 assert!(message.contains("Docker executor"), "{message}");
             }

@@ -136,7 +136,10 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         setup.image.as_ref(),
         before.tls.as_ref(),
     );
-    let cpus = server.pinned.as_ref().map(|p| p.record(setup.is_external()));
+    let cpus = server
+        .pinned
+        .as_ref()
+        .map(|p| p.record(setup.is_external()));
     if let Some(cpus) = &cpus {
         server_json["cpus"] = cpus.clone();
     }

@@ -109,8 +109,10 @@ workload "w" { sysbench "oltp_read_only"; threads 1 8 }
             ("cpus 100000", "too large"),
             ("cpus", "at least one number"),
         ] {
-            let e = parse(&format!(r#"trials "t" {{ servers "a"; workload "w"; {bad} }}"#))
-                .expect_err(bad);
+            let e = parse(&format!(
+                r#"trials "t" {{ servers "a"; workload "w"; {bad} }}"#
+            ))
+            .expect_err(bad);
             assert!(e.contains(says), "{bad}: {e}");
         }
     }
@@ -150,9 +152,20 @@ analysis "y" { where threads=8; scaling metric="tps" x="cpus" }"#,
         let points = with_factor(t, vec![p(1), p(8)]);
         let shown: Vec<(Option<u32>, i64)> = points
             .iter()
-            .map(|q| (count_at(q), match q["threads"] { Value::Int(n) => n, _ => 0 }))
+            .map(|q| {
+                (
+                    count_at(q),
+                    match q["threads"] {
+                        Value::Int(n) => n,
+                        _ => 0,
+                    },
+                )
+            })
             .collect();
-        assert_eq!(shown, [(Some(1), 1), (Some(2), 1), (Some(1), 8), (Some(2), 8)]);
+        assert_eq!(
+            shown,
+            [(Some(1), 1), (Some(2), 1), (Some(1), 8), (Some(2), 8)]
+        );
         // no factor: the points as they were
         let plain = parse(r#"trials "t" { servers "a"; workload "w" }"#).unwrap();
         assert_eq!(with_factor(&plain.trials[0], vec![p(1)]), vec![p(1)]);
