@@ -549,9 +549,21 @@ mod tests {
             ("x", false),
             ("0,", false),
         ] {
-            def.cpus = Some(cpus.into());
-            assert_eq!(check_server(&def).is_ok(), ok, "{cpus}");
+            assert_eq!(check_cpuset(cpus).is_ok(), ok, "{cpus}");
         }
+        // a cpuset is held to the CPUs this machine gives cairn
+        let first = cairn_exec::cpu_sets::Usable::here().cpus[0];
+        def.cpus = Some(first.to_string());
+        assert!(check_server(&def).is_ok());
+        def.cpus = Some("65000".into());
+        let e = check_server(&def).unwrap_err();
+        assert!(
+            matches!(&e, cairn_workload::Error::Param { what: "server", name, .. } if name == "cpus"),
+            "{e:?}"
+        );
+        def.cpus = Some("x".into());
+        assert!(check_server(&def).is_err());
+        def.cpus = Some(first.to_string());
         def.executor = Some("process".into());
         let e = check_server(&def).unwrap_err();
         assert!(
