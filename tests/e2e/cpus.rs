@@ -197,3 +197,30 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
         );
     }
 }
+
+#[test]
+fn check_refuses_a_count_the_machine_cannot_give_at_its_value() {
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-cpus-check"
+import "{}"
+server "s" {{ image "mariadb-bookworm" }}
+dataset "sb" {{ sysbench tables=1 rows=200 }}
+workload "w" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
+trials "t" {{ servers "s"; dataset "sb"; workload "w"; cpus 1 4096 }}
+"#,
+            images()
+        ),
+    );
+    let r = sb.cairn(["check", "plan.kdl"]).guard(GUARD).run();
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains("4096 CPUs are more than this machine gives cairn"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("plan.kdl:6:"), "{}", r.stderr);
+}
