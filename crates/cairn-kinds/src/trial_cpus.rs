@@ -55,7 +55,8 @@ pub fn pin_server(step: &Step, sdef: ServerDef) -> Result<ServerDef, cairn_workl
             name,
             message,
         } if name == "cpus" => factor_error(format!(
-            "the trials' `cpus` factor pins the server: {message}"
+            "the trials' `cpus` factor pins the server to CPUs, which the `{}` executor cannot ({message})",
+            pinned.executor_or_default()
         )),
         other => other,
     })?;
