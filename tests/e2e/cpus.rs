@@ -58,7 +58,12 @@ fn each_cpu_count_runs_its_server_on_that_many_cpus_read_back() {
     } else {
         vec![1]
     };
-    let counts_text: Vec<String> = counts.iter().map(usize::to_string).collect();
+    let mut counts_text: Vec<String> = counts.iter().map(usize::to_string).collect();
+    // and a named set: the last CPU alone (the clients then run on the others)
+    let last = *cpus.last().unwrap();
+    if cpus.len() > 1 {
+        counts_text.push(format!("last=\"{last}\""));
+    }
     let sb = Sandbox::new();
     sb.write(
         "plan.kdl",
@@ -77,7 +82,7 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
             counts_text.join(" "),
             // a scaling curve needs two counts
             if counts.len() > 1 {
-                r#"analysis "scaling" { trials "native"; scaling metric="tps" x="cpus" }"#
+                r#"analysis "scaling" { trials "native"; exclude cpus="last"; scaling metric="tps" x="cpus" }"#
             } else {
                 ""
             }
@@ -129,6 +134,27 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
         let server_json: Value =
             serde_json::from_str(&sb.output_text(&address, "server.json")).expect("server.json");
         assert_eq!(&server_json["cpus"], placed, "{server_json}");
+    }
+    // the named set: the server on exactly its CPUs, the clients on the others
+    if cpus.len() > 1 {
+        let rec = sb.record("trial/native/s[cpus=last]");
+        let placed = &rec["extra"]["cpus"];
+        assert_eq!(rec["extra"]["params"]["cpus"], "last", "{rec}");
+        assert_eq!(
+            rec["definition"]["cpuset"],
+            last.to_string().as_str(),
+            "{rec}"
+        );
+        assert_eq!(
+            placed["server_affinity"],
+            last.to_string().as_str(),
+            "{placed}"
+        );
+        assert_eq!(
+            placed["clients"],
+            fmt(&cpus[..cpus.len() - 1]).as_str(),
+            "{placed}"
+        );
     }
     // the external tool's container is pinned to the CPUs left over
     let rec = sb.record("trial/external/s");

@@ -140,13 +140,10 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
     }
 }
 
-/// Where trials block `t` writes the `cpus` count `step` measures (the factor's first
+/// Where trials block `t` writes the `cpus` value `step` measures (the factor's first
 /// value when the step carries none; the block's name without the factor).
 fn trials_factor_entry(t: &cairn_plan::Trials, step: &Step) -> Loc {
-    let count = cairn_plan::trial_cpus::count_at(&step.params);
-    t.cpus
-        .iter()
-        .find(|c| Some(c.value) == count)
+    cairn_plan::trial_cpus::choice_at(t, &step.params)
         .or(t.cpus.first())
         .map_or(t.name.loc, |c| c.loc)
 }

@@ -1,5 +1,6 @@
 //! CPU sets on this machine, for the trials' `cpus` factor: which CPUs cairn may hand out,
-//! a cpuset of N of them for a trial's server with the rest for its clients, a server's
+//! a cpuset of N of them (or a named set) for a trial's server with the rest for its
+//! clients, a server's
 //! cpuset checked against them, and the affinity a process really runs with, read back.
 //!
 //! The CPUs cairn may hand out are those its own process may run on (`Cpus_allowed_list`
@@ -158,6 +159,24 @@ impl Usable {
             clients: (!rest.is_empty()).then(|| rest.to_vec()),
         })
     }
+
+    /// Where a trial's server on exactly the CPUs of `set` and its clients run: the clients
+    /// on the usable CPUs outside it (or on the server's when none are left).
+    pub fn place_set(&self, set: &str) -> Result<Placement, String> {
+        self.check_cpuset(set)?;
+        let server = parse_list(set)?;
+        let rest: Vec<u32> = self
+            .cpus
+            .iter()
+            .copied()
+            .filter(|c| !server.contains(c))
+            .collect();
+        Ok(Placement {
+            count: server.len() as u32,
+            server,
+            clients: (!rest.is_empty()).then_some(rest),
+        })
+    }
 }
 
 /// A trial's server cpuset and where its clients run.
@@ -290,6 +309,19 @@ mod tests {
         let e = two().place(3).unwrap_err();
         assert!(e.contains("gives cairn: 2 CPUs (0-1)"), "{e}");
         assert!(two().place(0).is_err());
+    }
+
+    #[test]
+    fn a_named_set_is_the_servers_and_the_clients_get_the_others() {
+        let four = Usable {
+            cpus: vec![0, 1, 2, 3],
+            quota: None,
+        };
+        let cores = four.place_set("0,2").unwrap();
+        assert_eq!((cores.count, cores.server_cpuset()), (2, "0,2".to_string()));
+        assert_eq!(cores.clients_cpuset().as_deref(), Some("1,3"));
+        assert_eq!(four.place_set("0-3").unwrap().clients, None);
+        assert!(four.place_set("4").is_err());
     }
 
     #[test]

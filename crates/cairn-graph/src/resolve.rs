@@ -596,7 +596,8 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                         replica: replicas
                             .contains(sname.as_str())
                             .then(|| sname.value.clone()),
-                        cpus: cairn_plan::trial_cpus::count_at(point),
+                        cpus: crate::trial_factors::cpu_count(t, point),
+                        cpuset: crate::trial_factors::cpu_set(t, point),
                     });
                     s.code = trial_code(
                         StepKind::TRIAL.code_version(),

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use cairn_plan::{trial_cpus, Trials, Value, Workload};
+use cairn_plan::trial_cpus::{self, CpuChoice};
+use cairn_plan::{Trials, Value, Workload};
 
 use crate::expand;
 
@@ -32,4 +33,20 @@ pub fn workload_point(t: &Trials, point: &BTreeMap<String, Value>) -> BTreeMap<S
         p.remove(trial_cpus::FACTOR);
     }
     p
+}
+
+/// The number of CPUs block `t` gives the server at `point`, if its factor says a count.
+pub fn cpu_count(t: &Trials, point: &BTreeMap<String, Value>) -> Option<u32> {
+    match &trial_cpus::choice_at(t, point)?.value {
+        CpuChoice::Count(n) => Some(*n),
+        CpuChoice::Set { .. } => None,
+    }
+}
+
+/// The cpuset block `t` gives the server at `point`, if its factor names a set.
+pub fn cpu_set(t: &Trials, point: &BTreeMap<String, Value>) -> Option<String> {
+    match &trial_cpus::choice_at(t, point)?.value {
+        CpuChoice::Set { cpus, .. } => Some(cpus.clone()),
+        CpuChoice::Count(_) => None,
+    }
 }

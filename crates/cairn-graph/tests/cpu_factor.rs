@@ -152,3 +152,30 @@ fn an_analysis_may_select_and_plot_by_the_count() {
         ["trial/t/a[cpus=2,threads=1]", "trial/t/a[cpus=2,threads=2]"]
     );
 }
+
+#[test]
+fn a_named_set_keys_its_cpus_not_its_name() {
+    let g = graph(&plan(r#"cpus 1 cores="0,2""#));
+    let k = keys(&g);
+    let of = |k: &[(String, String, serde_json::Value)], a: &str| {
+        k.iter()
+            .find(|(x, _, _)| x == a)
+            .unwrap_or_else(|| panic!("{a}"))
+            .clone()
+    };
+    let (_, key, def) = of(&k, "trial/t/a[cpus=cores,threads=1]");
+    assert_eq!(def["cpuset"], "0,2");
+    assert!(def.get("cpus").is_none(), "{def}");
+    // renamed, the same CPUs: the same key under another address
+    let renamed = keys(&graph(&plan(r#"cpus 1 apart="0,2""#)));
+    assert_eq!(of(&renamed, "trial/t/a[cpus=apart,threads=1]").1, key);
+    // other CPUs: another key; the count's trials keep theirs
+    let other = keys(&graph(&plan(r#"cpus 1 cores="0,3""#)));
+    assert_ne!(of(&other, "trial/t/a[cpus=cores,threads=1]").1, key);
+    assert_eq!(
+        of(&other, "trial/t/a[cpus=1,threads=1]").1,
+        of(&k, "trial/t/a[cpus=1,threads=1]").1
+    );
+    // still one dataset step
+    assert_eq!(g.count(StepKind::DATASET), 1);
+}

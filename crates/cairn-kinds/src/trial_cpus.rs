@@ -19,16 +19,20 @@ fn factor_error(message: String) -> cairn_workload::Error {
 }
 
 /// Where the trial's server and clients run on this machine, if its block has the factor;
-/// the error says why this machine cannot give the count.
+/// the error says why this machine cannot give the count or the set.
 pub fn placement(step: &Step) -> Result<Option<Placement>, cairn_workload::Error> {
     let def = step.trial_def().map_err(cairn_workload::Error::Invalid)?;
-    let Some(count) = def.cpus else {
-        return Ok(None);
-    };
-    Usable::here().place(count).map(Some).map_err(factor_error)
+    let usable = Usable::here();
+    match (def.cpus, &def.cpuset) {
+        (Some(count), _) => usable.place(count),
+        (None, Some(set)) => usable.place_set(set),
+        (None, None) => return Ok(None),
+    }
+    .map(Some)
+    .map_err(factor_error)
 }
 
-/// `sdef` with the cpuset of the trial's CPU count, checked as its runtime would start it
+/// `sdef` with the cpuset of the trial's CPU count or named set, checked as its runtime would start it
 /// (the `process` executor cannot pin a server); `sdef` unchanged without the factor.
 pub fn pin_server(step: &Step, sdef: ServerDef) -> Result<ServerDef, cairn_workload::Error> {
     let Some(placement) = placement(step)? else {
@@ -190,6 +194,23 @@ trials "t" { servers "a"; workload "w" }"#,
         let first = Usable::here().cpus[0];
         let pinned = pin_server(&s, ServerDef::default()).unwrap();
         assert_eq!(pinned.cpus, Some(first.to_string()));
+    }
+
+    #[test]
+    fn a_named_set_pins_the_server_to_its_cpus() {
+        let last = *Usable::here().cpus.last().unwrap();
+        let mut s = step(None, ServerDef::default());
+        let mut def: TrialStepDef = s.trial_def().unwrap();
+        def.cpuset = Some(last.to_string());
+        s.definition = serde_json::to_value(&def).unwrap();
+        let pinned = pin_server(&s, ServerDef::default()).unwrap();
+        assert_eq!(pinned.cpus, Some(last.to_string()));
+        def.cpuset = Some("65000".into());
+        s.definition = serde_json::to_value(&def).unwrap();
+        assert!(matches!(
+            pin_server(&s, ServerDef::default()),
+            Err(cairn_workload::Error::Param { what: "trials", .. })
+        ));
     }
 
     #[test]

@@ -287,6 +287,7 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
     }));
     g.extend([
         spec("trials").children(TRIALS_CHILDREN, TRIALS_SINGLE),
+        spec("trials/cpus").any_props(),
         NodeSpec {
             prop_values: vec![("until", PASSES_UNTIL.to_vec())],
             ..spec("trials/passes").props(PASSES_PROPS)

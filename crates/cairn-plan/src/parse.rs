@@ -1467,7 +1467,7 @@ impl FileParser<'_> {
                 "workload" => workload = self.one_string(c),
                 "passes" => passes = self.trial_passes(c),
                 "measured-by" => measured_by = self.study_name(c),
-                "cpus" => cpus = self.cpu_counts(c),
+                "cpus" => cpus = self.cpu_choices(c),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)

@@ -1,9 +1,11 @@
-//! The `cpus` factor of a trials block (`cpus 1 2 4`) as the rest of the plan sees it: a
-//! parameter of the block's trials named [`FACTOR`] (addresses, tables, `where`, `x=`,
-//! claims), never the workload's; and the whole-plan rule that a server measured under the
-//! factor has no fixed cpuset of its own.
+//! The `cpus` factor of a trials block (`cpus 1 2 cores="0,2"`) as the rest of the plan
+//! sees it: a parameter of the block's trials named [`FACTOR`] (addresses, tables, `where`,
+//! `x=`, claims), never the workload's; and the whole-plan rule that a server measured
+//! under the factor has no fixed cpuset of its own.
 
 use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{problem, Reporter};
 use crate::model::{Plan, Trials, Value};
@@ -11,13 +13,31 @@ use crate::model::{Plan, Trials, Value};
 /// The parameter name the factor's values have in a trial's point (`trial/t/s[cpus=2]`).
 pub const FACTOR: &str = "cpus";
 
+/// One value of the factor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CpuChoice {
+    /// `cpus 2`: that many of the measuring machine's CPUs (the first ones).
+    Count(u32),
+    /// `cpus cores="0,2"`: exactly these CPUs (a cpuset), under a name: the trial's point
+    /// and tables show the name (a cpuset's commas would split an address), its key holds
+    /// the CPUs.
+    Set { name: String, cpus: String },
+}
+
+impl CpuChoice {
+    /// Its value as a parameter of the trial: the count, or the set's name.
+    pub fn value(&self) -> Value {
+        match self {
+            CpuChoice::Count(n) => Value::Int(i64::from(*n)),
+            CpuChoice::Set { name, .. } => Value::String(name.clone()),
+        }
+    }
+}
+
 /// The factor's values as plan values, in the order the block lists them; empty when the
 /// block has no `cpus`.
 pub fn values(t: &Trials) -> Vec<Value> {
-    t.cpus
-        .iter()
-        .map(|n| Value::Int(i64::from(n.value)))
-        .collect()
+    t.cpus.iter().map(|c| c.value.value()).collect()
 }
 
 /// Every point of `workload_points` once per value of the factor (the factor varies fastest,
@@ -26,28 +46,29 @@ pub fn with_factor(
     t: &Trials,
     workload_points: Vec<BTreeMap<String, Value>>,
 ) -> Vec<BTreeMap<String, Value>> {
-    let counts = values(t);
-    if counts.is_empty() {
+    let choices = values(t);
+    if choices.is_empty() {
         return workload_points;
     }
     workload_points
         .into_iter()
         .flat_map(|p| {
-            counts.iter().map(move |n| {
+            choices.iter().map(move |c| {
                 let mut q = p.clone();
-                q.insert(FACTOR.to_string(), n.clone());
+                q.insert(FACTOR.to_string(), c.clone());
                 q
             })
         })
         .collect()
 }
 
-/// The count of CPUs at a trial's point, if its block has the factor.
-pub fn count_at(point: &BTreeMap<String, Value>) -> Option<u32> {
-    match point.get(FACTOR) {
-        Some(Value::Int(n)) => u32::try_from(*n).ok(),
-        _ => None,
-    }
+/// The factor's value block `t` measures at a trial's point, with its place in the plan.
+pub fn choice_at<'t>(
+    t: &'t Trials,
+    point: &BTreeMap<String, Value>,
+) -> Option<&'t crate::model::Sp<CpuChoice>> {
+    let v = point.get(FACTOR)?;
+    t.cpus.iter().find(|c| &c.value.value() == v)
 }
 
 /// A server measured under the factor gets its cpuset from the factor: a fixed `cpus "0-1"`
@@ -63,7 +84,7 @@ pub(crate) fn check(plan: &Plan, r: &mut Reporter) {
             let p = problem(
                 "conflict",
                 format!(
-                    "server `{}` has its own cpuset `{}`, and trials `{}` gives it a number of CPUs",
+                    "server `{}` has its own cpuset `{}`, and trials `{}` chooses its CPUs (`cpus`)",
                     name.value, set.value, t.name.value
                 ),
             )
@@ -105,7 +126,11 @@ workload "w" { sysbench "oltp_read_only"; threads 1 8 }
         for (bad, says) in [
             ("cpus 0", "at least 1"),
             ("cpus 1 1", "lists 1 twice"),
-            ("cpus \"0-1\"", "not a cpuset"),
+            ("cpus \"0-1\"", "name the set: `cpus cores=\"0-1\"`"),
+            ("cpus a=\"0,1\" b=\"0,1\"", "lists the set \"0,1\" twice"),
+            ("cpus a=\"first\"", "not a cpuset"),
+            ("cpus \"2\"=\"0\"", "reads as a number"),
+            ("cpus \"a,b\"=\"0\"", "cannot name a set of CPUs"),
             ("cpus 100000", "too large"),
             ("cpus", "at least one number"),
         ] {
@@ -150,11 +175,11 @@ analysis "y" { where threads=8; scaling metric="tps" x="cpus" }"#,
         let t = &plan.trials[0];
         let p = |threads: i64| BTreeMap::from([("threads".to_string(), Value::Int(threads))]);
         let points = with_factor(t, vec![p(1), p(8)]);
-        let shown: Vec<(Option<u32>, i64)> = points
+        let shown: Vec<(Option<Value>, i64)> = points
             .iter()
             .map(|q| {
                 (
-                    count_at(q),
+                    choice_at(t, q).map(|c| c.value.value()),
                     match q["threads"] {
                         Value::Int(n) => n,
                         _ => 0,
@@ -164,7 +189,12 @@ analysis "y" { where threads=8; scaling metric="tps" x="cpus" }"#,
             .collect();
         assert_eq!(
             shown,
-            [(Some(1), 1), (Some(2), 1), (Some(1), 8), (Some(2), 8)]
+            [
+                (Some(Value::Int(1)), 1),
+                (Some(Value::Int(2)), 1),
+                (Some(Value::Int(1)), 8),
+                (Some(Value::Int(2)), 8)
+            ]
         );
         // no factor: the points as they were
         let plain = parse(r#"trials "t" { servers "a"; workload "w" }"#).unwrap();
@@ -176,6 +206,32 @@ analysis "x" { where cpus=4; table metric="tps" }"#,
         )
         .expect_err("no trial at cpus=4");
         assert!(e.contains("cpus = 4"), "{e}");
+    }
+
+    #[test]
+    fn named_sets_are_values_by_name_beside_the_counts() {
+        let plan = parse(
+            r#"trials "t" { servers "a"; workload "w"; cpus 1 siblings="0-1" cores="0,2" }
+analysis "x" { where cpus="cores"; table metric="tps" }"#,
+        )
+        .unwrap();
+        let t = &plan.trials[0];
+        assert_eq!(
+            values(t),
+            [
+                Value::Int(1),
+                Value::String("siblings".into()),
+                Value::String("cores".into())
+            ]
+        );
+        let at = BTreeMap::from([(FACTOR.to_string(), Value::String("cores".into()))]);
+        assert_eq!(
+            choice_at(t, &at).unwrap().value,
+            CpuChoice::Set {
+                name: "cores".into(),
+                cpus: "0,2".into()
+            }
+        );
     }
 
     #[test]
