@@ -7,6 +7,7 @@ mod adaptive;
 mod cache;
 mod clean;
 mod cli;
+mod cpus;
 mod efficiency;
 mod failure;
 mod faults;

@@ -21,6 +21,7 @@ mod measured_on;
 pub mod preflight;
 mod report_command;
 mod results;
+mod results_cpus;
 mod step_by_key;
 mod study_bundle;
 mod wording;

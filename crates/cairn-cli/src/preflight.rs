@@ -116,6 +116,8 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
         _ => {
             let loc = match what {
                 "option" | "env" | "server" => server_entry(plan, step, what, name),
+                // the trials block's own factor: at the value this step measures
+                "trials" => trials.map(|t| trials_factor_entry(t, step)),
                 // a registered kind's step (`step "…" kind="…" name=…`)
                 "property" => plan
                     .steps
@@ -142,6 +144,14 @@ fn locate(plan: &Plan, step: &Step, e: &Error) -> (Loc, String) {
             (loc.unwrap_or(step.loc), label)
         }
     }
+}
+
+/// Where trials block `t` writes the `cpus` value `step` measures (the factor's first
+/// value when the step carries none; the block's name without the factor).
+fn trials_factor_entry(t: &cairn_plan::Trials, step: &Step) -> Loc {
+    cairn_plan::trial_cpus::choice_at(t, &step.params)
+        .or(t.cpus.first())
+        .map_or(t.name.loc, |c| c.loc)
 }
 
 /// Where the property `name` of an analysis or claim is written (its `kind` node for an

@@ -200,6 +200,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
                     "word_size": variant.and_then(|v| v["checks"]["word_size"].as_u64()),
                     "allocator": variant.and_then(|v| v["allocator"].as_str()),
                     "client": r.record.as_ref().and_then(|rec| rec.extra.get("client")),
+                    "cpus": r.record.as_ref().and_then(|rec| rec.extra.get("cpus")),
                     "outlier": flagged.outlier[i],
                 })
             );
@@ -218,9 +219,20 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
     // where the clients ran, when some trial's plan declared it
     let clients: Vec<Option<String>> = rows.iter().map(client_of).collect();
     let client_col = clients.iter().any(Option::is_some);
+    // where a trial of the `cpus` factor ran, read back from its server
+    let placed: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| {
+            crate::results_cpus::placed(r.record.as_ref().and_then(|rec| rec.extra.get("cpus")))
+        })
+        .collect();
+    let placed_col = placed.iter().any(Option::is_some);
     let mut header: Vec<String> = vec!["trials".into(), "server".into()];
     if client_col {
         header.push("client".into());
+    }
+    if placed_col {
+        header.push("ran on cpus".into());
     }
     header.extend(axes.iter().cloned());
     header.push("pass".into());
@@ -236,6 +248,9 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
         let mut line = vec![r.trials.to_string(), r.server.clone()];
         if client_col {
             line.push(client.clone().unwrap_or_else(|| "-".into()));
+        }
+        if placed_col {
+            line.push(placed[i].clone().unwrap_or_else(|| "-".into()));
         }
         line.extend(
             axes.iter()
@@ -268,7 +283,7 @@ pub fn results(cli: &Cli, path: &Path, csv: bool) -> Result<i32, Exit> {
             .enumerate()
             .map(|(i, (cell, w))| {
                 // names left, numbers right
-                if i < 2 + usize::from(client_col) {
+                if i < 2 + usize::from(client_col) + usize::from(placed_col) {
                     format!("{cell:<w$}")
                 } else {
                     format!("{cell:>w$}")

@@ -42,6 +42,11 @@ fn every_plan_check_must_refuse_is_refused_with_pinned_diagnostics() {
         };
         // the registries' names stand in as placeholders: a system or runtime added to its
         // registry must not change a pinned diagnostic (the lists have one source)
+        // so are the CPUs this machine gives cairn (replaced before the text is wrapped)
+        let err = err.with_placeholder(
+            &cairn_exec::cpu_sets::Usable::here().describe(),
+            "<this machine's CPUs>",
+        );
         let rendered = cairn_plan::render(&err)
             .replace(
                 &cairn_plan::allowed_values(&cairn_exec::system::names()),

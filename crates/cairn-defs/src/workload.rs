@@ -49,6 +49,16 @@ pub struct TrialStepDef {
     /// …): absent when it declares none, so no other trial's key changes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host: Vec<crate::host_setting::HostSettingDef>,
+    /// The number of CPUs the server is measured on (the trials block's `cpus` factor): the
+    /// trial gives its server a cpuset of that many of the machine's CPUs. Absent without
+    /// the factor, so no other trial's key changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// The CPUs the server is measured on, a cpuset (a named set of the `cpus` factor,
+    /// `cores="0,2"`: the name is the trial's parameter, the CPUs are its key's). Absent
+    /// without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<String>,
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
@@ -153,6 +163,8 @@ mod tests {
             replica: None,
             lifecycle: None,
             host: Vec::new(),
+            cpus: None,
+            cpuset: None,
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["study"], "word-size");
@@ -160,6 +172,9 @@ mod tests {
         // no replica, no field: keys made before replicas existed stay valid
         assert!(v.get("replica").is_none());
         assert!(v.get("lifecycle").is_none());
+        // no CPU factor, no field: keys made before the factor stay valid
+        assert!(v.get("cpus").is_none());
+        assert!(v.get("cpuset").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);
         // a record made before trials were keyed by their study still reads
         let mut old = serde_json::to_value(&def).unwrap();

@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod cancel;
 pub mod command_runner;
 pub mod counters;
+pub mod cpu_sets;
 pub mod datadir;
 pub mod docker;
 pub mod elf;

@@ -151,6 +151,11 @@ pub fn boot_id() -> Option<String> {
     read("/proc/sys/kernel/random/boot_id")
 }
 
+/// The cgroup CPU limit of this process, in CPUs, where set.
+pub fn cgroup_cpu_limit() -> Option<f64> {
+    cgroup_limits().0
+}
+
 /// The CPU and memory limits of this process's cgroups (v2 unified, else v1), where set.
 fn cgroup_limits() -> (Option<f64>, Option<u64>) {
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();

@@ -11,7 +11,7 @@ pub mod render;
 pub mod resolve;
 pub mod select;
 pub mod step;
-mod trial_factors;
+pub mod trial_factors;
 
 pub use cairn_plan::Value;
 pub use fingerprint::Fingerprint;

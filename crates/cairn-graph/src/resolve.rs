@@ -590,6 +590,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     s.params = point.clone();
                     s.definition = definition_json(&TrialStepDef {
                         server: sdef.clone(),
+                        // the block's factors are not the workload's: its driver never sees them
                         workload: workload_def(w, &crate::trial_factors::workload_point(w, point)),
                         // declared reuse: the measurements another study made
                         study: t
@@ -601,6 +602,8 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                             .then(|| sname.value.clone()),
                         lifecycle: crate::lifecycle::lifecycle_def(t),
                         host: crate::trial_factors::host_settings(t, point),
+                        cpus: crate::trial_factors::cpu_count(t, point),
+                        cpuset: crate::trial_factors::cpu_set(t, point),
                     });
                     s.code = trial_code(
                         StepKind::TRIAL.code_version(),

@@ -22,6 +22,7 @@ pub mod series_csv;
 pub mod series_plot;
 pub mod server_run;
 pub mod tools;
+pub mod trial_cpus;
 pub mod trial_efficiency;
 pub mod trial_host;
 pub mod trial_points;

@@ -113,6 +113,10 @@ pub fn check_server(def: &ServerDef) -> Result<(), cairn_workload::Error> {
         .map_err(|r| server_param(r.field, r.message))?;
     if let Some(cpus) = &def.cpus {
         check_cpuset(cpus).map_err(|e| server_param("cpus", e))?;
+        // a CPU the machine lacks would fail the container's start, or pin nothing
+        cairn_exec::cpu_sets::Usable::here()
+            .check_cpuset(cpus)
+            .map_err(|e| server_param("cpus", e))?;
     }
     for (key, value) in config_options(def, system) {
         system
@@ -348,6 +352,19 @@ impl LiveServer {
         crate::tools::RuntimeTools::new(self.running())
     }
 
+    /// The CPUs the server's process may run on, as the kernel reports it.
+    pub fn cpu_affinity(&self) -> Result<Vec<u32>, String> {
+        self.running().cpu_affinity()
+    }
+
+    /// Pin the external tools run beside the server to cpuset `cpus`.
+    pub fn pin_tools(&mut self, cpus: &str) -> Result<(), String> {
+        self.server
+            .as_mut()
+            .expect("running until stopped")
+            .pin_tools(cpus)
+    }
+
     /// A reader of the server's CPU time and context switches, from its runtime.
     pub fn resource_probe(&self) -> Result<cairn_exec::usage::ResourceProbe, String> {
         self.running().resource_probe()
@@ -532,9 +549,21 @@ mod tests {
             ("x", false),
             ("0,", false),
         ] {
-            def.cpus = Some(cpus.into());
-            assert_eq!(check_server(&def).is_ok(), ok, "{cpus}");
+            assert_eq!(check_cpuset(cpus).is_ok(), ok, "{cpus}");
         }
+        // a cpuset is held to the CPUs this machine gives cairn
+        let first = cairn_exec::cpu_sets::Usable::here().cpus[0];
+        def.cpus = Some(first.to_string());
+        assert!(check_server(&def).is_ok());
+        def.cpus = Some("65000".into());
+        let e = check_server(&def).unwrap_err();
+        assert!(
+            matches!(&e, cairn_workload::Error::Param { what: "server", name, .. } if name == "cpus"),
+            "{e:?}"
+        );
+        def.cpus = Some("x".into());
+        assert!(check_server(&def).is_err());
+        def.cpus = Some(first.to_string());
         def.executor = Some("process".into());
         let e = check_server(&def).unwrap_err();
         assert!(

@@ -54,6 +54,8 @@ pub fn check(
     dataset: Option<&cairn_workload::DatasetDef>,
 ) -> Result<(ServerDef, Workload), cairn_workload::Error> {
     let sdef = dataset_step::checked_server(step)?;
+    // the block's `cpus` factor: the server's cpuset, on this machine
+    let sdef = crate::trial_cpus::pin_server(step, sdef)?;
     let wdef = workload_def(step).map_err(cairn_workload::Error::Invalid)?;
     let ds = dataset.map(Dataset::from_def).transpose()?;
     // the pass index seeds the workload's generators: passes differ, re-runs repeat
@@ -125,7 +127,7 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     let stop_ms = ms(t_stop);
     let host_record = host_settings.restore()?;
 
-    let server_json = server_output(
+    let mut server_json = server_output(
         &server.verification,
         &server.database,
         &measured.deltas,
@@ -133,6 +135,13 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         setup.image.as_ref(),
         before.tls.as_ref(),
     );
+    let cpus = server
+        .pinned
+        .as_ref()
+        .map(|p| p.record(setup.is_external()));
+    if let Some(cpus) = &cpus {
+        server_json["cpus"] = cpus.clone();
+    }
     let mut outputs = store_outputs(ctx, &measured.outcome, &server_json, &before.variables, log)?;
     let mut extra = record_extra(
         step,
@@ -145,6 +154,9 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
     if let Some(h) = host_record {
         extra.insert("host_settings".into(), h);
+    }
+    if let Some(cpus) = cpus {
+        extra.insert("cpus".into(), cpus);
     }
     // the trial's time spent measuring (warmup and measured window, as the driver timed
     // them) against everything around it (restore, start, checks, status reads, stop)
@@ -183,6 +195,8 @@ struct TrialSetup {
     timeout: Option<Duration>,
     /// The dataset's snapshot in this machine's cache: the server starts from a copy of it.
     snapshot: Option<PathBuf>,
+    /// Where the server and clients run under the block's `cpus` factor, if it has one.
+    placement: Option<cairn_exec::cpu_sets::Placement>,
 }
 
 impl TrialSetup {
@@ -210,6 +224,7 @@ impl TrialSetup {
                 )));
             }
         }
+        let placement = crate::trial_cpus::placement(step).map_err(failed)?;
         Ok(TrialSetup {
             image,
             dataset,
@@ -217,6 +232,7 @@ impl TrialSetup {
             workload,
             timeout,
             snapshot,
+            placement,
         })
     }
 
@@ -236,6 +252,8 @@ struct TrialServer {
     placed: Option<NativeClient>,
     /// The dataset's database, or `cairn` for a trial without a dataset.
     database: String,
+    /// Where the server and its clients run under the `cpus` factor, the server's read back.
+    pinned: Option<crate::trial_cpus::Pinned>,
 }
 
 impl TrialServer {
@@ -260,6 +278,7 @@ impl TrialServer {
         let start_ms = ms(t_start);
         let verification = live.verify().map_err(failed)?;
         let placed = live.place_clients(&setup.sdef).map_err(failed)?;
+        let pinned = pin_clients(&mut live, setup)?;
         let database = setup
             .dataset
             .as_ref()
@@ -270,6 +289,7 @@ impl TrialServer {
             verification,
             placed,
             database,
+            pinned,
         })
     }
 
@@ -398,12 +418,25 @@ fn run_workload(
                 .map(|t| t as &dyn cairn_workload::workload::ToolRunner),
         })
     };
-    // the native driver's threads start inside the namespace of the declared path
-    let outcome = match server.placed.as_ref().and_then(|p| p.netns.as_deref()) {
-        Some(netns) if !setup.is_external() => {
-            cairn_exec::netpath::run_in_netns(netns, run).map_err(failed)?
+    // the native driver's threads start inside the namespace of the declared path, and on
+    // the clients' CPUs of the `cpus` factor
+    let netns = server.placed.as_ref().and_then(|p| p.netns.as_deref());
+    let in_place = || match netns {
+        Some(netns) if !setup.is_external() => cairn_exec::netpath::run_in_netns(netns, run),
+        _ => Ok(run()),
+    };
+    let client_cpus = server.pinned.as_ref().and_then(|p| p.clients_cpus());
+    let outcome = match client_cpus {
+        Some(cpus) if !setup.is_external() => {
+            let cpus = cpus.to_vec();
+            let (outcome, ran_on) =
+                cairn_exec::cpu_sets::run_pinned(&cpus, in_place).map_err(failed)?;
+            if let Some(p) = server.pinned.as_mut() {
+                p.clients_ran_on(ran_on);
+            }
+            outcome.map_err(failed)?
         }
-        _ => run(),
+        _ => in_place().map_err(failed)?,
     };
     let run_ms = t_run.elapsed().as_secs_f64() * 1e3;
     let window_end = meter.stop();
@@ -458,6 +491,23 @@ fn workload_failure(
             failed(format!("{why}{}", server.log_tail_section()))
         }
     }
+}
+
+/// Under the `cpus` factor: the server's affinity read back (a server not on the CPUs asked
+/// fails the trial) and the external tools pinned to the clients' CPUs, if there are any.
+fn pin_clients(
+    live: &mut LiveServer,
+    setup: &TrialSetup,
+) -> Result<Option<crate::trial_cpus::Pinned>, StepError> {
+    let Some(placement) = setup.placement.clone() else {
+        return Ok(None);
+    };
+    let pinned = crate::trial_cpus::Pinned::verify(placement, live).map_err(failed)?;
+    if let (Some(cpus), true) = (pinned.clients_cpus(), setup.is_external()) {
+        live.pin_tools(&cairn_exec::cpu_sets::format_list(cpus))
+            .map_err(failed)?;
+    }
+    Ok(Some(pinned))
 }
 
 /// The image a trial's server ran, for its record.

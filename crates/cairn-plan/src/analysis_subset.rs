@@ -70,14 +70,20 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
                 }
             }
         }
-        for p in workload
+        let factor = crate::trial_cpus::values(t);
+        let factor = (!factor.is_empty()).then_some((crate::trial_cpus::FACTOR, factor));
+        let axes = workload
             .into_iter()
             .flat_map(|w| &w.params)
             .chain(t.host_axes())
-        {
-            let values = d.params.entry(p.name.value.clone()).or_default();
-            for v in &p.values {
-                let v = v.value.to_string();
+            .map(|p| {
+                let values: Vec<Value> = p.values.iter().map(|v| v.value.clone()).collect();
+                (p.name.value.as_str(), values)
+            });
+        for (name, vs) in axes.chain(factor) {
+            let values = d.params.entry(name.to_string()).or_default();
+            for v in vs {
+                let v = v.to_string();
                 if !values.contains(&v) {
                     values.push(v);
                 }

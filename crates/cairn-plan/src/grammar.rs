@@ -113,6 +113,7 @@ pub(crate) const TRIALS_CHILDREN: &[&str] = &[
     "transparent-hugepages",
     "sysctl",
     "sysfs",
+    "cpus",
 ];
 pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "dataset",
@@ -124,6 +125,7 @@ pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "runs",
     "io-scheduler",
     "transparent-hugepages",
+    "cpus",
 ];
 /// The properties of a trials block's `sysctl` and `sysfs` (`as="name"`: their axis's name).
 pub(crate) const HOST_SETTING_PROPS: &[&str] = &["as"];
@@ -337,6 +339,7 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
     }));
     g.extend([
         spec("trials").children(TRIALS_CHILDREN, TRIALS_SINGLE),
+        spec("trials/cpus").any_props(),
         NodeSpec {
             prop_values: vec![("until", PASSES_UNTIL.to_vec())],
             ..spec("trials/passes").props(PASSES_PROPS)

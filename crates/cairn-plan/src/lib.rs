@@ -13,6 +13,7 @@ pub mod limits;
 pub mod model;
 mod params;
 mod parse;
+pub mod trial_cpus;
 mod validate;
 pub mod values;
 mod vocabulary;

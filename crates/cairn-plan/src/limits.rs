@@ -235,6 +235,7 @@ pub fn trials_expansion(
             matrix_points(&trials.host_axes().cloned().collect::<Vec<_>>()),
             "host settings",
         ),
+        (trials.cpus.len().max(1) as u128, "CPU counts"),
         // an adaptive block resolves to `max` passes (those beyond `min` are conditional)
         (u128::from(trials.passes.value.max), "passes"),
     ])

@@ -360,6 +360,12 @@ pub struct Trials {
     /// axis multiplying the workload's matrix points ([`crate::host_factors`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host: Vec<crate::host_factors::HostFactor>,
+    /// `cpus 1 2 cores="0,2"`: a factor of the block — every point is measured with the
+    /// server given each of these numbers of CPUs (a cpuset of that many, chosen on the
+    /// machine that measures; see `cairn_exec::cpu_sets`) and each named set of CPUs.
+    /// Empty: the server's own `cpus`, if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<Sp<crate::trial_cpus::CpuChoice>>,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

@@ -1,5 +1,7 @@
 //! One KDL document → the declarations it holds, checking each node's shape and value types.
 
+mod cpu_factor;
+
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -14,8 +16,8 @@ use crate::model::*;
 use crate::values::{parse_duration, parse_percentage, parse_size};
 
 mod build;
-mod lifecycle;
 mod host_factor_nodes;
+mod lifecycle;
 
 /// Free-form `key=value` properties of a node.
 type Props = BTreeMap<String, Sp<Value>>;
@@ -986,11 +988,7 @@ impl FileParser<'_> {
                     }
                     s.link = Some(Sp::new(link, self.name_loc(c)));
                 }
-                "cpus" => {
-                    self.props_only(c, &[]);
-                    self.no_children(c);
-                    s.cpus = self.single_arg(c).and_then(|e| self.stringish(e));
-                }
+                "cpus" => s.cpus = self.server_cpuset(c),
                 "memory" => {
                     self.props_only(c, &[]);
                     self.no_children(c);
@@ -1293,6 +1291,7 @@ impl FileParser<'_> {
         let mut measured_by = None;
         let mut lifecycle = crate::lifecycle::Lifecycle::default();
         let mut host = Vec::new();
+        let mut cpus = Vec::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1313,6 +1312,7 @@ impl FileParser<'_> {
                 "io-scheduler" | "transparent-hugepages" | "sysctl" | "sysfs" => {
                     host.extend(self.host_factor(c))
                 }
+                "cpus" => cpus = self.cpu_choices(c),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1360,6 +1360,7 @@ impl FileParser<'_> {
                 measured_by,
                 lifecycle,
                 host,
+                cpus,
             });
         }
     }

@@ -49,6 +49,7 @@ pub(crate) fn validate(
     crate::builds::warn_stacked(&plan.images, &bad_images, r);
     resolve_images(plan, &bad_images);
     resolve_servers(plan, &bad_servers);
+    crate::trial_cpus::check(plan, r);
 }
 
 /// Every figure the plan names — an analysis's `metric`, a claim's `metric`, the `metric` an

@@ -181,6 +181,7 @@ impl ServerRuntime for DockerRuntime {
             cancel: s.cancel.clone(),
             clients: None,
             holder: None,
+            tool_cpus: None,
         }))
     }
 }
@@ -245,6 +246,8 @@ pub struct DockerServer {
     /// The container whose network namespace the native driver enters for
     /// [`ClientPath::Bridge`].
     holder: Option<NetnsHolder>,
+    /// The cpuset external tools are pinned to, once pinned; `None` = anywhere.
+    tool_cpus: Option<String>,
 }
 
 /// The server's network interface in its container (the run network's).
@@ -445,6 +448,7 @@ impl RunningServer for DockerServer {
     fn run_tool(&self, argv: &[String], limit: Option<Duration>) -> Result<ToolRun, String> {
         let mut spec = client_spec(self.server(), self.clients, argv, limit);
         spec.cancel = self.cancel.clone();
+        spec.cpuset = self.tool_cpus.clone();
         let out = self.docker.run_client(&spec).map_err(|e| e.to_string())?;
         Ok(ToolRun {
             exit_code: out.exit_code,
@@ -452,6 +456,22 @@ impl RunningServer for DockerServer {
             stderr: out.stderr,
             cpu: out.cpu,
         })
+    }
+
+    /// The affinity of the container's first process (the server, or the script that
+    /// starts it): what the container's cpuset gave it.
+    fn cpu_affinity(&self) -> Result<Vec<u32>, String> {
+        let pid = self.server().host_pid;
+        if pid == 0 {
+            return Err("the engine reported no host PID for the server container".into());
+        }
+        crate::cpu_sets::affinity_of(pid)
+    }
+
+    fn pin_tools(&mut self, cpus: &str) -> Result<(), String> {
+        crate::cpu_sets::parse_list(cpus)?;
+        self.tool_cpus = Some(cpus.to_string());
+        Ok(())
     }
 
     /// CPU from the container's cgroup (every process in it), switches from the server

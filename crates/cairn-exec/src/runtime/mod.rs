@@ -240,6 +240,22 @@ pub trait RunningServer: Send + Sync {
             self.runtime()
         ))
     }
+    /// The CPUs the server's process may run on, as the kernel says (its affinity): what a
+    /// cpuset really gave it. The default cannot tell.
+    fn cpu_affinity(&self) -> Result<Vec<u32>, String> {
+        Err(format!(
+            "the `{}` executor cannot read its server's CPU affinity",
+            self.runtime()
+        ))
+    }
+    /// Pin the external tools of [`RunningServer::run_tool`] to cpuset `cpus` from now on
+    /// (the trials' `cpus` factor keeps clients off the server's CPUs). The default cannot.
+    fn pin_tools(&mut self, cpus: &str) -> Result<(), String> {
+        Err(format!(
+            "the `{}` executor cannot pin its tools to CPUs {cpus}",
+            self.runtime()
+        ))
+    }
     /// Put this trial's clients at `path` — the native driver (the returned place) and the
     /// external tools of [`RunningServer::run_tool`] from now on — and the `link`, if any, on
     /// the server's interface. A runtime whose clients can only be where the server is

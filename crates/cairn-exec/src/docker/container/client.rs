@@ -79,6 +79,8 @@ pub struct ClientSpec {
     pub measure_cpu: bool,
     /// The run's cancellation, polled while the container runs.
     pub cancel: CancelToken,
+    /// CPUs the container may use (cgroup cpuset), e.g. `1` or `2-3`; `None` = any.
+    pub cpuset: Option<String>,
 }
 
 impl ClientSpec {
@@ -96,6 +98,7 @@ impl ClientSpec {
             timeout: None,
             measure_cpu: true,
             cancel: CancelToken::new(),
+            cpuset: None,
         }
     }
 }
@@ -261,6 +264,7 @@ impl Docker {
                     network_mode: Some(spec.network.clone()),
                     binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
                     init: Some(false),
+                    cpuset_cpus: spec.cpuset.clone(),
                     ..Default::default()
                 }),
                 networking_config: is_network(&spec.network).then(|| NetworkingConfig {
