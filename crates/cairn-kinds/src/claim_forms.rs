@@ -151,7 +151,8 @@ pub fn form_of(
 }
 
 /// The per-operation seconds figures among `points` that belong to `tests` (every test when
-/// empty), in name order.
+/// empty), in name order: each group's (`select_key_s`), a test's total (`select_s`) only
+/// for a test without groups.
 fn operations_of(points: &[TrialPoint], tests: &[String]) -> Vec<String> {
     let family = &figures::OPERATION_SECONDS;
     let mut out = BTreeSet::new();
@@ -170,6 +171,21 @@ fn operations_of(points: &[TrialPoint], tests: &[String]) -> Vec<String> {
                 out.insert(name.to_string());
             }
         }
+    }
+    // a test's own `<test>_s` is the sum of its groups' times: counted only when the test
+    // has no groups, else it would count its operations twice
+    let grouped = |test_total: &String| {
+        let stem = test_total.strip_suffix(family.suffix).unwrap_or(test_total);
+        family.stems.contains(&stem)
+            && out.iter().any(|n| {
+                n.starts_with(stem)
+                    && n.as_bytes().get(stem.len()) == Some(&b'_')
+                    && n != test_total
+            })
+    };
+    let totals: Vec<String> = out.iter().filter(|n| grouped(n)).cloned().collect();
+    for t in totals {
+        out.remove(&t);
     }
     out.into_iter().collect()
 }
