@@ -5,6 +5,7 @@ mod support;
 
 mod adaptive;
 mod cache;
+mod claims;
 mod clean;
 mod cli;
 mod cpus;

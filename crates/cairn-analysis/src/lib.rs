@@ -15,6 +15,8 @@
 //! | claim check: holds / fails / inconclusive | [`claim`] | rule below |
 //! | adaptive passes: which points need another pass | [`adaptive`] | relative t-CI half-width against `until-ci` |
 //! | an effect published vs reproduced: consistent / differs / undecided | [`replication`] | the ratio of the two effects, bootstrap CI from both campaigns' resamples; rule in the module |
+//! | many comparisons: Holm's step-down levels | [`multiple`] | α/(m − i) in increasing order of p |
+//! | a trend: an effect grows / shrinks from one point to another: holds / fails / inconclusive | [`trend`] | the ratio of the two points' effects, bootstrap CI from both points' resamples; rule in the module |
 //! | drift across passes in run order; outlying passes | [`drift`] | exact Mann–Kendall test; modified z-score from the MAD above 3.5 |
 //! | a sequential design: looks, boundaries, when passes stop; its simulation | [`sequential`] | Lan–DeMets O'Brien–Fleming-type α spending, boundaries by numerical integration |
 //!
@@ -51,11 +53,13 @@ pub mod claim;
 pub mod compare;
 pub mod drift;
 mod error;
+pub mod multiple;
 pub mod rank_test;
 pub mod replication;
 mod sample;
 pub mod sequential;
 pub mod summary;
+pub mod trend;
 
 pub use adaptive::{next_passes, Action, PassDecision, PassRule, Why};
 pub use bootstrap::{median_ratio, paired_median_ratio, BootstrapSettings, RatioEstimate};
@@ -68,3 +72,4 @@ pub use error::StatsError;
 pub use rank_test::{mann_whitney, signed_rank, MannWhitney, PMethod, SignedRank};
 pub use replication::{replicate, Agreement, AgreementReason, Effect, Replication};
 pub use summary::{summarize, Interval, Summary, CONFIDENCE};
+pub use trend::{check_trend, TrendCheck, TrendDirection, TrendReason};

@@ -52,7 +52,7 @@ pub enum Effect<'a> {
 
 impl Effect<'_> {
     /// The fewest passes behind the effect (the smaller sample, or the pairs).
-    fn passes(&self) -> usize {
+    pub(crate) fn passes(&self) -> usize {
         match self {
             Effect::Unpaired { baseline, variant } => baseline.len().min(variant.len()),
             Effect::Paired(pairs) => pairs.len(),
@@ -60,7 +60,7 @@ impl Effect<'_> {
     }
 
     /// The passes the effect's test needs to reach `alpha` at all.
-    fn passes_needed(&self, alpha: f64) -> usize {
+    pub(crate) fn passes_needed(&self, alpha: f64) -> usize {
         match self {
             Effect::Unpaired { .. } => min_passes_for(alpha),
             // the signed-rank test's smallest two-sided p is 2 / 2ⁿ
@@ -71,7 +71,7 @@ impl Effect<'_> {
     }
 
     /// The effect and its bootstrap draws under `settings`.
-    fn draws(&self, settings: BootstrapSettings) -> Result<(f64, Vec<f64>), StatsError> {
+    pub(crate) fn draws(&self, settings: BootstrapSettings) -> Result<(f64, Vec<f64>), StatsError> {
         match self {
             Effect::Unpaired { baseline, variant } => {
                 check_positive(baseline, "baseline")?;
@@ -157,7 +157,7 @@ pub struct Replication {
 
 /// The reproduced side's seed: derived from the published side's, so the two campaigns'
 /// resamples are independent (as their measurements are).
-fn reproduced_seed(seed: u64) -> u64 {
+pub(crate) fn reproduced_seed(seed: u64) -> u64 {
     seed ^ 0x9e37_79b9_7f4a_7c15
 }
 

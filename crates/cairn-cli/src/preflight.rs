@@ -166,9 +166,14 @@ fn analysis_loc(plan: &Plan, step: &Step, what: &str, name: &str) -> Loc {
     let Some(c) = plan.claims.iter().find(|c| c.name.value == step.name) else {
         return step.loc;
     };
+    let at = |v: &Option<cairn_plan::Sp<String>>| v.as_ref().map_or(c.expect.loc, |v| v.loc);
     match name {
         "metric" => c.metric.loc,
         "expect" => c.expect.loc,
+        // a trend's parameter and points
+        "x" => at(&c.x),
+        "from" => at(&c.from),
+        "to" => at(&c.to),
         other => c.filter.get(other).map_or(c.name.loc, |p| p.loc),
     }
 }

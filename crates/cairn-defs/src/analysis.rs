@@ -61,6 +61,11 @@ impl AnalysisDef {
         self.text("columns")
     }
 
+    /// `facet`: a third dimension of a table, one table per value (`cpus`).
+    pub fn facet(&self) -> Option<&str> {
+        self.text("facet")
+    }
+
     /// `baseline`: the server the others are compared with.
     pub fn baseline(&self) -> Option<&str> {
         self.text("baseline")

@@ -34,6 +34,24 @@ pub struct ClaimDef {
     /// ([`crate::analysis::Sequential`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<crate::analysis::Sequential>,
+    /// `operations "select" …`: the claim is checked on each per-operation seconds figure of
+    /// these tests (empty: every test), its `metric` then the family's (`<test>_s`); with
+    /// `quantifier`, how many of them it must hold on. Absent for a claim about one figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Vec<String>>,
+    /// `for="most"` or `for="all"`.
+    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    pub quantifier: Option<String>,
+    /// `trend="grows"` or `"shrinks"`: the gain of one side over the other along the
+    /// parameter `x`, from its value `from` to `to` (absent: its lowest and highest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 #[cfg(test)]

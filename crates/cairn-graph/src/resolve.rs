@@ -727,6 +727,12 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             about: c.about.as_ref().map(|a| a.value),
             tolerance: c.tolerance.as_ref().map(|t| t.value),
             sequential: sequential_of(plan, &names),
+            operations: c.operations.as_ref().map(|o| o.value.clone()),
+            quantifier: c.quantifier.as_ref().map(|q| q.value.clone()),
+            trend: c.trend.as_ref().map(|t| t.value.clone()),
+            x: c.x.as_ref().map(|x| x.value.clone()),
+            from: c.from.as_ref().map(|f| f.value.clone()),
+            to: c.to.as_ref().map(|t| t.value.clone()),
         });
         s.inputs = trial_inputs(b, &names);
         b.push(s);

@@ -38,7 +38,7 @@ pub const TABLE_JSON: &str = "table.json";
 pub const TABLE_MD: &str = "table.md";
 
 /// The properties a `table` accepts.
-const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline", "paired"];
+const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline", "paired", "facet"];
 /// The properties a `compare` accepts.
 const COMPARE_PROPS: &[&str] = &["baseline"];
 /// The rows of a `compare`: the operation of a per-operation figure (`insert` of `insert_s`).
@@ -58,6 +58,8 @@ pub struct TableSpec {
     /// `paired=#true`: each variant's trial is compared with the baseline's of the same
     /// block (the same pass on the same node), see `cairn_analysis::compare_paired`.
     pub paired: bool,
+    /// `facet="cpus"`: one table per value of this parameter.
+    pub facet: Option<String>,
 }
 
 /// What a block of a paired table is, in the record's words.
@@ -126,7 +128,26 @@ fn plain_table_spec(
         ));
     };
     let metric = figure_named("analysis", "metric", metric_name)?;
-    let (rows, columns) = pivot(definition.rows(), definition.columns(), servers, params)?;
+    let facet = facet_of(definition.facet(), params)?;
+    // (columns left out are chosen among the parameters but the facet)
+    let shown = [
+        Some(definition.rows().unwrap_or("server")),
+        definition.columns(),
+    ];
+    if let Some(f) = facet.as_ref().filter(|f| shown.contains(&Some(f.as_str()))) {
+        return Err(CheckError::new(
+            "analysis",
+            "facet",
+            format!("`{f}` is already the table's rows or columns; facet by a third parameter"),
+        ));
+    }
+    let (rows, columns) = pivot(
+        definition.rows(),
+        definition.columns(),
+        facet.as_deref(),
+        servers,
+        params,
+    )?;
     let baseline = table_baseline(definition.baseline(), &rows, &columns, servers)?;
     let paired = definition.paired().map_err(|other| {
         CheckError::new(
@@ -150,7 +171,34 @@ fn plain_table_spec(
         baseline,
         per_operation: false,
         paired,
+        facet,
     })
+}
+
+/// A table's `facet`, if it names one: a parameter of the trials (a table per value).
+fn facet_of(
+    facet: Option<&str>,
+    params: &BTreeMap<String, Vec<String>>,
+) -> Result<Option<String>, CheckError> {
+    let Some(f) = facet else {
+        return Ok(None);
+    };
+    if !params.contains_key(f) || f == "trials" {
+        let known: Vec<&str> = params
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "trials")
+            .collect();
+        return Err(CheckError::new(
+            "analysis",
+            "facet",
+            format!(
+                "`{f}` is not a parameter of these trials; a facet is one of {}",
+                known.join(", ")
+            ),
+        ));
+    }
+    Ok(Some(f.to_string()))
 }
 
 /// The `(rows, columns)` of a table, checked against the trials: rows are `server` unless
@@ -161,12 +209,14 @@ fn plain_table_spec(
 pub(crate) fn pivot(
     rows: Option<&str>,
     columns: Option<&str>,
+    facet: Option<&str>,
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<(String, String), CheckError> {
+    // a facet varies by design: each of its values is a table of its own
     let varying: Vec<&String> = params
         .iter()
-        .filter(|(_, v)| v.len() > 1)
+        .filter(|(k, v)| v.len() > 1 && Some(k.as_str()) != facet)
         .map(|(k, _)| k)
         .collect();
     let rows = rows.unwrap_or("server").to_string();
@@ -220,7 +270,7 @@ pub(crate) fn pivot(
             "analysis",
             "kind",
             format!(
-                "the trials vary in `{hidden}` too, which this table does not show: make it its rows or columns, or read trials with one `{hidden}` only"
+                "the trials vary in `{hidden}` too, which this table does not show: make it its rows or columns or facet, or read trials with one `{hidden}` only"
             ),
         ));
     }
@@ -320,6 +370,7 @@ fn compare_spec(
         baseline: Some(baseline.to_string()),
         per_operation: true,
         paired: false,
+        facet: None,
     })
 }
 
@@ -423,8 +474,63 @@ pub(crate) fn sequential_criteria(
     }
 }
 
-/// Pivot `points` into the table `spec` asks for. `definition` seeds the bootstrap.
+/// Pivot `points` into the table `spec` asks for. `definition` seeds the bootstrap. A
+/// faceted table is one table per value of its facet, in the order the trials show them,
+/// its cells each marked with their value.
 pub fn build_table(
+    spec: &TableSpec,
+    definition: &AnalysisDef,
+    points: &[TrialPoint],
+) -> Result<Table, String> {
+    let Some(facet) = &spec.facet else {
+        return build_one_table(spec, definition, points);
+    };
+    let mut values: Vec<String> = Vec::new();
+    for p in points {
+        let v = p
+            .dimension(facet)
+            .ok_or_else(|| format!("{} has no `{facet}`", p.address))?;
+        push_unique(&mut values, v);
+    }
+    let one = TableSpec {
+        facet: None,
+        ..spec.clone()
+    };
+    let mut whole: Option<Table> = None;
+    for value in &values {
+        let part: Vec<TrialPoint> = points
+            .iter()
+            .filter(|p| p.dimension(facet).as_ref() == Some(value))
+            .cloned()
+            .collect();
+        let mut table = build_one_table(&one, definition, &part)?;
+        for c in &mut table.cells {
+            c.facet = Some(value.clone());
+        }
+        whole = Some(match whole {
+            None => table,
+            Some(mut w) => {
+                for v in table.rows.values {
+                    push_unique(&mut w.rows.values, v);
+                }
+                for v in table.columns.values {
+                    push_unique(&mut w.columns.values, v);
+                }
+                w.cells.extend(table.cells);
+                w
+            }
+        });
+    }
+    let mut whole = whole.ok_or_else(|| "no trials to tabulate".to_string())?;
+    whole.facet = Some(Dimension {
+        name: facet.clone(),
+        values,
+    });
+    Ok(whole)
+}
+
+/// One table (no facet) of `points`.
+fn build_one_table(
     spec: &TableSpec,
     definition: &AnalysisDef,
     points: &[TrialPoint],
@@ -456,6 +562,7 @@ pub fn build_table(
         baseline: spec.baseline.clone(),
         noisy_cv: NOISY_CV,
         cells,
+        facet: None,
     })
 }
 
@@ -666,6 +773,7 @@ fn summarize_cell(
             .collect(),
         values,
         comparison: None,
+        facet: None,
     })
 }
 

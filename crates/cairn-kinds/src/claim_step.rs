@@ -31,7 +31,7 @@ use cairn_engine::CheckError;
 use std::collections::BTreeMap;
 
 use cairn_analysis::{
-    check_claim, compare, BootstrapSettings, ClaimDirection, ClaimVerdict, Criteria,
+    check_claim, compare, BootstrapSettings, ClaimDirection, ClaimVerdict, Criteria, TrendDirection,
 };
 use cairn_defs::figures::{Direction, Figure};
 use cairn_defs::ClaimDef;
@@ -92,6 +92,26 @@ pub struct ClaimSpec {
     /// The two sides (left, right) as cells: a server, and the parameters it pins beyond
     /// the claim's `where`.
     pub cells: [Cell; 2],
+    /// One figure at one point, over a suite's operations, or a trend.
+    pub form: Form,
+}
+
+/// What a claim checks beyond one figure at one point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Form {
+    /// `metric` at the claim's point.
+    One,
+    /// Each per-operation seconds figure of `tests` (empty: every test), `all` of them or
+    /// most (more than half): [`crate::claim_forms::check_operations`].
+    Operations { tests: Vec<String>, all: bool },
+    /// The gain along the parameter `x` from its value `from` to `to`:
+    /// [`crate::claim_forms::check_trend`].
+    Trend {
+        x: String,
+        from: String,
+        to: String,
+        direction: TrendDirection,
+    },
 }
 
 /// One side of an expectation: `system`, `system[engine=InnoDB]` (a server at other
@@ -178,7 +198,11 @@ pub fn claim_spec(
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<ClaimSpec, CheckError> {
-    let metric = figure_named("claim", "metric", &definition.metric)?;
+    let metric = match definition.operations {
+        // its figures are the suite's per-operation seconds, each read by its name
+        Some(_) => &cairn_defs::figures::OPERATION_SECONDS.figure,
+        None => figure_named("claim", "metric", &definition.metric)?,
+    };
     if metric.direction == Direction::Neither {
         return Err(CheckError::new("claim", 
             "metric",
@@ -210,15 +234,21 @@ pub fn claim_spec(
         cells.push(cell);
     }
     let cells: [Cell; 2] = cells.try_into().expect("two sides");
+    let form = crate::claim_forms::form_of(definition, expectation.operator, params, &cells)?;
+    let along = match &form {
+        Form::Trend { x, .. } => Some(x.as_str()),
+        _ => None,
+    };
     let (by, within) = (definition.by, definition.within);
     if let Some(band) = band_of(definition, expectation.operator)? {
         return Ok(ClaimSpec {
             metric,
-            filter: claim_point(definition, params, &cells)?,
+            filter: claim_point(definition, params, &cells, along)?,
             expectation,
             size: band.0,
             tolerance: Some(band.1),
             cells,
+            form,
         });
     }
     let size = match expectation.operator {
@@ -260,11 +290,12 @@ pub fn claim_spec(
     }
     Ok(ClaimSpec {
         metric,
-        filter: claim_point(definition, params, &cells)?,
+        filter: claim_point(definition, params, &cells, along)?,
         expectation,
         size,
         tolerance: None,
         cells,
+        form,
     })
 }
 
@@ -304,11 +335,12 @@ fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, Ch
 }
 
 /// The matrix point a claim is at (`where`), checked against the trials' parameters: every
-/// parameter that varies must be pinned.
+/// parameter that varies must be pinned, but a trend's `along` (its two points pin it).
 fn claim_point(
     definition: &ClaimDef,
     params: &BTreeMap<String, Vec<String>>,
     cells: &[Cell; 2],
+    along: Option<&str>,
 ) -> Result<BTreeMap<String, String>, CheckError> {
     let mut filter = BTreeMap::new();
     for (k, v) in &definition.filter {
@@ -317,8 +349,11 @@ fn claim_point(
         filter.insert(k.clone(), v);
     }
     // a parameter both sides pin is pinned: `a[engine=InnoDB] > a[engine=MyISAM]`
-    let pinned =
-        |k: &String| filter.contains_key(k) || cells.iter().all(|c| c.point.contains_key(k));
+    let pinned = |k: &String| {
+        filter.contains_key(k)
+            || cells.iter().all(|c| c.point.contains_key(k))
+            || along == Some(k.as_str())
+    };
     if let Some((k, values)) = params.iter().find(|(k, v)| v.len() > 1 && !pinned(k)) {
         // several blocks: the claim names the one it reads (its inputs are then that block's)
         let how = if k == "trials" {
@@ -439,34 +474,59 @@ pub fn check(
     definition: &ClaimDef,
     points: &[TrialPoint],
 ) -> Result<ClaimResult, String> {
-    // a side's values and its trials, in pass order
-    type Side<'p> = (Vec<f64>, Vec<&'p TrialPoint>);
-    let side = |cell: &Cell| -> Result<Side<'_>, String> {
-        let server = &cell.server;
-        // the claim's point, with what the side pins over it
-        let mut at = spec.filter.clone();
-        at.extend(cell.point.clone());
-        let mut chosen: Vec<&TrialPoint> = points
-            .iter()
-            .filter(|p| &p.server == server)
-            .filter(|p| at.iter().all(|(k, v)| p.dimension(k).as_ref() == Some(v)))
-            .collect();
-        chosen.sort_by_key(|p| p.pass);
-        if chosen.is_empty() {
-            return Err(format!("no trial of `{server}` at this point"));
-        }
-        let mut values = Vec::new();
-        for p in &chosen {
-            values.push(
-                p.figures
-                    .get(spec.metric)
-                    .ok_or_else(|| format!("{} recorded no `{}`", p.address, spec.metric.name))?,
-            );
-        }
-        Ok((values, chosen))
-    };
-    let (left, left_points) = side(&spec.cells[0])?;
-    let (right, right_points) = side(&spec.cells[1])?;
+    match &spec.form {
+        Form::One => check_one(spec, definition, points, 1.0).map(|(result, _)| result),
+        Form::Operations { .. } => crate::claim_forms::check_operations(spec, definition, points),
+        Form::Trend { .. } => crate::claim_forms::check_trend(spec, definition, points),
+    }
+}
+
+/// A side's values of the claim's figure and its trials, in pass order.
+pub(crate) type Side<'p> = (Vec<f64>, Vec<&'p TrialPoint>);
+
+/// The values of `cell` at the claim's point with `extra` pinned over it (a trend's `x`).
+pub(crate) fn side_values<'p>(
+    spec: &ClaimSpec,
+    points: &'p [TrialPoint],
+    cell: &Cell,
+    extra: &BTreeMap<String, String>,
+) -> Result<Side<'p>, String> {
+    let server = &cell.server;
+    // the claim's point, with what the side pins over it
+    let mut at = spec.filter.clone();
+    at.extend(cell.point.clone());
+    at.extend(extra.clone());
+    let mut chosen: Vec<&TrialPoint> = points
+        .iter()
+        .filter(|p| &p.server == server)
+        .filter(|p| at.iter().all(|(k, v)| p.dimension(k).as_ref() == Some(v)))
+        .collect();
+    chosen.sort_by_key(|p| p.pass);
+    if chosen.is_empty() {
+        return Err(format!("no trial of `{server}` at this point"));
+    }
+    let mut values = Vec::new();
+    for p in &chosen {
+        values.push(
+            p.figures
+                .get(spec.metric)
+                .ok_or_else(|| format!("{} recorded no `{}`", p.address, spec.metric.name))?,
+        );
+    }
+    Ok((values, chosen))
+}
+
+/// The claim of one figure at one point, its comparison at α / `divisor` (Holm's level of
+/// one operation among many; 1 alone), and the rank test's p-value.
+pub(crate) fn check_one(
+    spec: &ClaimSpec,
+    definition: &ClaimDef,
+    points: &[TrialPoint],
+    divisor: f64,
+) -> Result<(ClaimResult, f64), String> {
+    let none = BTreeMap::new();
+    let (left, left_points) = side_values(spec, points, &spec.cells[0], &none)?;
+    let (right, right_points) = side_values(spec, points, &spec.cells[1], &none)?;
     // both sides' passes: like a table's comparison, a claim never mixes classes of machine
     // or campaigns silently
     let both = || left_points.iter().chain(&right_points).copied();
@@ -486,11 +546,12 @@ pub fn check(
         ..Criteria::default()
     };
     // under a sequential design: at the level of the look the passes stand at
-    let (criteria, look) = crate::analysis_step::sequential_criteria(
+    let (mut criteria, look) = crate::analysis_step::sequential_criteria(
         criteria,
         definition.sequential,
         left.len().min(right.len()),
     );
+    criteria.alpha /= divisor;
     let mut comparison =
         compare(&right, &left, spec.metric.direction, &criteria).map_err(|e| e.to_string())?;
     if let Some(look) = look {
@@ -525,7 +586,8 @@ pub fn check(
         ),
         None => reason,
     };
-    Ok(ClaimResult {
+    let p_value = comparison.test.p_value;
+    let result = ClaimResult {
         metric: spec.metric.name.to_string(),
         expect: spec.expectation.clone(),
         size: spec.size,
@@ -534,15 +596,18 @@ pub fn check(
         point: spec.filter.clone(),
         verdict,
         reason,
-        ratio: check.ratio,
-        ratio_ci: check.ratio_ci,
+        ratio: Some(check.ratio),
+        ratio_ci: Some(check.ratio_ci),
         passes: left.len().min(right.len()),
-        passes_needed: check.passes_needed,
-        check,
+        passes_needed: Some(check.passes_needed),
+        check: Some(check),
         opposite_checked: negated,
         left_trials,
         right_trials,
-    })
+        operations: None,
+        trend: None,
+    };
+    Ok((result, p_value))
 }
 
 /// The definition of a claim step, as the resolver wrote it.

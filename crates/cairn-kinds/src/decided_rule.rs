@@ -254,9 +254,11 @@ fn questions(
                 let df = (2 * result.passes).saturating_sub(2);
                 out.push(Question {
                     decided: result.verdict != cairn_analysis::ClaimVerdict::Inconclusive,
+                    // a claim over operations or a trend estimates no passes: decided or
+                    // not, its point never stops early for futility on its account
                     passes_to_decide: result
                         .passes_needed
-                        .per_variant
+                        .and_then(|n| n.per_variant)
                         .map(|n| sequential::optimistic(n, df)),
                 });
             }

@@ -7,6 +7,7 @@
 pub mod adaptive;
 pub mod analysis_step;
 pub mod build_check;
+pub mod claim_forms;
 pub mod claim_step;
 pub mod command_step;
 pub mod data_csv;

@@ -187,7 +187,7 @@ fn chart_table(
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, CheckError> {
     let metric = figure_named("analysis", "metric", metric)?;
-    let (rows, columns) = pivot(Some("server"), x, servers, params)?;
+    let (rows, columns) = pivot(Some("server"), x, None, servers, params)?;
     Ok(TableSpec {
         metric,
         metric_name: metric.name.to_string(),
@@ -196,6 +196,7 @@ fn chart_table(
         baseline: None,
         per_operation: false,
         paired: false,
+        facet: None,
     })
 }
 

@@ -220,16 +220,24 @@ fn headline(inputs: &Inputs) -> Inline {
         let point = point_words(&c.point);
         text = text
             .text(format!("Claim \"{claim}\": "))
-            .strong(c.verdict.to_string())
-            .text(format!(
+            .strong(c.verdict.to_string());
+        text = match (c.ratio, &c.ratio_ci) {
+            // over operations, a trend: the count, or the gain at both points
+            _ if c.operations.is_some() || c.trend.is_some() => text.text(format!(
+                " — {}{point}. ",
+                cairn_report::claim::form_words(c)
+            )),
+            (Some(ratio), Some(ci)) => text.text(format!(
                 " — {} / {} {} ×{:.3} {}{point}, {}. ",
                 c.expect.left,
                 c.expect.right,
                 c.metric,
-                c.ratio,
-                ci_text(&c.ratio_ci),
+                ratio,
+                ci_text(ci),
                 cairn_report::claim::passes_words(c)
-            ));
+            )),
+            _ => text.text(format!("{point}. ")),
+        };
     }
     for (name, table) in &inputs.tables {
         text = table_headline(text, name, table);

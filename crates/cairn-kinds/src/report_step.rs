@@ -101,7 +101,13 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         } else if !input.mount.starts_with("trial/") {
             let t: Table = read_json(store, &done.outputs, TABLE_JSON)
                 .map_err(|e| failed(format!("reading analysis `{}`: {e}", input.mount)))?;
-            tables.push((input.mount.clone(), t));
+            // a faceted table is shown, headlined and written to data.json per facet
+            for (facet, part) in t.faceted() {
+                match facet {
+                    Some(f) => tables.push((format!("{}, {f}", input.mount), part)),
+                    None => tables.push((input.mount.clone(), part)),
+                }
+            }
             if done.outputs.contains_key(PLOT_SVG) {
                 figures.push(read_figure(
                     store,

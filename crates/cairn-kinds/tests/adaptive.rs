@@ -384,3 +384,32 @@ fn until_decided_stops_early_when_max_passes_cannot_decide() {
         .iter()
         .any(|d| d.why.contains("stopped at an earlier look")));
 }
+
+/// A trend claim under `until="decided"`: the rule asks it at each look (through the claim's
+/// own check). `noisy` is steadily 1.5× faster at both thread counts, so the gain neither
+/// grows nor shrinks: the question stays undecided, and having no passes estimate it never
+/// stops a point for futility — each point runs to `max`.
+#[test]
+fn until_decided_asks_a_trend_claim_which_runs_to_max_while_undecided() {
+    let text = format!(
+        "{}claim \"the gain grows\" {{ metric \"tps\"; expect \"noisy > quiet\" trend=\"grows\" x=\"threads\" }}\n",
+        plan(r#"passes min=4 max=6 until="decided""#)
+            .replace("analysis \"tps\" { table metric=\"tps\" rows=\"server\" columns=\"threads\" baseline=\"quiet\" }\n", "")
+    );
+    let g = graph(&text);
+    let sb = Sandbox::new();
+    let (summary, rec, ran) = sb.run_with(&g, &[], &["noisy"]);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    assert_eq!(
+        passes_of(&ran, "quiet"),
+        2 * 6,
+        "{ran:?} {:?}",
+        rec.decisions
+    );
+    assert_eq!(passes_of(&ran, "noisy"), 2 * 6, "{ran:?}");
+    assert!(
+        rec.decisions.iter().all(|d| d.needed),
+        "{:?}",
+        rec.decisions
+    );
+}

@@ -301,7 +301,7 @@ fn claims_map_onto_the_analysis_rule() {
         &claim_def("jemalloc > system", Some(("by", 0.05)), "tps"),
     );
     assert_eq!(holds.verdict, ClaimVerdict::Holds, "{}", holds.reason);
-    assert!((holds.ratio - 1.10).abs() < 1e-12);
+    assert!((holds.ratio.unwrap() - 1.10).abs() < 1e-12);
     assert_eq!(holds.left_trials.len(), 6);
 
     let fails = claim_verdict(
@@ -585,7 +585,7 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     let spec = claim_spec(&pinned, &servers, &params).unwrap();
     let c = claim_step::check(&spec, &pinned, &points).unwrap();
     assert_eq!(c.left_trials.len(), 4, "only the `ro` block's passes");
-    assert!((c.ratio - 1.10).abs() < 1e-12);
+    assert!((c.ratio.unwrap() - 1.10).abs() < 1e-12);
 }
 
 /// `paired=#true`: nodes of very different speed (each pass of both variants on one node, as
@@ -778,7 +778,7 @@ fn a_claim_compares_any_two_cells() {
     def["where"] = json!({});
     let c = claim_verdict(&points, &def);
     assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
-    assert!((c.ratio - 3.3).abs() < 1e-9, "{}", c.ratio);
+    assert!((c.ratio.unwrap() - 3.3).abs() < 1e-9, "{:?}", c.ratio);
 
     let mut both = study(6, 1.10);
     let mut other = study(6, 1.0);
@@ -796,7 +796,7 @@ fn a_claim_compares_any_two_cells() {
     let spec = claim_spec(&def, &both_servers, &both_params).unwrap();
     let c = claim_step::check(&spec, &def, &both).unwrap();
     assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
-    assert!((c.ratio - 1.10).abs() < 1e-12);
+    assert!((c.ratio.unwrap() - 1.10).abs() < 1e-12);
 
     // a side pinning a value no trial has, or a parameter the trials lack, is refused
     let refused = |expect: &str| {

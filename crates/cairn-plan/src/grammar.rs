@@ -138,9 +138,23 @@ pub(crate) const ANALYSIS_CHILDREN: &[&str] = &[
     "trials", "servers", "where", "exclude", "table", "compare", "plot", "scaling",
 ];
 
-pub(crate) const CLAIM_CHILDREN: &[&str] = &["trials", "metric", "where", "expect"];
-pub(crate) const CLAIM_SINGLE: &[&str] = &["trials", "metric", "expect"];
-pub(crate) const EXPECT_PROPS: &[&str] = &["within", "by", "about", "tolerance"];
+pub(crate) const CLAIM_CHILDREN: &[&str] = &["trials", "metric", "operations", "where", "expect"];
+pub(crate) const CLAIM_SINGLE: &[&str] = &["trials", "metric", "operations", "expect"];
+pub(crate) const EXPECT_PROPS: &[&str] = &[
+    "within",
+    "by",
+    "about",
+    "tolerance",
+    "for",
+    "trend",
+    "x",
+    "from",
+    "to",
+];
+/// What a claim over operations may say of them (`for=`).
+pub(crate) const CLAIM_QUANTIFIERS: &[&str] = &["most", "all"];
+/// Which way a trend claim says the gain moves (`trend=`).
+pub(crate) const CLAIM_TRENDS: &[&str] = &["grows", "shrinks"];
 
 pub(crate) const REPORT_CHILDREN: &[&str] = &["analyses", "format"];
 pub(crate) const REPORT_SINGLE: &[&str] = &["format"];
@@ -358,7 +372,13 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
     g.extend([
         spec("claim").children(CLAIM_CHILDREN, CLAIM_SINGLE),
         spec("claim/where").any_props(),
-        spec("claim/expect").props(EXPECT_PROPS),
+        NodeSpec {
+            prop_values: vec![
+                ("for", CLAIM_QUANTIFIERS.to_vec()),
+                ("trend", CLAIM_TRENDS.to_vec()),
+            ],
+            ..spec("claim/expect").props(EXPECT_PROPS)
+        },
         spec("report").children(REPORT_CHILDREN, REPORT_SINGLE),
         spec("report/format").values(REPORT_FORMATS),
         spec("step")

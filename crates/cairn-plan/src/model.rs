@@ -460,6 +460,25 @@ pub struct Claim {
     pub about: Option<Sp<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Sp<f64>>,
+    /// `operations "select" …` (bare `operations`: every one): the claim is checked on each
+    /// of a suite's per-operation seconds (sql-bench's `<test>_s`, `<test>_<group>_s`) of
+    /// these tests, and quantified by `for=`. `None`: one figure, `metric`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Sp<Vec<String>>>,
+    /// `for="most"` / `for="all"` on `expect`: how many of the operations it must hold on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantifier: Option<Sp<String>>,
+    /// `trend="grows"` / `"shrinks"` on `expect`: the gain of one side over the other
+    /// changes along the ordered parameter `x`, from its point `from` to `to` (default its
+    /// lowest and highest value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend: Option<Sp<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<Sp<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Sp<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Sp<String>>,
 }
 
 /// `report "name" { analyses "tps" …; format "markdown" }`

@@ -1456,6 +1456,8 @@ impl FileParser<'_> {
         };
         let (mut metric, mut expect, mut within, mut by) = (None, None, None, None);
         let (mut trials, mut about, mut tolerance) = (None, None, None);
+        let mut operations = None;
+        let mut form = ClaimForm::default();
         let mut filter = BTreeMap::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
@@ -1467,16 +1469,22 @@ impl FileParser<'_> {
             match node_name(c) {
                 "trials" => trials = self.one_string(c),
                 "metric" => metric = self.one_string(c),
+                "operations" => operations = Some(self.claim_operations(c)),
                 "where" => filter.extend(self.value_props(c)),
                 "expect" => {
                     self.no_children(c);
                     expect = self.single_arg(c).and_then(|e| self.string_of(e));
                     for e in self.props_only(c, EXPECT_PROPS) {
+                        let prop = prop_name(e);
+                        if let Some(slot) = form.slot(prop) {
+                            *slot = self.expect_word(e, prop);
+                            continue;
+                        }
                         let Some(s) = self.string_of(e) else { continue };
                         match parse_percentage(&s) {
                             Ok(x) => {
                                 let x = Some(Sp::new(x, s.loc));
-                                match prop_name(e) {
+                                match prop {
                                     "by" => by = x,
                                     "about" => about = x,
                                     "tolerance" => tolerance = x,
@@ -1494,7 +1502,26 @@ impl FileParser<'_> {
                 _ => self.unknown_child("claim", c, CLAIM_CHILDREN),
             }
         }
-        let metric = self.require(metric, &name, "claim", "metric", "add `metric \"tps\"`");
+        // over operations, the figures are the suite's per-operation seconds: no `metric`
+        let metric = match (&operations, metric) {
+            (Some(ops), Some(m)) => {
+                self.push(
+                    problem("unexpected", "a claim over `operations` reads the suite's per-operation seconds: it takes no `metric`")
+                        .label(m.loc, "a second figure")
+                        .label(ops.loc, "its figures")
+                        .help("drop `metric`, or drop `operations` to claim about one figure"),
+                );
+                None
+            }
+            (Some(ops), None) => Some(Sp::new(
+                cairn_defs::figures::OPERATION_SECONDS
+                    .figure
+                    .name
+                    .to_string(),
+                ops.loc,
+            )),
+            (None, m) => self.require(m, &name, "claim", "metric", "add `metric \"tps\"`"),
+        };
         let expect = self.require(
             expect,
             &name,
@@ -1504,6 +1531,8 @@ impl FileParser<'_> {
         );
         if let Some(expect) = &expect {
             self.claim_band(expect, about.as_ref(), tolerance.as_ref(), [&by, &within]);
+            let sizes = [&by, &within, &about];
+            self.claim_form(expect, &form, operations.as_ref(), sizes);
         }
         if let (Some(metric), Some(expect)) = (metric, expect) {
             self.plan.claims.push(Claim {
@@ -1516,7 +1545,160 @@ impl FileParser<'_> {
                 by,
                 about,
                 tolerance,
+                operations,
+                quantifier: form.quantifier,
+                trend: form.trend,
+                x: form.x,
+                from: form.from,
+                to: form.to,
             });
+        }
+    }
+
+    /// `operations "select" "insert"` (or bare: every test): each a test of sql-bench's
+    /// per-operation figures, refused at its place otherwise.
+    fn claim_operations(&mut self, node: &KdlNode) -> Sp<Vec<String>> {
+        self.props_only(node, &[]);
+        self.no_children(node);
+        let family = &cairn_defs::figures::OPERATION_SECONDS;
+        let mut tests = Vec::new();
+        for e in args(node) {
+            let Some(t) = self.string_of(e) else { continue };
+            if family.stems.contains(&t.as_str()) {
+                tests.push(t.value);
+            } else {
+                self.push(
+                    problem(
+                        "bad_value",
+                        format!(
+                            "`{}` is not a test of the suite's per-operation figures",
+                            t.value
+                        ),
+                    )
+                    .label(t.loc, "no such group of figures")
+                    .help_opt(did_you_mean(&t, family.stems.iter().copied()))
+                    .help(format!(
+                        "the groups are sql-bench's tests: {}; bare `operations` takes every one",
+                        family.stems.join(", ")
+                    )),
+                );
+            }
+        }
+        Sp::new(tests, self.name_loc(node))
+    }
+
+    /// A word property of `expect` (`for`, `trend`: one of its values; `x`, `from`, `to`:
+    /// a parameter and two of its values, numbers spelt out).
+    fn expect_word(&mut self, e: &KdlEntry, prop: &str) -> Option<Sp<String>> {
+        let allowed: &[&str] = match prop {
+            "for" => CLAIM_QUANTIFIERS,
+            "trend" => CLAIM_TRENDS,
+            _ => return self.stringish(e),
+        };
+        let s = self.string_of(e)?;
+        if allowed.contains(&s.as_str()) {
+            return Some(s);
+        }
+        self.bad_value(
+            e,
+            format!("`{}` is not a value of `{prop}`", s.value),
+            Some(format!("allowed values: {}", one_of(allowed))),
+        );
+        None
+    }
+
+    /// A claim's quantifier (`for=` with `operations`) and trend (`trend=` with `x=`, and
+    /// `from=`/`to=` together): each half without the other is refused, and a trend is a
+    /// change of a gain — `>` or `<`, no size — on one figure.
+    fn claim_form(
+        &mut self,
+        expect: &Sp<String>,
+        form: &ClaimForm,
+        operations: Option<&Sp<Vec<String>>>,
+        sizes: [&Option<Sp<f64>>; 3],
+    ) {
+        match (&form.quantifier, operations) {
+            (Some(q), None) => self.push(
+                problem("missing", format!("`for=\"{}\"` counts operations, but the claim names none", q.value))
+                    .label(q.loc, "a quantifier over nothing")
+                    .help("add `operations` (every per-operation figure of the suite) or `operations \"select\"` (those of its tests)"),
+            ),
+            (None, Some(ops)) => self.push(
+                problem("missing", "a claim over `operations` says on how many it holds")
+                    .label(ops.loc, "operations")
+                    .help("add for=\"most\" (more than half) or for=\"all\" (every one) to `expect`"),
+            ),
+            _ => {}
+        }
+        let Some(trend) = &form.trend else {
+            for (prop, v) in [("x", &form.x), ("from", &form.from), ("to", &form.to)] {
+                if let Some(v) = v {
+                    self.push(
+                        problem(
+                            "unexpected",
+                            format!("`{prop}` places a trend, but the claim claims none"),
+                        )
+                        .label(v.loc, "without trend=")
+                        .help("add trend=\"grows\" (or \"shrinks\"), or drop it"),
+                    );
+                }
+            }
+            return;
+        };
+        if form.x.is_none() {
+            self.push(
+                problem(
+                    "missing",
+                    "a trend runs along a parameter: name it with `x`",
+                )
+                .label(trend.loc, "a trend along nothing")
+                .help(
+                    "add e.g. x=\"threads\" (its lowest against its highest value, or from=/to=)",
+                ),
+            );
+        }
+        match (&form.from, &form.to) {
+            (Some(p), None) | (None, Some(p)) => self.push(
+                problem("missing", "a trend's `from` and `to` go together")
+                    .label(p.loc, "one end")
+                    .help("write both, e.g. from=\"1\" to=\"4\", or neither (the lowest and highest value)"),
+            ),
+            (Some(f), Some(t)) if f.value == t.value => self.push(
+                problem("bad_value", "a trend's `from` and `to` are the same point")
+                    .label(t.loc, "the same as `from`")
+                    .help("compare two different values of `x`"),
+            ),
+            _ => {}
+        }
+        if let Some(ops) = operations {
+            self.push(
+                problem(
+                    "unexpected",
+                    "a trend is claimed of one figure, not over operations",
+                )
+                .label(trend.loc, "a trend")
+                .label(ops.loc, "operations")
+                .help("claim the trend of one figure (`metric`), or drop `trend`"),
+            );
+        }
+        if expect.value.contains(">=") || expect.value.contains("<=") {
+            self.push(
+                problem("bad_value", "a trend is of a gain: it goes with `>` or `<`")
+                    .label(expect.loc, "a tolerance operator")
+                    .label(trend.loc, "the trend")
+                    .help("write `>` (the gain of the left side over the right) or `<` (the right over the left)"),
+            );
+        }
+        for size in sizes.into_iter().flatten() {
+            self.push(
+                problem(
+                    "unexpected",
+                    "a trend claims a change of the gain, not its size",
+                )
+                .label(size.loc, "a size")
+                .label(trend.loc, "the trend")
+                .help("drop the size, or claim it at one point in a claim of its own"),
+            );
         }
     }
 
@@ -1845,5 +2027,29 @@ impl FileParser<'_> {
             measure: false,
             dir: self.dir.clone(),
         });
+    }
+}
+
+/// The word properties of a claim's `expect` beyond its size: a quantifier over operations
+/// and a trend's parameter and points.
+#[derive(Default)]
+struct ClaimForm {
+    quantifier: Option<Sp<String>>,
+    trend: Option<Sp<String>>,
+    x: Option<Sp<String>>,
+    from: Option<Sp<String>>,
+    to: Option<Sp<String>>,
+}
+
+impl ClaimForm {
+    fn slot(&mut self, prop: &str) -> Option<&mut Option<Sp<String>>> {
+        match prop {
+            "for" => Some(&mut self.quantifier),
+            "trend" => Some(&mut self.trend),
+            "x" => Some(&mut self.x),
+            "from" => Some(&mut self.from),
+            "to" => Some(&mut self.to),
+            _ => None,
+        }
     }
 }

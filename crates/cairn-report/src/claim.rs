@@ -61,33 +61,139 @@ pub struct ClaimResult {
     pub verdict: ClaimVerdict,
     /// Why, for a person.
     pub reason: String,
-    /// median(left) / median(right) and its 95% bootstrap CI.
-    pub ratio: f64,
-    pub ratio_ci: Interval,
-    /// The passes per side, and how many the observed noise would need for the claim's size.
+    /// median(left) / median(right) and its 95% bootstrap CI; for a trend, the change of the
+    /// gain (its ratio at `to` over its ratio at `from`); absent over operations (each has
+    /// its own, in `operations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_ci: Option<Interval>,
+    /// The passes per side, and how many the observed noise would need for the claim's size
+    /// (absent for a trend and over operations).
     pub passes: usize,
-    pub passes_needed: PassesNeeded,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes_needed: Option<PassesNeeded>,
     /// The check as cairn-analysis made it (in the figure's better direction); for `>=` and
-    /// `<=` it is the opposite claim's, whose verdict this one turns around.
-    pub check: ClaimCheck,
+    /// `<=` it is the opposite claim's, whose verdict this one turns around. Absent for a
+    /// trend and over operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<ClaimCheck>,
     pub opposite_checked: bool,
     /// The trial records behind each side.
     pub left_trials: Vec<String>,
     pub right_trials: Vec<String>,
+    /// A claim over a suite's operations (`operations`, `for=`): each one's verdict and the
+    /// count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<OperationsResult>,
+    /// A trend claim (`trend=`, `x=`): the gain at both points and its change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend: Option<TrendResult>,
+}
+
+/// A claim over operations: how many it must hold on, and each operation's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationsResult {
+    /// `most` (more than half) or `all`.
+    pub quantifier: String,
+    /// The tests whose operations were read (empty: every test).
+    pub tests: Vec<String>,
+    /// The correction for checking many at once, in words.
+    pub correction: String,
+    pub holds: usize,
+    pub fails: usize,
+    pub inconclusive: usize,
+    pub each: Vec<OperationVerdict>,
+}
+
+/// One operation's check at its corrected level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationVerdict {
+    /// The figure, e.g. `select_key_s`.
+    pub operation: String,
+    pub verdict: ClaimVerdict,
+    /// median(left) / median(right) and its CI at the operation's level.
+    pub ratio: f64,
+    pub ratio_ci: Interval,
+    /// The rank test's p-value and the Holm level it was checked at.
+    pub p_value: f64,
+    pub alpha: f64,
+    pub reason: String,
+}
+
+/// A trend claim: the gain of one side over the other at two values of an ordered parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrendResult {
+    /// The parameter and its two values, low (`from`) then high (`to`).
+    pub x: String,
+    pub from: String,
+    pub to: String,
+    /// The gain, as a ratio of the sides: `jemalloc / system`.
+    pub gain: String,
+    pub check: cairn_analysis::TrendCheck,
 }
 
 /// One line for a person: `holds: ratio 1.103 [1.071, 1.140] with 3 passes per side; the
-/// whole CI …`.
+/// whole CI …` (over operations: the count; for a trend: the gain at both points).
 pub fn summary_line(r: &ClaimResult) -> String {
-    format!(
-        "{}: ratio {:.3} [{:.3}, {:.3}] with {}; {}",
-        r.verdict,
-        r.ratio,
-        r.ratio_ci.low,
-        r.ratio_ci.high,
-        passes_words(r),
-        r.reason
-    )
+    match (&r.ratio, &r.ratio_ci) {
+        _ if r.operations.is_some() || r.trend.is_some() => {
+            format!("{}: {}; {}", r.verdict, form_words(r), r.reason)
+        }
+        (Some(ratio), Some(ci)) => format!(
+            "{}: ratio {:.3} [{:.3}, {:.3}] with {}; {}",
+            r.verdict,
+            ratio,
+            ci.low,
+            ci.high,
+            passes_words(r),
+            r.reason
+        ),
+        _ => format!("{}: {}", r.verdict, r.reason),
+    }
+}
+
+/// What a claim over operations or a trend found, in words: `holds on 14 of 18 operations
+/// (3 fail, 1 inconclusive)`, or `the gain jemalloc / system is ×1.040 [..] at threads = 1
+/// and ×1.210 [..] at threads = 4: it grows by 16.3% [..]`. Empty for other claims.
+pub fn form_words(r: &ClaimResult) -> String {
+    if let Some(o) = &r.operations {
+        return format!(
+            "holds on {} of {} operations ({} fail, {} inconclusive), each checked at its level by {}",
+            o.holds,
+            o.each.len(),
+            o.fails,
+            o.inconclusive,
+            o.correction
+        );
+    }
+    if let Some(t) = &r.trend {
+        let c = &t.check;
+        let change = c.change.ratio;
+        let moves = if change >= 1.0 { "grows" } else { "shrinks" };
+        return format!(
+            "the gain {} of {} is ×{:.3} {} at {} = {} and ×{:.3} {} at {} = {}: it {moves} by {}% {} with {}",
+            t.gain,
+            r.metric,
+            c.from.ratio,
+            crate::table::ci_text(&c.from.ci),
+            t.x,
+            t.from,
+            c.to.ratio,
+            crate::table::ci_text(&c.to.ci),
+            t.x,
+            t.to,
+            percent_change(change),
+            crate::table::ci_text(&c.change.ci),
+            passes_words(r),
+        );
+    }
+    String::new()
+}
+
+/// `16.3` for a change ×1.163, `9.1` for ×0.909: the size of the change in percent.
+fn percent_change(change: f64) -> String {
+    format!("{:.1}", (change - 1.0).abs() * 100.0)
 }
 
 /// The passes behind each side: `9 passes per side`, or where the sides differ
@@ -118,29 +224,70 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
     } else {
         String::new()
     };
+    let form = match (&c.operations, &c.trend) {
+        (Some(o), _) => format!(" on {} operations", o.quantifier),
+        (_, Some(t)) => format!(
+            ", its gain {} from {} = {} to {}",
+            t.check.direction, t.x, t.from, t.to
+        ),
+        _ => String::new(),
+    };
     let point: Vec<String> = c.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let at = if point.is_empty() {
         String::new()
     } else {
         format!(" at {}", point.join(", "))
     };
-    Inline::plain(format!("\"{text}\" ("))
+    let head = Inline::plain(format!("\"{text}\" ("))
         .code(format!(
             "{} {} {}",
             c.expect.left,
             c.expect.operator.symbol(),
             c.expect.right
         ))
-        .text(format!("{size}, {}{at}{}): ", c.metric, meaning_tail(c)))
-        .strong(c.verdict.to_string())
         .text(format!(
+            "{size}{form}, {}{at}{}): ",
+            c.metric,
+            meaning_tail(c)
+        ))
+        .strong(c.verdict.to_string());
+    match (c.ratio, &c.ratio_ci) {
+        _ if c.operations.is_some() || c.trend.is_some() => {
+            let head = head.text(format!(" — {}; {}", form_words(c), c.reason));
+            match &c.operations {
+                Some(o) => head.text(format!(": {}", operations_list(o))),
+                None => head,
+            }
+        }
+        (Some(ratio), Some(ci)) => head.text(format!(
             " — ratio {:.3} {}, {}; {}{}",
-            c.ratio,
-            crate::table::ci_text(&c.ratio_ci),
+            ratio,
+            crate::table::ci_text(ci),
             passes_words(c),
             c.reason,
             passes_needed_tail(c)
-        ))
+        )),
+        _ => head.text(format!(" — {}", c.reason)),
+    }
+}
+
+/// Each operation's verdict with its ratio and CI: `select_key_s holds ×0.71 [0.69, 0.74];
+/// …`.
+fn operations_list(o: &OperationsResult) -> String {
+    let each: Vec<String> = o
+        .each
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {} ×{:.3} {}",
+                v.operation,
+                v.verdict,
+                v.ratio,
+                crate::table::ci_text(&v.ratio_ci)
+            )
+        })
+        .collect();
+    each.join("; ")
 }
 
 /// `; meaning jemalloc's tps at least 5% above system's, so jemalloc is faster` (absent from a
@@ -156,11 +303,19 @@ fn meaning_tail(c: &ClaimResult) -> String {
 /// `; about N passes per variant would decide it …`, unless the reason already says how
 /// many passes the noise needs (too noisy), so a number is never given twice.
 fn passes_needed_tail(c: &ClaimResult) -> String {
-    match c.check.reason {
-        cairn_analysis::ClaimReason::TooNoisy {
-            needed: Some(_), ..
-        } => String::new(),
-        _ => format!("; {}", c.passes_needed),
+    match (&c.check, &c.passes_needed) {
+        (
+            Some(ClaimCheck {
+                reason:
+                    cairn_analysis::ClaimReason::TooNoisy {
+                        needed: Some(_), ..
+                    },
+                ..
+            }),
+            _,
+        )
+        | (_, None) => String::new(),
+        (_, Some(needed)) => format!("; {needed}"),
     }
 }
 

@@ -45,6 +45,9 @@ pub struct Cell {
     /// Against the baseline server at the same point; `None` for the baseline's own cells
     /// and tables without a baseline.
     pub comparison: Option<Comparison>,
+    /// The facet value the cell is in (a faceted table's); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facet: Option<String>,
 }
 
 /// A computed table: what `table.json` holds.
@@ -59,11 +62,56 @@ pub struct Table {
     /// The CV above which a cell is flagged noisy.
     pub noisy_cv: f64,
     /// Row-major, rows and columns in the order of [`Table::rows`] and [`Table::columns`];
-    /// a point without trials has no cell.
+    /// a point without trials has no cell. In a faceted table, facet by facet.
     pub cells: Vec<Cell>,
+    /// `facet="cpus"`: one table per value of a third dimension, its values here and each
+    /// cell's in [`Cell::facet`] ([`Table::faceted`] splits them); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facet: Option<Dimension>,
 }
 
 impl Table {
+    /// The table per facet value, each titled by its facet (`cpus = 2`) and holding only its
+    /// cells, rows and columns (its `facet` the one value); a table without facets alone,
+    /// untitled.
+    pub fn faceted(&self) -> Vec<(Option<String>, Table)> {
+        let Some(facet) = &self.facet else {
+            return vec![(None, self.clone())];
+        };
+        facet
+            .values
+            .iter()
+            .map(|value| {
+                let cells: Vec<Cell> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.facet.as_deref() == Some(value))
+                    .cloned()
+                    .collect();
+                let kept = |d: &Dimension, of: fn(&Cell) -> &String| Dimension {
+                    name: d.name.clone(),
+                    values: d
+                        .values
+                        .iter()
+                        .filter(|v| cells.iter().any(|c| of(c) == *v))
+                        .cloned()
+                        .collect(),
+                };
+                let table = Table {
+                    rows: kept(&self.rows, |c| &c.row),
+                    columns: kept(&self.columns, |c| &c.column),
+                    facet: Some(Dimension {
+                        name: facet.name.clone(),
+                        values: vec![value.clone()],
+                    }),
+                    cells,
+                    ..self.clone()
+                };
+                (Some(format!("{} = {value}", facet.name)), table)
+            })
+            .collect()
+    }
+
     pub fn cell(&self, row: &str, column: &str) -> Option<&Cell> {
         self.cells
             .iter()
@@ -221,7 +269,20 @@ pub fn flags_markdown(table: &Table, number: &dyn Fn(f64) -> String) -> String {
 /// `table.md` (titled `title`, if not empty): the absolute medians (noisy cells marked), then — with a baseline — each
 /// variant's ratio to it with the CI and the verdict, then the trials behind every cell.
 pub fn render_markdown(title: &str, table: &Table) -> String {
-    render_markdown_with(title, table, Flags::Explained)
+    let parts = table.faceted();
+    let mut md = String::new();
+    for (facet, part) in &parts {
+        let title = match facet {
+            Some(f) if title.is_empty() => f.clone(),
+            Some(f) => format!("{title}, {f}"),
+            None => title.to_string(),
+        };
+        if !md.is_empty() {
+            md.push('\n');
+        }
+        md.push_str(&render_markdown_with(&title, part, Flags::Explained));
+    }
+    md
 }
 
 /// How a table's drift and outlier flags are explained under it.

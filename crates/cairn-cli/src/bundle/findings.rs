@@ -99,7 +99,14 @@ fn tables(
             .and_then(|blob| store.read_blob(blob).ok())
             .and_then(|bytes| serde_json::from_slice::<Table>(&bytes).ok());
         if let Some(t) = table {
-            out.insert(step.name.clone(), t);
+            // a faceted table's findings are each facet's: cells of one place per facet
+            for (facet, part) in t.faceted() {
+                let name = match facet {
+                    Some(f) => format!("{}, {f}", step.name),
+                    None => step.name.clone(),
+                };
+                out.insert(name, part);
+            }
         }
     }
     out
@@ -442,6 +449,7 @@ mod tests {
                 )
                 .unwrap()
             }),
+            facet: None,
         };
         Table {
             metric: "tps".into(),
@@ -458,6 +466,7 @@ mod tests {
             baseline: Some("system".into()),
             noisy_cv: 0.05,
             cells: vec![cell("system", system), cell("jemalloc", jemalloc)],
+            facet: None,
         }
     }
 

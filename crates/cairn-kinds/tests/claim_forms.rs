@@ -1,0 +1,250 @@
+//! Claims over a suite's operations and trend claims on fabricated trials with known
+//! answers: each verdict (holds, fails, inconclusive), the count and per-operation list, the
+//! gain at both points in words, and the refusals of a bad `x`.
+
+use std::collections::BTreeMap;
+
+use cairn_analysis::ClaimVerdict;
+use cairn_defs::figures::{self, Figures};
+use cairn_defs::ClaimDef;
+use cairn_kinds::claim_step::{self, claim_spec};
+use cairn_kinds::trial_points::{dimensions, TrialPoint};
+use cairn_report::claim::{claim_line, summary_line, ClaimResult};
+use serde_json::{json, Value};
+
+/// Small, fixed spread: ±1%, ±0.5%.
+const SPREAD: [f64; 6] = [0.99, 1.005, 1.0, 0.995, 1.01, 1.002];
+
+fn point(server: &str, params: Value, pass: u32, figures: Figures) -> TrialPoint {
+    TrialPoint {
+        key: format!("{server}{params}{pass}"),
+        address: format!("trial/t/{server}{params}#{pass}"),
+        trials: "t".into(),
+        server: server.into(),
+        pass,
+        params: params
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        figures,
+        campaign: "boot 0000aaaa".into(),
+        ..Default::default()
+    }
+}
+
+fn check(def: Value, points: &[TrialPoint]) -> ClaimResult {
+    let def: ClaimDef = serde_json::from_value(def).unwrap();
+    let (servers, params) = dimensions(points);
+    let spec = claim_spec(&def, &servers, &params).unwrap();
+    claim_step::check(&spec, &def, points).unwrap()
+}
+
+/// sql-bench-like trials: `release` takes 1 s per operation, `debug` the factor given per
+/// operation, 6 passes each.
+fn suite(factors: &[(&str, f64)]) -> Vec<TrialPoint> {
+    let mut out = Vec::new();
+    for server in ["release", "debug"] {
+        for pass in 1..=6u32 {
+            let mut f = Figures::new();
+            for (op, factor) in factors {
+                let base = if server == "debug" { *factor } else { 1.0 };
+                let v = base * SPREAD[(pass as usize - 1) % SPREAD.len()];
+                f.set_member(&figures::OPERATION_SECONDS, op, v);
+            }
+            // a figure of its own that looks like a member: never an operation
+            f.set(&figures::TOTAL_S, 99.0);
+            // the select test's total, the sum of its groups: not an operation of its own
+            f.set_member(&figures::OPERATION_SECONDS, "select", 2.0);
+            out.push(point(server, json!({}), pass, f));
+        }
+    }
+    out
+}
+
+fn over(quantifier: &str, tests: &[&str]) -> Value {
+    json!({"metric": "<test>_s", "where": {}, "expect": "debug > release", "within": null,
+        "by": 0.2, "operations": tests, "for": quantifier})
+}
+
+const FOUR: [&str; 4] = ["select_key", "select_range", "insert_row", "insert_bulk"];
+
+fn ops(factors: [f64; 4]) -> Vec<(&'static str, f64)> {
+    FOUR.iter().copied().zip(factors).collect()
+}
+
+#[test]
+fn all_holds_when_every_operation_holds_at_its_holm_level() {
+    let r = check(over("all", &[]), &suite(&ops([1.3; 4])));
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+    let o = r.operations.as_ref().unwrap();
+    assert_eq!(
+        (o.holds, o.fails, o.inconclusive, o.each.len()),
+        (4, 0, 0, 4)
+    );
+    // Holm: the levels are α/4, α/3, α/2, α in increasing order of p
+    let mut levels: Vec<f64> = o.each.iter().map(|e| e.alpha).collect();
+    levels.sort_by(f64::total_cmp);
+    assert_eq!(levels, [0.05 / 4.0, 0.05 / 3.0, 0.05 / 2.0, 0.05]);
+    assert!(o.each.iter().all(|e| (e.ratio - 1.3).abs() < 1e-9));
+    assert!(o.correction.contains("Holm"));
+    assert!(r.ratio.is_none() && r.check.is_none());
+    let line = summary_line(&r);
+    assert!(line.contains("holds on 4 of 4 operations"), "{line}");
+}
+
+#[test]
+fn most_holds_on_three_of_four_where_all_fails() {
+    let points = suite(&ops([1.3, 1.3, 1.3, 1.0]));
+    let most = check(over("most", &[]), &points);
+    assert_eq!(most.verdict, ClaimVerdict::Holds, "{}", most.reason);
+    let all = check(over("all", &[]), &points);
+    assert_eq!(all.verdict, ClaimVerdict::Fails, "{}", all.reason);
+    let o = all.operations.as_ref().unwrap();
+    assert_eq!((o.holds, o.fails), (3, 1));
+    let failing = o
+        .each
+        .iter()
+        .find(|e| e.verdict == ClaimVerdict::Fails)
+        .unwrap();
+    assert_eq!(failing.operation, "insert_bulk_s");
+    let line = claim_line("debug is slower", &most);
+    assert!(line.contains("on most operations"), "{line}");
+    assert!(line.contains("insert_bulk_s fails ×1.000"), "{line}");
+}
+
+#[test]
+fn most_fails_when_a_majority_can_no_longer_hold_and_is_inconclusive_between() {
+    let fails = check(over("most", &[]), &suite(&ops([1.3, 1.0, 1.0, 1.0])));
+    assert_eq!(fails.verdict, ClaimVerdict::Fails, "{}", fails.reason);
+    // two hold, two straddle the claimed 20%: more than half could still hold
+    let between = check(over("most", &[]), &suite(&ops([1.3, 1.3, 1.2, 1.2])));
+    assert_eq!(
+        between.verdict,
+        ClaimVerdict::Inconclusive,
+        "{}",
+        between.reason
+    );
+    let o = between.operations.as_ref().unwrap();
+    assert_eq!((o.holds, o.inconclusive), (2, 2));
+    // all: none fails, not every one holds
+    let all = check(over("all", &[]), &suite(&ops([1.3, 1.3, 1.2, 1.2])));
+    assert_eq!(all.verdict, ClaimVerdict::Inconclusive);
+}
+
+#[test]
+fn operations_of_named_tests_only() {
+    let r = check(over("all", &["select"]), &suite(&ops([1.3, 1.3, 1.0, 1.0])));
+    let o = r.operations.as_ref().unwrap();
+    let names: Vec<&str> = o.each.iter().map(|e| e.operation.as_str()).collect();
+    assert_eq!(names, ["select_key_s", "select_range_s"]);
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+}
+
+/// system and jemalloc at 1 and 4 threads, 6 passes: system 1000 and 3000 tps; jemalloc
+/// `gain_1` and `gain_4` times that.
+fn threads_study(gain_1: f64, gain_4: f64) -> Vec<TrialPoint> {
+    let mut out = Vec::new();
+    for server in ["system", "jemalloc"] {
+        for (threads, base, gain) in [(1, 1000.0, gain_1), (4, 3000.0, gain_4)] {
+            for pass in 1..=6u32 {
+                let g = if server == "jemalloc" { gain } else { 1.0 };
+                let mut f = Figures::new();
+                f.set(&figures::TPS, base * g * SPREAD[pass as usize - 1]);
+                out.push(point(server, json!({"threads": threads}), pass, f));
+            }
+        }
+    }
+    out
+}
+
+fn trend(direction: &str) -> Value {
+    json!({"metric": "tps", "where": {}, "expect": "jemalloc > system", "within": null,
+        "trend": direction, "x": "threads"})
+}
+
+#[test]
+fn a_gain_that_grows_with_threads_holds_and_says_so_in_words() {
+    let r = check(trend("grows"), &threads_study(1.04, 1.21));
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+    let t = r.trend.as_ref().unwrap();
+    assert_eq!((t.from.as_str(), t.to.as_str()), ("1", "4"));
+    assert_eq!(t.gain, "jemalloc / system");
+    assert!((r.ratio.unwrap() - 1.21 / 1.04).abs() < 1e-9);
+    let line = summary_line(&r);
+    assert!(
+        line.contains("×1.040") && line.contains("at threads = 1") && line.contains("×1.210"),
+        "{line}"
+    );
+    assert!(line.contains("it grows by 16.3%"), "{line}");
+    // the same data: a claim that it shrinks fails
+    let shrinks = check(trend("shrinks"), &threads_study(1.04, 1.21));
+    assert_eq!(shrinks.verdict, ClaimVerdict::Fails, "{}", shrinks.reason);
+}
+
+#[test]
+fn a_steady_gain_is_inconclusive_and_three_passes_never_decide() {
+    let steady = check(trend("grows"), &threads_study(1.1, 1.1));
+    assert_eq!(
+        steady.verdict,
+        ClaimVerdict::Inconclusive,
+        "{}",
+        steady.reason
+    );
+    let few: Vec<TrialPoint> = threads_study(1.0, 2.0)
+        .into_iter()
+        .filter(|p| p.pass <= 3)
+        .collect();
+    let r = check(trend("grows"), &few);
+    assert_eq!(r.verdict, ClaimVerdict::Inconclusive);
+    assert!(r.reason.contains("too few passes"), "{}", r.reason);
+}
+
+#[test]
+fn a_less_than_trend_reads_the_gain_of_the_right_side() {
+    // `system < jemalloc`: the gain is jemalloc / system, as for `jemalloc > system`
+    let mut def = trend("grows");
+    def["expect"] = json!("system < jemalloc");
+    let r = check(def, &threads_study(1.04, 1.21));
+    assert_eq!(r.trend.as_ref().unwrap().gain, "jemalloc / system");
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+}
+
+#[test]
+fn x_must_be_an_ordered_parameter_the_claim_does_not_pin() {
+    let points = threads_study(1.0, 1.2);
+    let (servers, params) = dimensions(&points);
+    let spec = |def: Value| {
+        let def: ClaimDef = serde_json::from_value(def).unwrap();
+        claim_spec(&def, &servers, &params)
+    };
+    let mut def = trend("grows");
+    def["x"] = json!("cores");
+    let e = spec(def).unwrap_err();
+    assert_eq!(e.name, "x");
+    assert!(e.message.contains("not a parameter"), "{}", e.message);
+    let mut def = trend("grows");
+    def["where"] = json!({"threads": 4});
+    assert!(spec(def).unwrap_err().message.contains("pins `threads`"));
+    let mut def = trend("grows");
+    def["from"] = json!("1");
+    def["to"] = json!("8");
+    let e = spec(def).unwrap_err();
+    assert_eq!(e.name, "to");
+    // a parameter whose values are words is ordered only by from/to
+    let mut named = BTreeMap::new();
+    named.insert(
+        "size".to_string(),
+        vec!["small".to_string(), "large".to_string()],
+    );
+    let mut def = trend("grows");
+    def["x"] = json!("size");
+    let d: ClaimDef = serde_json::from_value(def.clone()).unwrap();
+    let e = claim_spec(&d, &servers, &named).unwrap_err();
+    assert!(e.message.contains("not an ordered factor"), "{}", e.message);
+    def["from"] = json!("small");
+    def["to"] = json!("large");
+    let d: ClaimDef = serde_json::from_value(def).unwrap();
+    assert!(claim_spec(&d, &servers, &named).is_ok());
+}
