@@ -91,6 +91,23 @@ pub(crate) fn check_axis_names(plan: &Plan, r: &mut Reporter) {
                     .label(other.loc, "first named here")
                     .help("give the host setting another axis name with `as=\"…\"` (sysctl and sysfs), or drop one of the two"),
                 );
+            } else if [crate::trial_cpus::FACTOR, cairn_defs::lifecycle::RUN]
+                .contains(&name.value.as_str())
+            {
+                // the block's CPU factor and its runs are dimensions of these names
+                r.push(
+                    problem(
+                        "duplicate",
+                        format!(
+                            "trials `{}`: the axis `{}` of its {} is a name cairn gives the block's own dimensions (`cpus`, `run`)",
+                            t.name.value,
+                            name.value,
+                            h.knob.value.describe()
+                        ),
+                    )
+                    .label(name.loc, "named here")
+                    .help("give the host setting another axis name with `as=\"…\"`"),
+                );
             }
         }
     }
