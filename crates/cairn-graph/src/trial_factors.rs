@@ -23,6 +23,10 @@ fn axes(t: &Trials, w: &Workload) -> Vec<Param> {
 /// each once per CPU choice.
 pub fn trial_points(t: &Trials, w: &Workload) -> Vec<BTreeMap<String, Value>> {
     trial_cpus::with_factor(t, expand::points(&axes(t, w)))
+        .into_iter()
+        // a tie (`tie "threads" to="cpus"`) measures only the points it pairs
+        .filter(|p| cairn_plan::trial_ties::keeps(t, p))
+        .collect()
 }
 
 /// The names of the axes its addresses show (those with more than one value): the

@@ -179,3 +179,32 @@ fn a_named_set_keys_its_cpus_not_its_name() {
     // still one dataset step
     assert_eq!(g.count(StepKind::DATASET), 1);
 }
+
+#[test]
+fn a_tie_measures_only_the_points_it_pairs_under_the_keys_they_had_crossed() {
+    let text = |tie: &str| {
+        format!(
+            r#"{}trials "t" {{ servers "a"; dataset "sb"; workload "w"; cpus 1 2; {tie} }}"#,
+            HEAD.replace("threads 1 2", "threads 2 4")
+        )
+    };
+    let crossed = keys(&graph(&text("")));
+    let tied = keys(&graph(&text(r#"tie "threads" to="cpus" times=2"#)));
+    let trials = |k: &[(String, String, serde_json::Value)]| -> Vec<(String, String)> {
+        k.iter()
+            .filter(|(a, _, _)| a.starts_with("trial/"))
+            .map(|(a, key, _)| (a.clone(), key.clone()))
+            .collect()
+    };
+    let (crossed, tied) = (trials(&crossed), trials(&tied));
+    assert_eq!(crossed.len(), 4);
+    // threads = 2 × cpus: (2, 1) and (4, 2), each under the key it has in the full cross
+    let addresses: Vec<&str> = tied.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(
+        addresses,
+        ["trial/t/a[cpus=1,threads=2]", "trial/t/a[cpus=2,threads=4]"]
+    );
+    for t in &tied {
+        assert!(crossed.contains(t), "{t:?} not in {crossed:?}");
+    }
+}

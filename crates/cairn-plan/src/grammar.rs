@@ -114,6 +114,7 @@ pub(crate) const TRIALS_CHILDREN: &[&str] = &[
     "sysctl",
     "sysfs",
     "cpus",
+    "tie",
 ];
 pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "dataset",
@@ -129,6 +130,8 @@ pub(crate) const TRIALS_SINGLE: &[&str] = &[
 ];
 /// The properties of a trials block's `sysctl` and `sysfs` (`as="name"`: their axis's name).
 pub(crate) const HOST_SETTING_PROPS: &[&str] = &["as"];
+/// The properties of a trials block's `tie` (`to="cpus"`: the axis it follows; `times=2`).
+pub(crate) const TIE_PROPS: &[&str] = &["to", "times"];
 pub(crate) const PASSES_PROPS: &[&str] = &["min", "max", "until-ci", "until", "metric"];
 /// What `until=` may say.
 pub(crate) const PASSES_UNTIL: &[&str] = &["decided"];
@@ -360,6 +363,7 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
         },
         spec("trials/sysctl").props(HOST_SETTING_PROPS),
         spec("trials/sysfs").props(HOST_SETTING_PROPS),
+        spec("trials/tie").props(TIE_PROPS),
         spec("analysis").children(ANALYSIS_CHILDREN, &[]),
         spec("analysis/where").any_props(),
         spec("analysis/exclude").any_props(),

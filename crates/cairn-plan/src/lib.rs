@@ -14,6 +14,7 @@ pub mod model;
 mod params;
 mod parse;
 pub mod trial_cpus;
+pub mod trial_ties;
 mod validate;
 pub mod values;
 mod vocabulary;

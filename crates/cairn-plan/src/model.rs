@@ -366,6 +366,10 @@ pub struct Trials {
     /// Empty: the server's own `cpus`, if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<Sp<crate::trial_cpus::CpuChoice>>,
+    /// `tie "threads" to="cpus" times=2`: only the points where one axis is a multiple of
+    /// another are measured ([`crate::trial_ties`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ties: Vec<crate::trial_ties::Tie>,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

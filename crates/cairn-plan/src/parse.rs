@@ -18,6 +18,7 @@ use crate::values::{parse_duration, parse_percentage, parse_size};
 mod build;
 mod host_factor_nodes;
 mod lifecycle;
+mod trial_tie;
 
 /// Free-form `key=value` properties of a node.
 type Props = BTreeMap<String, Sp<Value>>;
@@ -1292,6 +1293,7 @@ impl FileParser<'_> {
         let mut lifecycle = crate::lifecycle::Lifecycle::default();
         let mut host = Vec::new();
         let mut cpus = Vec::new();
+        let mut ties = Vec::new();
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1313,6 +1315,7 @@ impl FileParser<'_> {
                     host.extend(self.host_factor(c))
                 }
                 "cpus" => cpus = self.cpu_choices(c),
+                "tie" => ties.extend(self.trial_tie(c)),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1361,6 +1364,7 @@ impl FileParser<'_> {
                 lifecycle,
                 host,
                 cpus,
+                ties,
             });
         }
     }

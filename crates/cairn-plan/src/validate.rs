@@ -50,6 +50,7 @@ pub(crate) fn validate(
     resolve_images(plan, &bad_images);
     resolve_servers(plan, &bad_servers);
     crate::trial_cpus::check(plan, r);
+    crate::trial_ties::check(plan, r);
 }
 
 /// Every figure the plan names — an analysis's `metric`, a claim's `metric`, the `metric` an
