@@ -45,7 +45,15 @@ fn keep(
     let path = kept_at(store, image_key, server);
     let dir = path.parent().expect("has a directory");
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!("{image_key}.{server}.tmp-{}", std::process::id()));
+    // unique per writer: two dataset steps of one run may keep the same image's names at
+    // once (the build lane runs them side by side), and a shared temp name lets one rename
+    // the other's file away
+    static WRITERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let writer = WRITERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(
+        "{image_key}.{server}.tmp-{}-{writer}",
+        std::process::id()
+    ));
     std::fs::write(&tmp, names.to_text())
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
