@@ -60,6 +60,17 @@ pub fn design_of(store: &Store, trials: &[TrialPoint]) -> Vec<TrialsDesign> {
             }
         };
         let b = &mut blocks[i];
+        // servers whose clients ran in different places (socket, loopback, bridge): the
+        // block's place is then each server's, said by its `client` setting
+        let place = |c: &Value| c.get("place").cloned();
+        if place(&b.client).is_some() && place(&b.client) != place(&t.client) {
+            if let Some(c) = b.client.as_object_mut() {
+                c.insert(
+                    "place".into(),
+                    Value::from("each server's own (its `client` setting, below)"),
+                );
+            }
+        }
         if !b.servers.iter().any(|(s, _)| *s == t.server) {
             // the image's tag is its step's key
             let image_key = t
@@ -717,7 +728,7 @@ fn options_item(blocks: &[TrialsDesign]) -> Item {
 }
 
 /// A server's settings as `setting → value`: `option <name>`, `env <name>`, `allocator`,
-/// `connect`, `executor`, and `cpus` and `memory` where given.
+/// `connect`, `executor`, and `client`, `link`, `cpus` and `memory` where given.
 fn flat_settings(s: &ServerDef) -> BTreeMap<String, String> {
     let mut flat = BTreeMap::new();
     for (k, v) in &s.options {
@@ -729,6 +740,17 @@ fn flat_settings(s: &ServerDef) -> BTreeMap<String, String> {
     flat.insert("allocator".into(), s.allocator_or_default().to_string());
     flat.insert("connect".into(), s.connect_or_default().to_string());
     flat.insert("executor".into(), s.executor_or_default().to_string());
+    // where the clients run and the emulated link: what tells two TCP servers apart
+    if let Some(c) = &s.client {
+        flat.insert("client".into(), c.clone());
+    }
+    if let Some(l) = &s.link {
+        let parts: Vec<String> = [("rate", &l.rate), ("delay", &l.delay)]
+            .into_iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
+            .collect();
+        flat.insert("link".into(), parts.join(", "));
+    }
     if let Some(c) = &s.cpus {
         flat.insert("cpus".into(), c.clone());
     }

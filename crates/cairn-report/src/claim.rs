@@ -213,14 +213,16 @@ pub fn passes_words(c: &ClaimResult) -> String {
 /// A claim for a person: its text, the expectation, the verdict (emphasised), the ratio with
 /// its CI, why, and the passes the noise would need.
 pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
+    // a percentage as written (0.55 × 100 is 55.00000000000001 in floating point)
+    let pct = |x: f64| (x * 100.0 * 1e6).round() / 1e6;
     let size = if let Some(t) = c.tolerance {
-        format!(" about {}% ± {}%", c.size * 100.0, t * 100.0)
+        format!(" about {}% ± {}%", pct(c.size), pct(t))
     } else if c.size > 0.0 {
         let word = match c.expect.operator {
             Operator::Greater | Operator::Less => "by",
             _ => "within",
         };
-        format!(" {word} {}%", c.size * 100.0)
+        format!(" {word} {}%", pct(c.size))
     } else {
         String::new()
     };
