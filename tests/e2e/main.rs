@@ -26,5 +26,6 @@ mod snapshots;
 mod source_build;
 mod store;
 mod study_buildlink;
+mod study_selectindex;
 mod subsets;
 mod trials;
