@@ -27,5 +27,6 @@ mod source_build;
 mod store;
 mod study_buildlink;
 mod study_selectindex;
+mod study_malloc;
 mod subsets;
 mod trials;
