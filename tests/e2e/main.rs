@@ -28,5 +28,6 @@ mod store;
 mod study_buildlink;
 mod study_selectindex;
 mod study_malloc;
+mod study_wordsize;
 mod subsets;
 mod trials;

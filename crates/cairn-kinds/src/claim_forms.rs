@@ -192,7 +192,7 @@ fn operations_of(points: &[TrialPoint], tests: &[String]) -> Vec<String> {
 
 /// `points` with `operation`'s seconds as the family's figure (the one a spec over
 /// operations reads); trials without it are left out.
-fn at_operation(points: &[TrialPoint], operation: &str) -> Vec<TrialPoint> {
+pub(crate) fn at_operation(points: &[TrialPoint], operation: &str) -> Vec<TrialPoint> {
     let name = figures::OPERATION_SECONDS.figure.name;
     points
         .iter()

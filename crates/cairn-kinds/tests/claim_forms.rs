@@ -248,3 +248,23 @@ fn x_must_be_an_ordered_parameter_the_claim_does_not_pin() {
     let d: ClaimDef = serde_json::from_value(def).unwrap();
     assert!(claim_spec(&d, &servers, &named).is_ok());
 }
+
+/// A one-figure claim on one sql-bench test's time (`metric "select_s"`, a member of the
+/// `<test>_s` family): it reads that member's seconds and names it, as a table does.
+#[test]
+fn a_claim_on_one_tests_seconds_reads_that_member() {
+    let points = suite(&ops([1.3, 1.3, 1.0, 1.0]));
+    let def = json!({"metric": "select_key_s", "where": {}, "expect": "debug > release",
+        "within": null, "by": 0.2});
+    let r = check(def, &points);
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+    assert!((r.ratio.unwrap() - 1.3).abs() < 1e-9, "{:?}", r.ratio);
+    assert_eq!(r.metric, "select_key_s");
+    assert!(r.meaning.contains("select_key_s"), "{}", r.meaning);
+    assert!(!r.meaning.contains("<test>"), "{}", r.meaning);
+    // the test's own total, a member too
+    let def = json!({"metric": "select_s", "where": {}, "expect": "debug >= release",
+        "within": 0.05});
+    let r = check(def, &points);
+    assert!((r.ratio.unwrap() - 1.0).abs() < 1e-9, "{:?}", r.ratio);
+}
