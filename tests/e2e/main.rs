@@ -25,5 +25,6 @@ mod slurm;
 mod snapshots;
 mod source_build;
 mod store;
+mod study_enginescaling;
 mod subsets;
 mod trials;
