@@ -29,5 +29,6 @@ mod study_buildlink;
 mod study_selectindex;
 mod study_malloc;
 mod study_wordsize;
+mod study_enginescaling;
 mod subsets;
 mod trials;
