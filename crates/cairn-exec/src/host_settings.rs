@@ -325,37 +325,23 @@ impl Drop for HostSettingsGuard {
 
 /// Restore the settings journalled by runs `is_stale` says are gone (killed mid-trial), and
 /// remove their journals; returns what was restored (`file: value`) and what could not be.
-/// It takes the machine's measurement lock first (waiting for a measurement in progress), so
-/// a restore never changes the host under another run's trial.
 pub fn restore_leftovers(is_stale: impl Fn(&str) -> bool) -> Vec<String> {
     let mut done = Vec::new();
     let Ok(rd) = std::fs::read_dir(journal_dir()) else {
         return done;
     };
-    let stale: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|path| {
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-                .is_some_and(&is_stale)
-        })
-        .collect();
-    if stale.is_empty() {
-        return done;
-    }
-    let _slot = match crate::measure_lock::MeasureLock::acquire(&crate::cancel::CancelToken::new())
-    {
-        Ok(slot) => slot,
-        Err(e) => {
-            done.push(format!(
-                "could not restore the settings of runs that are gone: {e}"
-            ));
-            return done;
+    for e in rd.flatten() {
+        let path = e.path();
+        let Some(run_id) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        if !is_stale(run_id) {
+            continue;
         }
-    };
-    for path in stale {
         let entries: Vec<JournalEntry> = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
