@@ -57,10 +57,6 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
     let reads = |name: &str| a.trials.is_empty() || a.trials.iter().any(|t| t.value == name);
     for t in plan.trials.iter().filter(|t| reads(&t.name.value)) {
         d.servers.extend(t.servers.iter().map(|s| s.value.clone()));
-        let workload = plan
-            .workloads
-            .iter()
-            .find(|w| w.name.value == t.workload.value);
         let runs = t.lifecycle.run_count();
         if runs > 1 {
             let values = d.params.entry(RUN.to_string()).or_default();
@@ -70,20 +66,10 @@ fn dimensions(plan: &Plan, a: &Analysis) -> Dimensions {
                 }
             }
         }
-        let factor = crate::trial_cpus::values(t);
-        let factor = (!factor.is_empty()).then_some((crate::trial_cpus::FACTOR, factor));
-        let axes = workload
-            .into_iter()
-            .flat_map(|w| &w.params)
-            .chain(t.host_axes())
-            .map(|p| {
-                let values: Vec<Value> = p.values.iter().map(|v| v.value.clone()).collect();
-                (p.name.value.as_str(), values)
-            });
-        for (name, vs) in axes.chain(factor) {
+        for (name, vs) in t.axes(plan) {
             let values = d.params.entry(name.to_string()).or_default();
             for v in vs {
-                let v = v.to_string();
+                let v = v.value.to_string();
                 if !values.contains(&v) {
                     values.push(v);
                 }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{problem, Reporter};
-use crate::model::{Param, Plan, Sp, Trials};
+use crate::model::{Param, Plan, Sp, Trials, Value};
 
 pub use cairn_defs::HostKnob;
 
@@ -23,6 +23,30 @@ impl Trials {
     /// The axes its host settings add to its workload's matrix, in the order written.
     pub fn host_axes(&self) -> impl Iterator<Item = &Param> {
         self.host.iter().map(|h| &h.axis)
+    }
+
+    /// Every axis of its trials, each with its values where they are written: its workload's
+    /// parameters, its host settings, then its `cpus` factor.
+    pub(crate) fn axes<'p>(&'p self, plan: &'p Plan) -> Vec<(&'p str, Vec<Sp<Value>>)> {
+        let workload = plan
+            .workloads
+            .iter()
+            .find(|w| w.name.value == self.workload.value);
+        let mut axes: Vec<(&str, Vec<Sp<Value>>)> = workload
+            .into_iter()
+            .flat_map(|w| &w.params)
+            .chain(self.host_axes())
+            .map(|p| (p.name.value.as_str(), p.values.clone()))
+            .collect();
+        if !self.cpus.is_empty() {
+            let values = self
+                .cpus
+                .iter()
+                .map(|c| Sp::new(c.value.value(), c.loc))
+                .collect();
+            axes.push((crate::trial_cpus::FACTOR, values));
+        }
+        axes
     }
 }
 

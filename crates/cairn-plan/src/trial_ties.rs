@@ -37,36 +37,12 @@ pub fn keeps(t: &Trials, point: &BTreeMap<String, Value>) -> bool {
     t.ties.iter().all(|tie| tie.keeps(point))
 }
 
-/// The axes of block `t` a tie may name, each with its values and where they are written:
-/// the workload's parameters, the block's host settings and its `cpus` factor.
-fn axes<'p>(plan: &'p Plan, t: &'p Trials) -> Vec<(&'p str, Vec<Sp<Value>>)> {
-    let workload = plan
-        .workloads
-        .iter()
-        .find(|w| w.name.value == t.workload.value);
-    let mut axes: Vec<(&str, Vec<Sp<Value>>)> = workload
-        .into_iter()
-        .flat_map(|w| &w.params)
-        .chain(t.host_axes())
-        .map(|p| (p.name.value.as_str(), p.values.clone()))
-        .collect();
-    if !t.cpus.is_empty() {
-        let values = t
-            .cpus
-            .iter()
-            .map(|c| Sp::new(c.value.value(), c.loc))
-            .collect();
-        axes.push((crate::trial_cpus::FACTOR, values));
-    }
-    axes
-}
-
 /// Refuses, at its place, a tie that names no axis of its block, ties an axis to itself or
 /// twice, ties values that are not whole numbers, or leaves a value of either axis without a
 /// partner (that value would silently never be measured).
 pub(crate) fn check(plan: &Plan, r: &mut Reporter) {
     for t in plan.trials.iter().filter(|t| !t.ties.is_empty()) {
-        let axes = axes(plan, t);
+        let axes = t.axes(plan);
         let names: Vec<&str> = axes.iter().map(|(n, _)| *n).collect();
         let values_of = |name: &Sp<String>, r: &mut Reporter| -> Option<Vec<Sp<Value>>> {
             let found = axes.iter().find(|(n, _)| *n == name.value).map(|(_, v)| v);
