@@ -12,6 +12,11 @@
 //! faster, 1 - size for slower):
 //! - **inconclusive** whenever the rank test cannot reach α with these passes (3 vs 3): a
 //!   CI from three values is too fragile to carry a verdict either way;
+//! - a claim of a shift of any size (size 0, no band: "pg is ahead") asks exactly what the
+//!   comparison answers (its rank test at α and its CI agreeing, as a table's): it **holds**
+//!   when the comparison finds the claimed shift and **fails** when it finds the opposite
+//!   one, at the comparison's error rate. The noise guard below is for sizes the rank test
+//!   does not test;
 //! - **inconclusive** whenever the data is too noisy for the claim's size: fewer passes per
 //!   variant than [`passes_needed`] estimates for resolving that size at the observed noise.
 //!   A small-sample bootstrap CI is too narrow about as often as it is wide, so on noisy data
@@ -195,6 +200,15 @@ pub struct ClaimCheck {
     pub passes_needed: PassesNeeded,
 }
 
+/// The verdict a comparison gives when it sees a shift against the claimed one.
+fn opposite(v: Verdict) -> Verdict {
+    match v {
+        Verdict::Faster => Verdict::Slower,
+        Verdict::Slower => Verdict::Faster,
+        other => other,
+    }
+}
+
 /// Checks `claim` against `comparison`. The figure must have a better direction.
 pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, StatsError> {
     let size = claim.at_least;
@@ -288,6 +302,15 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
                 alpha,
             },
         )
+    } else if size == 0.0 && claim.at_most.is_none() && comparison.verdict == claimed_verdict {
+        // "faster" with no size asks exactly what the comparison's rank test and CI answer:
+        // the claim is decided on the same evidence, at the same error rate, as the table
+        (ClaimVerdict::Holds, ClaimReason::Supported)
+    } else if size == 0.0
+        && claim.at_most.is_none()
+        && comparison.verdict == opposite(claimed_verdict)
+    {
+        (ClaimVerdict::Fails, ClaimReason::Contradicted)
     } else if resolving.per_variant.is_none_or(|needed| passes < needed) {
         (
             ClaimVerdict::Inconclusive,

@@ -4,7 +4,7 @@
 mod common;
 
 use cairn_analysis::claim::{check_claim, Claim, ClaimDirection, ClaimReason, ClaimVerdict};
-use cairn_analysis::compare::{compare, Comparison, Criteria};
+use cairn_analysis::compare::{compare, Comparison, Criteria, Verdict};
 use cairn_analysis::StatsError;
 use cairn_defs::figures::Direction;
 use common::Noise;
@@ -297,4 +297,31 @@ fn a_noisy_band_is_inconclusive_and_a_reversed_band_is_refused() {
         check_claim(&c, band(ClaimDirection::Faster, 0.3, 0.2)),
         Err(StatsError::Setting(_))
     ));
+}
+
+/// A claim of a shift of any size ("pg is ahead") asks what the comparison answers: on
+/// passes where the comparison is decided (here "slower", 4 passes each at 7% noise, a true
+/// 20% loss) the claim is decided the same way — never "inconclusive, too noisy" beside a
+/// table that says "slower" on the same passes.
+#[test]
+fn a_claim_of_any_shift_is_decided_as_its_comparison_is() {
+    let mut noise = Noise::new(21);
+    let baseline = noise.sample(4, 1000.0, 0.07);
+    let variant = noise.sample(4, 800.0, 0.07);
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    assert_eq!(c.verdict, Verdict::Slower, "{c:?}");
+    let ahead = Claim {
+        direction: ClaimDirection::Faster,
+        at_least: 0.0,
+        at_most: None,
+    };
+    let behind = Claim {
+        direction: ClaimDirection::Slower,
+        ..ahead
+    };
+    assert_eq!(check_claim(&c, ahead).unwrap().verdict, ClaimVerdict::Fails);
+    assert_eq!(
+        check_claim(&c, behind).unwrap().verdict,
+        ClaimVerdict::Holds
+    );
 }

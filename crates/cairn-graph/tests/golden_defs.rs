@@ -487,7 +487,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // scaling table's reference point); analysis/4, claim/4 (bootstrap seeded from the
     // samples) and report/7 (headline, design: a report's definition holds each block's
     // pass rule and dataset); claim/5 (a claim's meaning in words, bands, cells) and report/8
-    // (the claim's meaning, the plan's parameters)
+    // (the claim's meaning, the plan's parameters), report/9 (where the `cpus` factor put
+    // the server and clients; a noisy run or facet named in the data's quality) and claim/6
+    // (a claim of any shift decided as its comparison is)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -503,27 +505,27 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "5ab416101b9d6b86270b7f0cacc530164dc779b08458dbecbc88708340cb1daf",
+            "28d1dcbfe1948d7e204a8c0521cdb14a06519472764eb618767eb5bc75107e99",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "d440c3a3c1d4f0438f61797c85fa3d9a84ba88ad0d658ccdfc81c4fd3f4d3749",
+            "b206d9de82e70eaa02fa59e909e5b0d06c973222bc551a942b62da5e184c3942",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "bff21daa43348db777090431402219893b8b0828c004f09f7e48da68cb32cfca",
+            "f715fa8f0b6c0bf0d2e9e087efb3db02bdc596fe5d72e78a73788b0032f87ee8",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (
             "report/full",
-            "e0a00b7b470c65e12d96036952ea2b6217152e9356112f8c67e4a5d43525efb6",
+            "4d4d9284f7a85dedf8877a9d728b2f928d7a983f16cf5936de9ddd47ff06cdf4",
             r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "77ec0951ec1693d115f1d9345afca1a8393346e81cd50d7fc27e709535e39702",
+            "3dc8123b760a6852501fb9a9d0ac35684819f3bb01381c1fdf2fef0f30aa9f92",
             r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];

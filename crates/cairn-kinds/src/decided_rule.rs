@@ -160,8 +160,8 @@ impl DecidedRule {
                         format!("{why} ({decided} of {} decided)", questions.len()),
                     )
                 }
-                // measure rather than guess
-                Err(e) => (true, format!("no decision possible ({e})")),
+                // measure rather than guess, and ask again next time: an error is no answer
+                Err(e) => return (true, format!("no decision possible ({e})")),
             };
             self.keep(env, memo_key, &answer);
             answer
@@ -226,7 +226,7 @@ fn questions(
             })
             .collect();
         let inputs: Vec<&Done> = dones.iter().collect();
-        let points = trial_points::read(store, reader, &inputs).map_err(|e| e.to_string())?;
+        let mut points = trial_points::read(store, reader, &inputs).map_err(|e| e.to_string())?;
         if points.is_empty() {
             continue;
         }
@@ -237,6 +237,13 @@ fn questions(
             if plot_analysis::Flavour::of(&def.kind).is_some() {
                 continue; // charts compare nothing
             }
+            // a table of runs compares runs, as the analysis itself will
+            let (servers, params) = if crate::trial_runs::reads_runs(&def) {
+                points = crate::trial_runs::runs_of(&points, &def);
+                trial_points::dimensions(&points)
+            } else {
+                (servers.clone(), params.clone())
+            };
             let spec = table_spec(&def, &servers, &params).map_err(|e| e.to_string())?;
             let table = build_table(&spec, &def, &points)?;
             for cell in &table.cells {

@@ -527,6 +527,42 @@ fn fixed_factors(matrix: &BTreeMap<&str, Vec<String>>, w: &cairn_defs::WorkloadD
         .collect()
 }
 
+/// Where the block's `cpus` factor put the server and its clients, each count once, as the
+/// trials read them back: "CPUs: at cpus = 1 the server on CPU 0, the clients on CPU 1; at
+/// cpus = 2 the server on CPUs 0-1, the clients sharing them". A reader of a scaling curve
+/// over `cpus` needs it: on a small machine the clients move too.
+fn cpu_placement_words(trials: &[&TrialPoint]) -> Option<Inline> {
+    let mut by_count: BTreeMap<u64, String> = BTreeMap::new();
+    for t in trials {
+        let Some(count) = t.cpus.get("count").and_then(Value::as_u64) else {
+            continue;
+        };
+        let text = |k: &str| t.cpus.get(k).and_then(Value::as_str).unwrap_or("?");
+        let on = |set: &str| {
+            if set.contains(['-', ',']) {
+                format!("CPUs {set}")
+            } else {
+                format!("CPU {set}")
+            }
+        };
+        let clients = match text("clients") {
+            "shared" => "the clients sharing them (no CPU left over)".to_string(),
+            set => format!("the clients on {}", on(set)),
+        };
+        by_count.entry(count).or_insert_with(|| {
+            format!(
+                "at cpus = {count} the server on {}, {clients}",
+                on(text("server_affinity"))
+            )
+        });
+    }
+    if by_count.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = by_count.into_values().collect();
+    Some(Inline::plain(format!("CPUs: {}.", words.join("; "))))
+}
+
 /// One trials block: its workload at its matrix, the driver and where it ran, the dataset,
 /// the passes and when.
 fn block_design(
@@ -619,6 +655,9 @@ fn block_design(
             " {}; loaded once per server configuration, and every trial starts from that snapshot.",
             props.join(", ")
         )));
+    }
+    if let Some(cpus) = cpu_placement_words(&trials) {
+        item.sub_items.push(cpus);
     }
     if let Some(lifecycle) = crate::report_lifecycle::lifecycle_words(&trials) {
         item.sub_items.push(lifecycle);
@@ -804,12 +843,18 @@ fn data_quality(inputs: &Inputs, reused: &BTreeMap<String, String>) -> Vec<Block
     let mut seen = BTreeSet::new();
     for (_, table) in &inputs.tables {
         for cell in table.cells.iter().filter(|c| c.noisy) {
-            // the same passes under two analyses of one figure are one noisy point
-            if !seen.insert((table.metric.clone(), cell.trials.clone())) {
+            // the same passes under two analyses of one figure are one noisy point; the
+            // runs of one set of server starts share their trials but not their values
+            let values = format!("{:?}", cell.values);
+            if !seen.insert((table.metric.clone(), cell.trials.clone(), values)) {
                 continue;
             }
+            let facet = match (&table.facet, &cell.facet) {
+                (Some(d), Some(v)) => format!(", {} = {v}", d.name),
+                _ => String::new(),
+            };
             noisy.push(Item::new(Inline::plain(format!(
-                "{}: {} = {}, {} = {}: CV {} over {} passes",
+                "{}: {} = {}, {} = {}{facet}: CV {} over {} passes",
                 table.metric,
                 table.rows.name,
                 cell.row,
@@ -1014,6 +1059,27 @@ mod parameter_tests {
             ("vm.swappiness", vec!["1".to_string(), "60".to_string()]),
         ]);
         assert_eq!(fixed_factors(&matrix, &w), ["io-scheduler = none"]);
+    }
+
+    #[test]
+    fn the_design_says_where_each_cpu_count_put_the_server_and_its_clients() {
+        let point = |count: u32, server: &str, clients: &str| TrialPoint {
+            cpus: serde_json::json!({
+                "count": count, "server": server, "server_affinity": server, "clients": clients,
+            }),
+            ..Default::default()
+        };
+        let (one, two, again) = (
+            point(1, "0", "1"),
+            point(2, "0-1", "shared"),
+            point(1, "0", "1"),
+        );
+        let item = Item::new(cpu_placement_words(&[&two, &one, &again]).unwrap());
+        assert_eq!(
+            words(&item),
+            "CPUs: at cpus = 1 the server on CPU 0, the clients on CPU 1; at cpus = 2 the server on CPUs 0-1, the clients sharing them (no CPU left over)."
+        );
+        assert!(cpu_placement_words(&[&TrialPoint::default()]).is_none());
     }
 
     #[test]

@@ -74,6 +74,10 @@ pub struct TrialPoint {
     pub lifecycle: Option<cairn_defs::LifecycleDef>,
     #[serde(skip)]
     pub settle: Value,
+    /// Where the trials' `cpus` factor put the server and its clients, read back
+    /// (`extra.cpus`: count, server cpuset and affinity, clients); null without the factor.
+    #[serde(default)]
+    pub cpus: Value,
 }
 
 /// When and by whom a trial was measured (its record's study, times and place in the run's
@@ -307,6 +311,7 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
             .get("lifecycle")
             .and_then(|l| serde_json::from_value(l.clone()).ok()),
         settle: record.extra.get("settle").cloned().unwrap_or(Value::Null),
+        cpus: record.extra.get("cpus").cloned().unwrap_or(Value::Null),
     }
 }
 

@@ -413,3 +413,27 @@ fn until_decided_asks_a_trend_claim_which_runs_to_max_while_undecided() {
         rec.decisions
     );
 }
+
+/// A table of runs (`columns="run"`, as a study printing each run of a server start does)
+/// among the readers of a block under `until="decided"`: the rule reads the runs as that
+/// table does, so the point still stops once its questions are decided — the table of runs
+/// is never an error that keeps every point measuring to `max`.
+#[test]
+fn until_decided_reads_a_table_of_runs_as_the_table_does() {
+    let text = plan_with_claim(r#"passes min=4 max=10 until="decided"; runs 2"#).replace(
+        "analysis \"tps\"",
+        "analysis \"per run\" { table metric=\"tps\" rows=\"server\" columns=\"run\" facet=\"threads\" }\nanalysis \"tps\"",
+    );
+    let g = graph(&text);
+    let sb = Sandbox::new();
+    let (summary, rec, ran) = sb.run_with(&g, &[], &["noisy"]);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    for d in &rec.decisions {
+        assert!(!d.why.contains("no decision possible"), "{d:?}");
+    }
+    assert!(
+        passes_of(&ran, "quiet") < 2 * 10,
+        "{ran:?} {:?}",
+        rec.decisions
+    );
+}
