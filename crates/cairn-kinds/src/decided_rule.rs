@@ -122,9 +122,30 @@ impl DecidedRule {
             .map(|s| s.id)
             .collect();
         let group_keys: BTreeSet<String> = group.iter().filter_map(|&id| record_key(id)).collect();
-        // everything the answer is computed from: the point and pass, the design, the group's
-        // records and the readers' definitions (what they ask) with their code
-        let readers: Vec<(&str, &serde_json::Value, &str)> = readers(graph, &group)
+        // everything the answer is computed from: the point and pass, the design, the
+        // readers' definitions (what they ask) with their code, and every earlier record
+        // they read — by its output, not only its key: a reproduction, or a campaign
+        // measured anew, has records of the same keys with other figures, and an answer
+        // kept for the first must not stand for the second
+        let readers_of: Vec<&Step> = readers(graph, &group).collect();
+        let measured: BTreeSet<(String, String)> = readers_of
+            .iter()
+            .flat_map(|r| r.inputs.iter().map(|i| &graph.steps[i.from]))
+            .filter(|s| earlier(s, step))
+            .filter_map(|s| record_key(s.id))
+            .map(|key| {
+                let digest = env
+                    .store
+                    .get_record(&key)
+                    .ok()
+                    .flatten()
+                    .map(|r| r.output_digest)
+                    .unwrap_or_default();
+                (key, digest)
+            })
+            .collect();
+        let readers: Vec<(&str, &serde_json::Value, &str)> = readers_of
+            .iter()
             .map(|r| (r.address.as_str(), &r.definition, r.code.as_str()))
             .collect();
         let memo_key = blake3::hash(
@@ -134,7 +155,7 @@ impl DecidedRule {
                 step.params,
                 step.pass,
                 [rule.min, rule.max],
-                group_keys,
+                measured,
                 readers,
             ]))
             .unwrap_or_default()

@@ -437,3 +437,29 @@ fn until_decided_reads_a_table_of_runs_as_the_table_does() {
         rec.decisions
     );
 }
+
+/// The rule keeps its answers in the machine's cache. A reproduction measures the same keys
+/// again (same definitions, machine class and passes) with other figures: an answer kept for
+/// the first campaign's passes must not decide the second's. Here the first campaign is too
+/// noisy for 10 passes to decide (it stops at `min`); the second, into a fresh store on the
+/// same machine, is quiet with a clear gain and measures past `min` until it is decided.
+#[test]
+fn an_answer_kept_for_one_campaign_never_decides_another_with_the_same_keys() {
+    let g = graph(&plan_with_claim(r#"passes min=4 max=10 until="decided""#));
+    let first = Sandbox::new();
+    let (summary, _, ran) = first.run_with(&g, &["quiet", "noisy"], &[]);
+    assert!(summary.ok());
+    assert_eq!(passes_of(&ran, "quiet"), 2 * 4, "{ran:?}");
+    let again = Sandbox::new();
+    let shared = Sandbox {
+        host: cairn_kinds::Host::new(first._dir.path().join("cache"), CancelToken::new()),
+        ..again
+    };
+    let (summary, rec, ran) = shared.run_with(&g, &[], &["noisy"]);
+    assert!(summary.ok(), "{:?}", rec.failed);
+    assert!(
+        passes_of(&ran, "quiet") > 2 * 4,
+        "{ran:?} {:?}",
+        rec.decisions
+    );
+}
