@@ -459,7 +459,8 @@ fn trial_keys(sb: &Sandbox) -> Vec<(String, String)> {
         .filter_map(|p| {
             let r: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-            (r["kind"] == "trial").then(|| {
+            // the committed store holds other studies' trials too
+            (r["kind"] == "trial" && r["study"] == "quickstart").then(|| {
                 (
                     r["key"].as_str().unwrap().to_string(),
                     r["address"].as_str().unwrap().to_string(),

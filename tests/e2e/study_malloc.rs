@@ -33,6 +33,7 @@ fn copy_plan(sb: &Sandbox) {
     for rel in [
         "plans/malloc.kdl",
         "plans/malloc/scale-tiny.kdl",
+        "plans/malloc/scale-short.kdl",
         "plans/malloc/scale-published.kdl",
         "images/mariadb.kdl",
         "images/mysql.kdl",
@@ -65,7 +66,7 @@ fn malloc_study_runs_at_tiny_with_the_seed_table_and_every_claim() {
     copy_plan(&sb);
 
     // every scale checks; only the images the servers use are in the plan (no i386, no trixie)
-    for scale in ["tiny", "published"] {
+    for scale in ["tiny", "short", "published"] {
         sb.cairn([
             "check",
             "plans/malloc.kdl",

@@ -57,7 +57,9 @@ pub fn committed_quickstart() -> (Sandbox, String) {
         .filter_map(|p| {
             let r: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
-            (r["kind"] == "trial").then(|| r["fingerprint"].to_string())
+            // the quickstart's class: the committed store holds other studies' trials too
+            (r["kind"] == "trial" && r["study"] == "quickstart")
+                .then(|| r["fingerprint"].to_string())
         })
         .next()
         .expect("the committed store holds trials");
