@@ -200,15 +200,6 @@ pub struct ClaimCheck {
     pub passes_needed: PassesNeeded,
 }
 
-/// The verdict a comparison gives when it sees a shift against the claimed one.
-fn opposite(v: Verdict) -> Verdict {
-    match v {
-        Verdict::Faster => Verdict::Slower,
-        Verdict::Slower => Verdict::Faster,
-        other => other,
-    }
-}
-
 /// Checks `claim` against `comparison`. The figure must have a better direction.
 pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, StatsError> {
     let size = claim.at_least;
@@ -242,10 +233,13 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
         ),
         Direction::Neither => return Err(StatsError::NoDirection),
     };
-    let (threshold, claimed_verdict) = match claim.direction {
-        ClaimDirection::Faster => (1.0 + size, Verdict::Faster),
-        ClaimDirection::Slower => (1.0 - size, Verdict::Slower),
+    // the comparison's verdict for the claimed shift, and for a shift against it
+    let (threshold, claimed_verdict, opposed_verdict) = match claim.direction {
+        ClaimDirection::Faster => (1.0 + size, Verdict::Faster, Verdict::Slower),
+        ClaimDirection::Slower => (1.0 - size, Verdict::Slower, Verdict::Faster),
     };
+    // a claim of a shift of any size asks exactly what the comparison answers
+    let any_shift = size == 0.0 && claim.at_most.is_none();
     let limit = claim.limit();
     // the claimed speed-ups as an interval [near, far] in increasing order
     let (band_low, band_high) = match claim.direction {
@@ -302,14 +296,10 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
                 alpha,
             },
         )
-    } else if size == 0.0 && claim.at_most.is_none() && comparison.verdict == claimed_verdict {
-        // "faster" with no size asks exactly what the comparison's rank test and CI answer:
-        // the claim is decided on the same evidence, at the same error rate, as the table
+    } else if any_shift && comparison.verdict == claimed_verdict {
+        // decided on the same evidence, at the same error rate, as the table's comparison
         (ClaimVerdict::Holds, ClaimReason::Supported)
-    } else if size == 0.0
-        && claim.at_most.is_none()
-        && comparison.verdict == opposite(claimed_verdict)
-    {
+    } else if any_shift && comparison.verdict == opposed_verdict {
         (ClaimVerdict::Fails, ClaimReason::Contradicted)
     } else if resolving.per_variant.is_none_or(|needed| passes < needed) {
         (

@@ -810,6 +810,26 @@ fn perform_chart(
     })
 }
 
+/// What an analysis reads of its trials' points: each run of a start as a point of its own
+/// when it reads runs (`run` among its dimensions), else the points themselves.
+fn analysis_points(def: &AnalysisDef, points: Vec<TrialPoint>) -> Vec<TrialPoint> {
+    if crate::trial_runs::reads_runs(def) {
+        crate::trial_runs::runs_of(&points, def)
+    } else {
+        points
+    }
+}
+
+/// The table analysis `def` builds from its trials' points — the step's output, and what
+/// the `until="decided"` rule asks of it on the passes so far (one construction for both,
+/// so the rule never reads a table other than the one the report will show).
+pub(crate) fn table_of(def: &AnalysisDef, points: Vec<TrialPoint>) -> Result<Table, String> {
+    let points = analysis_points(def, points);
+    let (servers, params) = trial_points::dimensions(&points);
+    let spec = table_spec(def, &servers, &params).map_err(|e| e.to_string())?;
+    build_table(&spec, def, &points)
+}
+
 /// The kind of `analysis` steps.
 pub struct AnalysisKind;
 
@@ -835,16 +855,13 @@ impl cairn_engine::Kind for AnalysisKind {
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
         let definition = analysis_def(step).map_err(failed)?;
-        let mut points = trial_points::read(env.store, step, inputs)?;
-        if crate::trial_runs::reads_runs(&definition) {
-            points = crate::trial_runs::runs_of(&points, &definition);
-        }
-        let (servers, params) = trial_points::dimensions(&points);
+        let points = trial_points::read(env.store, step, inputs)?;
         if let Some(flavour) = plot_analysis::Flavour::of(&definition.kind) {
+            let points = analysis_points(&definition, points);
+            let (servers, params) = trial_points::dimensions(&points);
             return perform_chart(env, &definition, flavour, &points, &servers, &params);
         }
-        let spec = table_spec(&definition, &servers, &params).map_err(failed)?;
-        let table = build_table(&spec, &definition, &points).map_err(failed)?;
+        let table = table_of(&definition, points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&table).expect("serialises");
         // the analysis's name is not in its key: the report titles the table
         let md = render_markdown("", &table);

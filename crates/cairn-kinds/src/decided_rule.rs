@@ -21,7 +21,7 @@ use cairn_engine::Env;
 use cairn_graph::{Step, StepGraph, StepId, StepKind};
 use cairn_store::Store;
 
-use crate::analysis_step::{build_table, table_spec};
+use crate::analysis_step::table_of;
 use crate::claim_step::{check, claim_spec};
 use crate::{plot_analysis, trial_points};
 
@@ -128,11 +128,15 @@ impl DecidedRule {
         // measured anew, has records of the same keys with other figures, and an answer
         // kept for the first must not stand for the second
         let readers_of: Vec<&Step> = readers(graph, &group).collect();
-        let measured: BTreeSet<(String, String)> = readers_of
+        // each record once, however many readers read it
+        let read: BTreeSet<String> = readers_of
             .iter()
             .flat_map(|r| r.inputs.iter().map(|i| &graph.steps[i.from]))
             .filter(|s| earlier(s, step))
             .filter_map(|s| record_key(s.id))
+            .collect();
+        let measured: Vec<(String, String)> = read
+            .into_iter()
             .map(|key| {
                 let digest = env
                     .store
@@ -247,26 +251,17 @@ fn questions(
             })
             .collect();
         let inputs: Vec<&Done> = dones.iter().collect();
-        let mut points = trial_points::read(store, reader, &inputs).map_err(|e| e.to_string())?;
+        let points = trial_points::read(store, reader, &inputs).map_err(|e| e.to_string())?;
         if points.is_empty() {
             continue;
         }
-        let (servers, params) = trial_points::dimensions(&points);
         let ours = |keys: &[String]| keys.iter().any(|k| group_keys.contains(k));
         if reader.kind == StepKind::ANALYSIS {
             let def: AnalysisDef = reader.def()?;
             if plot_analysis::Flavour::of(&def.kind).is_some() {
                 continue; // charts compare nothing
             }
-            // a table of runs compares runs, as the analysis itself will
-            let (servers, params) = if crate::trial_runs::reads_runs(&def) {
-                points = crate::trial_runs::runs_of(&points, &def);
-                trial_points::dimensions(&points)
-            } else {
-                (servers.clone(), params.clone())
-            };
-            let spec = table_spec(&def, &servers, &params).map_err(|e| e.to_string())?;
-            let table = build_table(&spec, &def, &points)?;
+            let table = table_of(&def, points)?;
             for cell in &table.cells {
                 if let Some(c) = &cell.comparison {
                     if ours(&cell.trials) {
@@ -276,6 +271,7 @@ fn questions(
             }
         } else {
             let def: ClaimDef = reader.def()?;
+            let (servers, params) = trial_points::dimensions(&points);
             let spec = claim_spec(&def, &servers, &params).map_err(|e| e.to_string())?;
             let result = check(&spec, &def, &points)?;
             if ours(&result.left_trials) || ours(&result.right_trials) {

@@ -532,19 +532,19 @@ fn fixed_factors(matrix: &BTreeMap<&str, Vec<String>>, w: &cairn_defs::WorkloadD
 /// cpus = 2 the server on CPUs 0-1, the clients sharing them". A reader of a scaling curve
 /// over `cpus` needs it: on a small machine the clients move too.
 fn cpu_placement_words(trials: &[&TrialPoint]) -> Option<Inline> {
+    let on = |set: &str| {
+        if set.contains(['-', ',']) {
+            format!("CPUs {set}")
+        } else {
+            format!("CPU {set}")
+        }
+    };
     let mut by_count: BTreeMap<u64, String> = BTreeMap::new();
     for t in trials {
         let Some(count) = t.cpus.get("count").and_then(Value::as_u64) else {
             continue;
         };
         let text = |k: &str| t.cpus.get(k).and_then(Value::as_str).unwrap_or("?");
-        let on = |set: &str| {
-            if set.contains(['-', ',']) {
-                format!("CPUs {set}")
-            } else {
-                format!("CPU {set}")
-            }
-        };
         let clients = match text("clients") {
             "shared" => "the clients sharing them (no CPU left over)".to_string(),
             set => format!("the clients on {}", on(set)),
@@ -845,7 +845,7 @@ fn data_quality(inputs: &Inputs, reused: &BTreeMap<String, String>) -> Vec<Block
         for cell in table.cells.iter().filter(|c| c.noisy) {
             // the same passes under two analyses of one figure are one noisy point; the
             // runs of one set of server starts share their trials but not their values
-            let values = format!("{:?}", cell.values);
+            let values: Vec<u64> = cell.values.iter().map(|v| v.to_bits()).collect();
             if !seen.insert((table.metric.clone(), cell.trials.clone(), values)) {
                 continue;
             }
