@@ -44,6 +44,47 @@ pub struct ClaimRow {
     /// Whether it holds on side B (the reproduction) too; `None` without B's verdict or when
     /// B's verdict is inconclusive (neither holds nor fails).
     pub holds_on_b: Option<bool>,
+    /// The estimate each side's verdict rests on, as its claim computed it: a verdict is
+    /// never shown without the ratio and uncertainty behind it.
+    pub estimate_a: Option<ClaimEstimate>,
+    pub estimate_b: Option<ClaimEstimate>,
+}
+
+/// A claim's ratio of medians (left / right) with its CI, as `claim.json` holds it; absent
+/// for a trend or a claim over operations, whose claim.json has no single ratio.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClaimEstimate {
+    pub ratio: f64,
+    pub ci: (f64, f64),
+    /// The CI's coverage (0.95, or 1 − the look's α under a sequential design).
+    pub level: f64,
+    /// The passes per side.
+    pub passes: u64,
+}
+
+impl ClaimEstimate {
+    /// Reads the estimate from a claim's `claim.json`.
+    fn of(claim: &Value) -> Option<ClaimEstimate> {
+        let ci = claim.get("ratio_ci")?;
+        Some(ClaimEstimate {
+            ratio: claim.get("ratio")?.as_f64()?,
+            ci: (ci.get("low")?.as_f64()?, ci.get("high")?.as_f64()?),
+            level: ci.get("level")?.as_f64()?,
+            passes: claim.get("passes")?.as_u64()?,
+        })
+    }
+
+    /// `×1.245 [1.044, 1.623] (99.3% CI, 6 passes per side)`.
+    pub fn text(&self) -> String {
+        format!(
+            "×{:.3} [{:.3}, {:.3}] ({} CI, {} passes per side)",
+            self.ratio,
+            self.ci.0,
+            self.ci.1,
+            cairn_report::table::level_text(self.level),
+            self.passes
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,13 +261,14 @@ pub fn compare(
     }
     let mut claims = Vec::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::CLAIM) {
-        let verdict = |m: &BTreeMap<String, Vec<Record>>, store: &Store| -> Option<String> {
+        let claim_json = |m: &BTreeMap<String, Vec<Record>>, store: &Store| -> Option<Value> {
             let r = m.get(&step.definition_key)?.first()?;
             let blob = r.outputs.get(cairn_kinds::claim_step::CLAIM_JSON)?;
-            let v: Value = serde_json::from_slice(&store.read_blob(blob).ok()?).ok()?;
-            v.get("verdict")?.as_str().map(String::from)
+            serde_json::from_slice(&store.read_blob(blob).ok()?).ok()
         };
-        let (va, vb) = (verdict(&ra, a), verdict(&rb, b));
+        let (ja, jb) = (claim_json(&ra, a), claim_json(&rb, b));
+        let verdict = |j: &Option<Value>| j.as_ref()?.get("verdict")?.as_str().map(String::from);
+        let (va, vb) = (verdict(&ja), verdict(&jb));
         claims.push(ClaimRow {
             claim: step.name.clone(),
             // an inconclusive claim neither holds nor fails: it has no answer here
@@ -237,6 +279,8 @@ pub fn compare(
             },
             a: va,
             b: vb,
+            estimate_a: ja.as_ref().and_then(ClaimEstimate::of),
+            estimate_b: jb.as_ref().and_then(ClaimEstimate::of),
         });
     }
     let mixes = if fps_a == fps_b {
@@ -311,6 +355,39 @@ pub(crate) fn cells_markdown(
     s
 }
 
+/// One line per claim: each side's verdict with the estimate it rests on, then whether it
+/// holds on side `b` in `on_b`'s words (`holds on B too`, `holds here too`).
+pub(crate) fn claims_markdown(
+    claims: &[ClaimRow],
+    a: &str,
+    b: &str,
+    on_b: &dyn Fn(&str) -> String,
+) -> String {
+    let side = |verdict: &Option<String>, estimate: &Option<ClaimEstimate>| {
+        let verdict = verdict.as_deref().unwrap_or("(no verdict)");
+        match estimate {
+            Some(e) => format!("**{verdict}**, {}", e.text()),
+            None => format!("**{verdict}**"),
+        }
+    };
+    let mut s = String::new();
+    for cl in claims {
+        let outcome = match cl.holds_on_b {
+            Some(true) => on_b("holds") + " too",
+            Some(false) => on_b("does not hold"),
+            None if cl.b.is_some() => on_b("undecided") + ": neither holds nor fails",
+            None => on_b("no verdict"),
+        };
+        s += &format!(
+            "- \"{}\": {a} {}; {b} {} — {outcome}\n",
+            cl.claim,
+            side(&cl.a, &cl.estimate_a),
+            side(&cl.b, &cl.estimate_b)
+        );
+    }
+    s
+}
+
 /// The comparison as a Markdown report.
 pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
     let mut s = format!("# {}: {a} vs {b}\n\n", c.study);
@@ -319,24 +396,42 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
     });
     if !c.claims.is_empty() {
         s += "\n## Claims\n\n";
-        for cl in &c.claims {
-            let here = match cl.holds_on_b {
-                Some(true) => format!("holds on {b} too"),
-                Some(false) => format!("does not hold on {b}"),
-                None if cl.b.is_some() => format!("undecided on {b}: neither holds nor fails"),
-                None => format!("no verdict on {b}"),
-            };
-            s += &format!(
-                "- \"{}\": {a} {}, {b} {} — {here}\n",
-                cl.claim,
-                cl.a.as_deref().unwrap_or("(no verdict)"),
-                cl.b.as_deref().unwrap_or("(no verdict)")
-            );
-        }
+        s += &claims_markdown(&c.claims, a, b, &|words| format!("{words} on {b}"));
     }
     s += &format!(
         "\n{a} and {b} were not measured together: each cell mixes {}, so a difference may be the machine's or the moment's, not the variants'. A cell is *the same within ±5%* when the whole 95% CI of the ratio of medians lies within ±5%; with few passes the rank test cannot decide and the cell is inconclusive (the rules of cairn-analysis).\n",
         c.mixes
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claims_verdict_comes_with_the_estimate_it_rests_on() {
+        let published = serde_json::json!({
+            "verdict": "inconclusive",
+            "ratio": 1.2449,
+            "ratio_ci": {"low": 1.0441, "high": 1.6234, "level": 0.993},
+            "passes": 6,
+        });
+        // a trend has no single ratio: its verdict stands alone
+        let trend = serde_json::json!({"verdict": "fails", "passes": 4});
+        let row = ClaimRow {
+            claim: "the second CPU makes it at least 10% faster".into(),
+            a: Some("inconclusive".into()),
+            b: Some("fails".into()),
+            holds_on_b: Some(false),
+            estimate_a: ClaimEstimate::of(&published),
+            estimate_b: ClaimEstimate::of(&trend),
+        };
+        assert_eq!(
+            claims_markdown(&[row], "published", "here", &|w| format!("{w} here")),
+            "- \"the second CPU makes it at least 10% faster\": published **inconclusive**, \
+             ×1.245 [1.044, 1.623] (99.3% CI, 6 passes per side); here **fails** — does not \
+             hold here\n"
+        );
+    }
 }

@@ -363,20 +363,10 @@ pub fn markdown(f: &Findings) -> String {
     }
     if !f.claims.is_empty() {
         s += "\n## Claims: the published verdict vs here\n\n";
-        for cl in &f.claims {
-            let here = match cl.holds_on_b {
-                Some(true) => "holds here too".to_string(),
-                Some(false) => "does not hold here".to_string(),
-                None if cl.b.is_some() => "undecided here: neither holds nor fails".to_string(),
-                None => "no verdict here".to_string(),
-            };
-            s += &format!(
-                "- \"{}\": published {}, here {} — {here}\n",
-                cl.claim,
-                cl.a.as_deref().unwrap_or("(no verdict)"),
-                cl.b.as_deref().unwrap_or("(no verdict)")
-            );
-        }
+        s += "Each verdict with the claim's ratio of medians and its CI, as that side's campaign measured it.\n\n";
+        s += &crate::comparison::claims_markdown(&f.claims, "published", "here", &|words| {
+            format!("{words} here")
+        });
     }
     let c = &f.absolute.comparison;
     s += "\n## Absolute cells, as context\n\n";
@@ -407,6 +397,8 @@ mod tests {
                 Some("fails") => Some(false),
                 _ => None,
             },
+            estimate_a: None,
+            estimate_b: None,
         }
     }
 
