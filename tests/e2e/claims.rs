@@ -127,9 +127,9 @@ fn a_trend_claim_a_claim_over_operations_and_a_faceted_table_reach_the_report() 
         html.contains("distribution = special"),
         "the facet in report.html"
     );
-    // the headline's numbers are the data's
-    let headline = md.split("\n\n").nth(1).unwrap();
-    assert!(headline.starts_with("Claim \""), "{headline}");
+    // the headline's numbers (the findings and what they rest on) are the data's
+    let headline = cairn_report::markdown::headline(&md);
+    assert!(headline.starts_with("- Claim \""), "{headline}");
     let unbacked = cairn_report::numbers::unbacked(headline, &data);
     assert!(unbacked.is_empty(), "{unbacked:?} in {headline}");
     // the run's summary names both claims

@@ -164,11 +164,12 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("- plan: `plan.kdl`, blake3 "), "{md}");
     assert_snapshot("report_md", &redact(&normalize(&md, Some(sb.path()))));
-    // its headline (the paragraph under the title) states only numbers data.json holds
+    // its headline (the findings under the title and what they rest on) states only numbers
+    // data.json holds
     let data_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("data.json")).unwrap()).unwrap();
-    let headline = md.split("\n\n").nth(1).unwrap();
-    assert!(headline.starts_with("Claim \""), "{headline}");
+    let headline = cairn_report::markdown::headline(&md);
+    assert!(headline.starts_with("- Claim \""), "{headline}");
     let unbacked = cairn_report::numbers::unbacked(headline, &data_json);
     assert!(
         unbacked.is_empty(),

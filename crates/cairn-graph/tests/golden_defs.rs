@@ -488,8 +488,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // samples) and report/7 (headline, design: a report's definition holds each block's
     // pass rule and dataset); claim/5 (a claim's meaning in words, bands, cells) and report/8
     // (the claim's meaning, the plan's parameters), report/9 (where the `cpus` factor put
-    // the server and clients; a noisy run or facet named in the data's quality) and claim/6
-    // (a claim of any shift decided as its comparison is)
+    // the server and clients; a noisy run or facet named in the data's quality), claim/6
+    // (a claim of any shift decided as its comparison is) and report/10 (the findings under
+    // the title as a list, then what they rest on)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -520,12 +521,12 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         ),
         (
             "report/full",
-            "4d4d9284f7a85dedf8877a9d728b2f928d7a983f16cf5936de9ddd47ff06cdf4",
+            "8202429c5a9bb7296489fa3c22f983630d44e4e51e0e1d72d5ff30f8fa412d92",
             r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "3dc8123b760a6852501fb9a9d0ac35684819f3bb01381c1fdf2fef0f30aa9f92",
+            "19c578ff292ffda9bdd65b7907dd260a27003414329404c6c4d111c70023f70c",
             r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];

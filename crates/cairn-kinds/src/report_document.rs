@@ -1,6 +1,6 @@
-//! A report's text, built from what its step read: the headline first — each claim's verdict
-//! and each comparison with its ratio and CI, each scaling, on how many trials and which
-//! machine — then the design (what was compared and how it differs, the workload, dataset,
+//! A report's text, built from what its step read: the findings first — a list of each
+//! claim's verdict and each comparison with its ratio and CI, each scaling, then on how many
+//! trials and which machine they rest — then the design (what was compared and how it differs, the workload, dataset,
 //! driver and where its clients ran, every server option, the pass rule and the passes it
 //! chose, when it was measured), the plots, tables and scaling, the claims, the data's quality
 //! (noisy points once, drift, outliers, campaigns) and the provenance. Every number in the
@@ -222,24 +222,22 @@ pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &Repo
     }
 }
 
-/// The finding in one paragraph: each claim's verdict with its ratio and CI, each table's
-/// comparisons (the decided ones each with its numbers), each scaling's end points, and what
-/// it rests on (trials, passes per cell, machines).
-fn headline(inputs: &Inputs) -> Inline {
-    let mut text = Inline::default();
+/// The findings under the title, each with its numbers, as a list — each claim's verdict
+/// with its ratio and CI, each table's comparisons per variant (the decided ones each with
+/// its numbers), each scaling's end points — then what they rest on (trials, passes per
+/// cell, machines).
+fn headline(inputs: &Inputs) -> Vec<Block> {
+    let mut findings = Vec::new();
     for (claim, c) in &inputs.claims {
         let point = point_words(&c.point);
-        text = text
-            .text(format!("Claim \"{claim}\": "))
-            .strong(c.verdict.to_string());
-        text = match (c.ratio, &c.ratio_ci) {
+        let text = Inline::plain(format!("Claim \"{claim}\": ")).strong(c.verdict.to_string());
+        findings.push(match (c.ratio, &c.ratio_ci) {
             // over operations, a trend: the count, or the gain at both points
-            _ if c.operations.is_some() || c.trend.is_some() => text.text(format!(
-                " — {}{point}. ",
-                cairn_report::claim::form_words(c)
-            )),
+            _ if c.operations.is_some() || c.trend.is_some() => {
+                text.text(format!(" — {}{point}.", cairn_report::claim::form_words(c)))
+            }
             (Some(ratio), Some(ci)) => text.text(format!(
-                " — {} / {} {} ×{:.3} {}{point}, {}. ",
+                " — {} / {} {} ×{:.3} {}{point}, {}.",
                 c.expect.left,
                 c.expect.right,
                 c.metric,
@@ -247,14 +245,14 @@ fn headline(inputs: &Inputs) -> Inline {
                 ci_text(ci),
                 cairn_report::claim::passes_words(c)
             )),
-            _ => text.text(format!("{point}. ")),
-        };
+            _ => text.text(format!("{point}.")),
+        });
     }
     for (name, table) in &inputs.tables {
-        text = table_headline(text, name, table);
+        findings.extend(table_findings(name, table));
     }
     for (_, s) in &inputs.scalings {
-        text = scaling_headline(text, s);
+        findings.extend(scaling_finding(s));
     }
     let classes = trial_points::machine_classes(&inputs.trials);
     let machine = match classes {
@@ -265,11 +263,17 @@ fn headline(inputs: &Inputs) -> Inline {
         ),
         n => format!(" on {n} classes of machine"),
     };
-    text.text(format!(
+    let rests_on = Inline::plain(format!(
         "{} trials{}{machine}.",
         inputs.trials.len(),
         passes_per_cell(&inputs.trials),
-    ))
+    ));
+    let mut blocks = Vec::new();
+    if !findings.is_empty() {
+        blocks.push(Block::List(findings.into_iter().map(Item::new).collect()));
+    }
+    blocks.push(Block::Paragraph(rests_on));
+    blocks
 }
 
 /// ` at threads = 4` (empty for no point).
@@ -281,11 +285,12 @@ fn point_words(point: &BTreeMap<String, String>) -> String {
     format!(" at {}", parts.join(", "))
 }
 
-/// A table's comparisons in the headline: per variant, the decided ones with their ratio and
-/// CI, the undecided ones counted (listed while they are few).
-fn table_headline(mut text: Inline, name: &str, table: &Table) -> Inline {
+/// A table's comparisons among the findings, one per variant: the decided ones with their
+/// ratio and CI, the undecided ones counted (listed while they are few).
+fn table_findings(name: &str, table: &Table) -> Vec<Inline> {
+    let mut findings = Vec::new();
     let Some(baseline) = &table.baseline else {
-        return text;
+        return findings;
     };
     let mut variants: Vec<&str> = Vec::new();
     for c in table.cells.iter().filter(|c| c.comparison.is_some()) {
@@ -310,7 +315,7 @@ fn table_headline(mut text: Inline, name: &str, table: &Table) -> Inline {
         let (decided, undecided): (Vec<_>, Vec<_>) = cells
             .iter()
             .partition(|(_, cmp)| cmp.verdict != Verdict::Inconclusive);
-        text = text.text("Table ").code(name).text(format!(
+        let mut text = Inline::plain("Table ").code(name).text(format!(
             ", {variant} / {baseline} {}, {} of {} comparison{} decided: ",
             table.metric,
             decided.len(),
@@ -356,14 +361,14 @@ fn table_headline(mut text: Inline, name: &str, table: &Table) -> Inline {
             }
             text.0.extend(part.0);
         }
-        text = text.text(". ");
+        findings.push(text.text("."));
     }
-    text
+    findings
 }
 
-/// A scaling in the headline: each server's speedup from its lowest x to its highest, with
-/// the CI.
-fn scaling_headline(text: Inline, s: &Scaling) -> Inline {
+/// A scaling among the findings: each server's speedup from its lowest x to its highest,
+/// with the CI (none when no server has two points).
+fn scaling_finding(s: &Scaling) -> Option<Inline> {
     let mut servers: Vec<&str> = Vec::new();
     for p in &s.points {
         if !servers.contains(&p.server.as_str()) {
@@ -390,15 +395,13 @@ fn scaling_headline(text: Inline, s: &Scaling) -> Inline {
             });
         parts.push(format!("{server} ×{:.2}{ci}", last.speedup));
     }
-    let Some((from, to)) = range else {
-        return text;
-    };
-    text.text(format!(
-        "Scaling of {} from {} = {from} to {to}: {}. ",
+    let (from, to) = range?;
+    Some(Inline::plain(format!(
+        "Scaling of {} from {} = {from} to {to}: {}.",
         s.metric,
         s.x,
         parts.join(", ")
-    ))
+    )))
 }
 
 /// `, 4 to 9 passes per cell`: the fewest and most passes of a server at one point, from

@@ -465,11 +465,16 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
     ] {
         assert!(md.contains(part), "missing {part:?} in\n{md}");
     }
-    // the headline (the paragraph under the title) states only numbers of the data
-    let headline = md.split("\n\n").nth(1).unwrap();
+    // the headline (the findings under the title, one per line, and what they rest on)
+    // states only numbers of the data
+    let headline = cairn_report::markdown::headline(&md);
     assert!(
-        headline.starts_with("Claim \"jemalloc is faster\": **"),
+        headline.starts_with("- Claim \"jemalloc is faster\": **"),
         "{headline}"
+    );
+    assert!(
+        headline.contains("\n- Table `tps`, jemalloc / system tps, 2 of 2 comparisons decided"),
+        "a finding per line: {headline}"
     );
     let data = serde_json::to_value(cairn_kinds::report_step::ReportData {
         title: "System malloc vs jemalloc".into(),

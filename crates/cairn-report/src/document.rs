@@ -1,4 +1,4 @@
-//! The report as a typed document: a title, a summary paragraph and sections of blocks
+//! The report as a typed document: a title, the summary's blocks and sections of blocks
 //! (paragraphs, lists, an analysis's table, a scaling analysis's efficiencies, figures, the
 //! claims with their verdicts). The report step builds it once, from its analyses' and
 //! claims' outputs; [`crate::markdown`] and [`crate::html`] each render it, so what the report
@@ -12,8 +12,9 @@ use crate::table::Table;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     pub title: String,
-    /// The paragraph under the title: what was measured and how to read it.
-    pub summary: Inline,
+    /// What stands under the title: the findings with their numbers (a list), then what
+    /// they rest on.
+    pub summary: Vec<Block>,
     pub sections: Vec<Section>,
 }
 

@@ -202,7 +202,9 @@ pub fn render(report: &Report) -> String {
         escape(&report.title),
         escape(&report.title)
     );
-    let _ = writeln!(html, "<p>{}</p>", inline(&report.summary));
+    for block in &report.summary {
+        render_block(&mut html, block);
+    }
     for section in &report.sections {
         let anchor = section
             .anchor
@@ -308,7 +310,7 @@ mod tests {
     fn report(blocks: Vec<Block>) -> Report {
         Report {
             title: "T".into(),
-            summary: Inline::plain("Intro."),
+            summary: vec![Block::Paragraph(Inline::plain("Intro."))],
             sections: vec![Section {
                 heading: "Provenance".into(),
                 anchor: Some("provenance".into()),

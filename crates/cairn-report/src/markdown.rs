@@ -11,7 +11,11 @@ use crate::table::{render_markdown_with, Flags};
 
 /// The report as Markdown.
 pub fn render(report: &Report) -> String {
-    let mut md = format!("# {}\n\n{}\n", report.title, inline(&report.summary));
+    let mut md = format!("# {}\n", report.title);
+    for block in &report.summary {
+        md.push('\n');
+        render_block(&mut md, block);
+    }
     for section in &report.sections {
         let _ = writeln!(md, "\n## {}", section.heading);
         for block in &section.blocks {
@@ -20,6 +24,13 @@ pub fn render(report: &Report) -> String {
         }
     }
     md
+}
+
+/// The headline of a rendered `report.md`: what stands between the title and the first
+/// section (the findings, then what they rest on); empty when there is none.
+pub fn headline(md: &str) -> &str {
+    let above = md.split("\n## ").next().unwrap_or_default();
+    above.split_once("\n\n").map_or("", |(_, rest)| rest)
 }
 
 /// Text with its code in backticks and its strong emphasis in double asterisks.
@@ -80,6 +91,17 @@ fn render_figure(md: &mut String, figure: &Figure) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headline_is_what_stands_between_the_title_and_the_first_section() {
+        let md =
+            "# T\n\n- Claim \"a\": **holds**.\n- Table `t`.\n\n4 trials.\n\n## Design\n\n- x\n";
+        assert_eq!(
+            headline(md),
+            "- Claim \"a\": **holds**.\n- Table `t`.\n\n4 trials.\n"
+        );
+        assert_eq!(headline("# T\n"), "");
+    }
     use crate::document::{Item, Section};
 
     #[test]
@@ -90,7 +112,7 @@ mod tests {
             .push(Inline::plain("allocator: a = ").code("system"));
         let report = Report {
             title: "T".into(),
-            summary: Inline::plain("Intro."),
+            summary: vec![Block::Paragraph(Inline::plain("Intro."))],
             sections: vec![
                 Section {
                     heading: "Plots".into(),
