@@ -1,11 +1,11 @@
 //! A report's text, built from what its step read: the findings first — a list of each
 //! claim's verdict and each comparison with its ratio and CI, each scaling, then on how many
-//! trials and which machine they rest — then the design (what was compared and how it differs, the workload, dataset,
-//! driver and where its clients ran, every server option, the pass rule and the passes it
-//! chose, when it was measured), the plots, tables and scaling, the claims, the data's quality
-//! (noisy points once, drift, outliers, campaigns) and the provenance. Every number in the
-//! text is formatted from the tables, claims and trials the report shows (a test holds the
-//! headline to `data.json`).
+//! trials and which machine they rest — then the design (what was compared and how it
+//! differs, the workload, dataset, driver and where its clients ran, every server option,
+//! the pass rule and the passes it chose, when it was measured), the plots, tables and
+//! scaling, the claims, the data's quality (noisy points once, drift, outliers, campaigns)
+//! and the provenance. Every number in the text is formatted from the tables, claims and
+//! trials the report shows (a test holds the headline to `data.json`).
 
 use std::collections::{BTreeMap, BTreeSet};
 

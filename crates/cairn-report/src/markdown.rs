@@ -91,6 +91,7 @@ fn render_figure(md: &mut String, figure: &Figure) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::{Item, Section};
 
     #[test]
     fn the_headline_is_what_stands_between_the_title_and_the_first_section() {
@@ -102,7 +103,6 @@ mod tests {
         );
         assert_eq!(headline("# T\n"), "");
     }
-    use crate::document::{Item, Section};
 
     #[test]
     fn sections_and_blocks_are_a_blank_line_apart() {
