@@ -20,6 +20,8 @@ command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client-core)
 # a server's emulated `link` (tests/e2e/mysql.rs): tc inside the server's network namespace
 command -v tc >/dev/null 2>&1 || [ -x /usr/sbin/tc ] || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# on-CPU profiles of a server (cairn-exec's profiler test): perf's sampling of a process
+command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 # the e2e report test opens report.html in headless Chromium and checks the plots render
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then

@@ -19,6 +19,7 @@ mod lifecycle;
 mod mysql;
 mod params;
 mod postgresql;
+mod profiles;
 mod report;
 mod repro;
 mod slurm;

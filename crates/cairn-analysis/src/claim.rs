@@ -15,8 +15,8 @@
 //! - a claim of a shift of any size (size 0, no band: "pg is ahead") asks exactly what the
 //!   comparison answers (its rank test at α and its CI agreeing, as a table's): it **holds**
 //!   when the comparison finds the claimed shift and **fails** when it finds the opposite
-//!   one, at the comparison's error rate. The noise guard below is for sizes the rank test
-//!   does not test;
+//!   one, at the comparison's error rate, and is **inconclusive** with the comparison's own
+//!   reason (its p) otherwise. The noise guard below is for sizes the rank test does not test;
 //! - **inconclusive** whenever the data is too noisy for the claim's size: fewer passes per
 //!   variant than [`passes_needed`] estimates for resolving that size at the observed noise.
 //!   A small-sample bootstrap CI is too narrow about as often as it is wide, so on noisy data
@@ -144,6 +144,9 @@ pub enum ClaimReason {
     Straddles,
     /// The CI clears the threshold, but the rank test does not confirm a shift.
     NotSignificant { verdict: Verdict },
+    /// A claim of a shift of any size whose comparison found neither that shift nor the
+    /// opposite one: the comparison's verdict and its reason (the rank test's p) say why.
+    Undecided { verdict: Verdict, why: Reason },
     /// The comparison's samples were not measured together (more than one class of machine,
     /// or more than one campaign): its reason says which; nothing is decided.
     NotTogether { why: Reason },
@@ -174,6 +177,9 @@ impl fmt::Display for ClaimReason {
                 f,
                 "the CI clears the claimed size but the comparison's verdict is {verdict}"
             ),
+            ClaimReason::Undecided { verdict, why } => {
+                write!(f, "the comparison finds {verdict}: {why}")
+            }
             ClaimReason::NotTogether { why } => write!(f, "{why}"),
         }
     }
@@ -301,6 +307,16 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
         (ClaimVerdict::Holds, ClaimReason::Supported)
     } else if any_shift && comparison.verdict == opposed_verdict {
         (ClaimVerdict::Fails, ClaimReason::Contradicted)
+    } else if any_shift {
+        // its CI may exclude no change while the rank test stays above α: the comparison's
+        // own reason (with its p) says so, not the size guard, which this claim has no size for
+        (
+            ClaimVerdict::Inconclusive,
+            ClaimReason::Undecided {
+                verdict: comparison.verdict,
+                why: comparison.reason,
+            },
+        )
     } else if resolving.per_variant.is_none_or(|needed| passes < needed) {
         (
             ClaimVerdict::Inconclusive,

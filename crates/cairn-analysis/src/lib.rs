@@ -54,6 +54,7 @@ pub mod compare;
 pub mod drift;
 mod error;
 pub mod multiple;
+pub mod profile;
 pub mod rank_test;
 pub mod replication;
 mod sample;

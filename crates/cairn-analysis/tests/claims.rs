@@ -325,3 +325,35 @@ fn a_claim_of_any_shift_is_decided_as_its_comparison_is() {
         ClaimVerdict::Holds
     );
 }
+
+/// When the comparison finds no shift either way, a claim of a shift of any size is
+/// inconclusive for the comparison's reason — the rank test's p — not for the size guard's
+/// "needs about N passes to resolve the claimed size": such a claim has no size.
+#[test]
+fn an_undecided_claim_of_any_shift_gives_the_comparisons_reason() {
+    let mut noise = Noise::new(5);
+    let baseline = noise.sample(6, 1000.0, 0.3);
+    let variant = noise.sample(6, 1000.0, 0.3);
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    assert!(
+        !matches!(c.verdict, Verdict::Faster | Verdict::Slower),
+        "{c:?}"
+    );
+    let ahead = Claim {
+        direction: ClaimDirection::Faster,
+        at_least: 0.0,
+        at_most: None,
+    };
+    let check = check_claim(&c, ahead).unwrap();
+    assert_eq!(check.verdict, ClaimVerdict::Inconclusive);
+    assert_eq!(
+        check.reason,
+        ClaimReason::Undecided {
+            verdict: c.verdict,
+            why: c.reason
+        }
+    );
+    let text = check.reason.to_string();
+    assert!(text.starts_with("the comparison finds "), "{text}");
+    assert!(text.contains("(p "), "{text}");
+}

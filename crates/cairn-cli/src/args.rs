@@ -159,6 +159,39 @@ pub enum Command {
         /// Which output (default: the step's only output); `@stdout` / `@stderr` for its logs.
         output: Option<String>,
     },
+    /// Print the top functions of a profiled cell (a trials block with `profile "cpu"`):
+    /// the server's on-CPU samples merged over the cell's passes, each function's share and
+    /// its CPU time per transaction.
+    #[command(
+        after_help = "Examples:\n  cairn profile plans/malloc.kdl 'trial/ro/mariadb-system[threads=8]'\n  cairn profile plans/malloc.kdl 'trial/ro/mariadb-system[threads=8]#2' --top 40"
+    )]
+    Profile {
+        /// The plan file (`.kdl`).
+        plan: PathBuf,
+        /// The cell: a trial's address (its passes merged), or one pass (`…#2`).
+        cell: String,
+        /// How many functions to print.
+        #[arg(long, default_value_t = 25)]
+        top: usize,
+    },
+    /// Print what changed between two profiled cells: the functions whose share of the
+    /// server's CPU samples changed most from A (the baseline) to B, with the CPU time per
+    /// transaction each spends on either side.
+    #[command(
+        name = "diff-profile",
+        after_help = "Examples:\n  cairn diff-profile plans/malloc.kdl 'trial/ro/mariadb-system[threads=8]' 'trial/ro/mariadb-tcmalloc[threads=8]'"
+    )]
+    DiffProfile {
+        /// The plan file (`.kdl`).
+        plan: PathBuf,
+        /// The baseline cell.
+        a: String,
+        /// The cell compared with it.
+        b: String,
+        /// How many functions to print.
+        #[arg(long, default_value_t = 25)]
+        top: usize,
+    },
     /// Print the step graph.
     #[command(
         after_help = "Examples:\n  cairn graph plans/quickstart.kdl | dot -Tsvg > graph.svg\n  cairn graph --format mermaid plans/quickstart.kdl"

@@ -19,6 +19,7 @@ mod lock_cmd;
 mod machine_cmd;
 mod measured_on;
 pub mod preflight;
+mod profile_cmd;
 mod report_command;
 mod results;
 mod results_cpus;

@@ -59,7 +59,15 @@ pub struct TrialStepDef {
     /// without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset: Option<String>,
+    /// What the trial profiles over its measured window (the trials block's `profile`, one
+    /// of [`PROFILES`]): absent when it asks for none, so no other trial's key changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
+
+/// What a trials block's `profile` may name: the one list (the plan parser's check reads it).
+/// `cpu`: the server's on-CPU stacks over the measured window, sampled by `perf`.
+pub const PROFILES: &[&str] = &["cpu"];
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
 /// `sysbench tables=…`) with the version of its code.
@@ -165,6 +173,7 @@ mod tests {
             host: Vec::new(),
             cpus: None,
             cpuset: None,
+            profile: None,
         };
         let v = serde_json::to_value(&def).unwrap();
         assert_eq!(v["study"], "word-size");
@@ -175,6 +184,8 @@ mod tests {
         // no CPU factor, no field: keys made before the factor stay valid
         assert!(v.get("cpus").is_none());
         assert!(v.get("cpuset").is_none());
+        // unprofiled, no field: keys made before profiles stay valid
+        assert!(v.get("profile").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);
         // a record made before trials were keyed by their study still reads
         let mut old = serde_json::to_value(&def).unwrap();

@@ -15,6 +15,7 @@ pub mod host_settings;
 pub mod machine;
 pub mod measure_lock;
 pub mod netpath;
+pub mod profiler;
 pub mod runtime;
 pub mod server_log;
 pub mod slurm;

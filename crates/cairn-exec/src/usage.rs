@@ -139,6 +139,11 @@ impl ResourceProbe {
         })
     }
 
+    /// The server's host PID (what a profiler attaches to).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// The same probe, counting the instructions the server's threads retire from now on
     /// (and those of threads they create), where the machine has hardware counters.
     pub fn count_instructions(mut self) -> ResourceProbe {

@@ -42,7 +42,7 @@ impl StepKind {
     // 4: the bootstrap is seeded from the samples, as a table's cell is
     // 5: a claim states its meaning in words (`meaning`); bands (`about`, `tolerance`); sides
     // may name cells (`server[k=v]`, `block:server`)
-    pub const CLAIM: StepKind = StepKind::new("claim", "claim/6");
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/7");
     // 2: report.html, series.csv and the plot files joined the outputs
     // 3: data.json's trials say which campaign measured each
     // 4: data.json's campaigns name the run
@@ -51,7 +51,7 @@ impl StepKind {
     // 7: a headline first, the design (workload, dataset, driver, options, pass rule, dates),
     // data quality once, reasons in the HTML, CIs with their coverage; data.csv's layout
     // 8: a claim's line says its meaning; the design lists the plan's parameters
-    pub const REPORT: StepKind = StepKind::new("report", "report/10");
+    pub const REPORT: StepKind = StepKind::new("report", "report/11");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.

@@ -489,8 +489,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // pass rule and dataset); claim/5 (a claim's meaning in words, bands, cells) and report/8
     // (the claim's meaning, the plan's parameters), report/9 (where the `cpus` factor put
     // the server and clients; a noisy run or facet named in the data's quality), claim/6
-    // (a claim of any shift decided as its comparison is) and report/10 (the findings under
-    // the title as a list, then what they rest on)
+    // (a claim of any shift decided as its comparison is), report/10 (the findings under
+    // the title as a list, then what they rest on), claim/7 (an undecided claim of any shift
+    // gives its comparison's reason) and report/11 (a trend's change as a ratio with its CI)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -506,27 +507,27 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "28d1dcbfe1948d7e204a8c0521cdb14a06519472764eb618767eb5bc75107e99",
+            "4f58e3439d586e1f365dbc1a3b4e99b8154b9948f826d36faa49f7e92d67372b",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "b206d9de82e70eaa02fa59e909e5b0d06c973222bc551a942b62da5e184c3942",
+            "90e72d65463c46a4100b27f0e95b5133e7b2d6618a4f3a5f22571e31e715924d",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "f715fa8f0b6c0bf0d2e9e087efb3db02bdc596fe5d72e78a73788b0032f87ee8",
+            "55e99ff3f948cb3eecdc085ffa208a4673f5c1491df2d9d3eb7a6675f40c2712",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (
             "report/full",
-            "8202429c5a9bb7296489fa3c22f983630d44e4e51e0e1d72d5ff30f8fa412d92",
+            "a1bd1ce061dda2f40498ac3a8b7f1a06ba22c6ba58789d7d31a7c6736e0be1b9",
             r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "19c578ff292ffda9bdd65b7907dd260a27003414329404c6c4d111c70023f70c",
+            "ada02913e6ee63c4f927e89473886c6cc8279d67b4e5f4912c2a66cac4ba935f",
             r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];

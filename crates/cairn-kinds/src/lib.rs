@@ -27,6 +27,7 @@ pub mod trial_cpus;
 pub mod trial_efficiency;
 pub mod trial_host;
 pub mod trial_points;
+pub mod trial_profile;
 pub mod trial_runs;
 pub mod trial_settle;
 pub mod trial_step;

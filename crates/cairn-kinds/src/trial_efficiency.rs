@@ -25,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cairn_defs::figures::{self, Figures};
+use cairn_exec::profiler::Recording;
 use cairn_exec::usage::{ResourceProbe, UsageReading};
 use cairn_workload::server::StatusSession;
 use cairn_workload::Target;
@@ -82,14 +83,28 @@ fn lag_allowed(window: Duration) -> Duration {
 
 /// Where the window's first reading comes from.
 enum Start {
-    /// Taken already (no warmup to skip).
-    Taken(StartReading),
-    /// A timer thread takes it when the warmup ends; a message ends it early. The thread
-    /// hands back the status connection.
+    /// Taken already (no warmup to skip), with the profile's recording if one was asked.
+    Taken(StartReading, Option<Profiling>),
+    /// A timer thread takes it when the warmup ends, and starts the profile's recording
+    /// then; a message ends it early. The thread hands back the status connection.
     Pending {
-        thread: JoinHandle<(Option<StartReading>, StatusSession)>,
+        thread: JoinHandle<(Option<StartReading>, StatusSession, Option<Profiling>)>,
         workload_done: mpsc::Sender<()>,
     },
+}
+
+/// A profile's recording over the window, or why it could not start.
+type Profiling = Result<Recording, String>;
+
+/// Starts recording the server's on-CPU stacks, if asked: at the window's start, after the
+/// warmup, so the profile is of the measured window only.
+fn start_profile(probe: &Result<ResourceProbe, String>, asked: bool) -> Option<Profiling> {
+    asked.then(|| {
+        probe
+            .as_ref()
+            .map_err(|e| format!("the server's process cannot be read: {e}"))
+            .and_then(|p| Recording::start(p.pid()))
+    })
 }
 
 /// Measures the server over one workload's measured window.
@@ -106,6 +121,8 @@ pub struct WindowMeter {
 /// The window's second reading, taken as the workload returned.
 pub struct WindowEnd {
     session: StatusSession,
+    /// The window's on-CPU stacks, folded, if a profile was asked (or why there are none).
+    profile: Option<Result<String, String>>,
     /// Why instructions were not counted, if they were not.
     instructions_absent: Option<String>,
     probe_error: Option<String>,
@@ -125,18 +142,21 @@ impl WindowMeter {
     /// `warmup` what the workload declares (zero for none), `status` reaches the server for
     /// the readings at the warmup's end and after the workload (connected now, before the
     /// workload, so a reading costs a query and not a connect).
+    /// With `profile`, the server's on-CPU stacks are sampled over the window too.
     pub fn start(
         probe: Result<ResourceProbe, String>,
         before: &BTreeMap<String, String>,
         warmup: Duration,
         status: &Target,
+        profile: bool,
     ) -> WindowMeter {
         let mut session = StatusSession::open(status);
         // counting starts before the workload, so the connection threads it makes inherit it
         let probe = probe.map(ResourceProbe::count_instructions);
         // a probe that cannot read has no window to wait for: its record says why
         if warmup.is_zero() || probe.is_err() {
-            let start = Start::Taken(StartReading::take(&probe, None, before, Instant::now()));
+            let reading = StartReading::take(&probe, None, before, Instant::now());
+            let start = Start::Taken(reading, start_profile(&probe, profile));
             return WindowMeter {
                 probe,
                 start,
@@ -155,17 +175,17 @@ impl WindowMeter {
             // seconds (seen here while an external tool's container and the server saturate
             // both cores): the one reading that must be on time asks to be real-time first
             let timer = cairn_exec::usage::prefer_realtime();
-            let start = match done.recv_timeout(due.saturating_duration_since(Instant::now())) {
+            match done.recv_timeout(due.saturating_duration_since(Instant::now())) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let mut start =
                         StartReading::take(&p, Some(&mut session), &BTreeMap::new(), due);
                     start.timer = timer;
-                    Some(start)
+                    let recording = start_profile(&p, profile);
+                    (Some(start), session, recording)
                 }
                 // the workload ended (or failed) before its warmup did
-                _ => None,
-            };
-            (start, session)
+                _ => (None, session, None),
+            }
         });
         WindowMeter {
             probe,
@@ -186,20 +206,22 @@ impl WindowMeter {
             Ok(p) => (p.read().ok(), None),
             Err(e) => (None, Some(e.clone())),
         };
-        let (start, session) = match self.start {
-            Start::Taken(s) => (Some(s), self.session),
+        let (start, session, recording) = match self.start {
+            Start::Taken(s, recording) => (Some(s), self.session, recording),
             Start::Pending {
                 thread,
                 workload_done,
             } => {
                 let _ = workload_done.send(());
                 match thread.join() {
-                    Ok((start, session)) => (start, Some(session)),
-                    Err(_) => (None, None),
+                    Ok((start, session, recording)) => (start, Some(session), recording),
+                    Err(_) => (None, None, None),
                 }
             }
         };
+        let profile = recording.map(|r| r.and_then(Recording::stop));
         WindowEnd {
+            profile,
             instructions_absent: self
                 .probe
                 .as_ref()
@@ -215,6 +237,11 @@ impl WindowMeter {
 }
 
 impl WindowEnd {
+    /// The window's folded on-CPU stacks, if a profile was asked: taken once.
+    pub fn take_profile(&mut self) -> Option<Result<String, String>> {
+        self.profile.take()
+    }
+
     /// `SHOW GLOBAL STATUS` after the workload, on the window's status connection, and when
     /// it returned (for [`WindowEnd::record`]).
     pub fn status_after(
@@ -367,7 +394,13 @@ mod tests {
         before: &BTreeMap<String, String>,
         warmup: Duration,
     ) -> WindowMeter {
-        WindowMeter::start(probe, before, warmup, &Target::tcp("127.0.0.1", 1, "x"))
+        WindowMeter::start(
+            probe,
+            before,
+            warmup,
+            &Target::tcp("127.0.0.1", 1, "x"),
+            false,
+        )
     }
 
     #[test]

@@ -152,6 +152,9 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         measured.efficiency,
     );
     lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
+    if let (Some(kind), Some(profile)) = (&setup.profile, measured.profile) {
+        crate::trial_profile::record(ctx, kind, profile, &mut extra, &mut outputs)?;
+    }
     if let Some(h) = host_record {
         extra.insert("host_settings".into(), h);
     }
@@ -197,6 +200,8 @@ struct TrialSetup {
     snapshot: Option<PathBuf>,
     /// Where the server and clients run under the block's `cpus` factor, if it has one.
     placement: Option<cairn_exec::cpu_sets::Placement>,
+    /// The block's `profile` (`cpu`), if it asks for one.
+    profile: Option<String>,
 }
 
 impl TrialSetup {
@@ -225,7 +230,13 @@ impl TrialSetup {
             }
         }
         let placement = crate::trial_cpus::placement(step).map_err(failed)?;
+        let profile = step
+            .definition
+            .get("profile")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         Ok(TrialSetup {
+            profile,
             image,
             dataset,
             sdef,
@@ -398,7 +409,13 @@ fn run_workload(
     before: &BTreeMap<String, String>,
 ) -> Result<Measured, StepError> {
     let warmup = workload.declared_run().map_or(Duration::ZERO, |(w, _)| w);
-    let meter = WindowMeter::start(server.live.resource_probe(), before, warmup, status_target);
+    let meter = WindowMeter::start(
+        server.live.resource_probe(),
+        before,
+        warmup,
+        status_target,
+        setup.profile.is_some(),
+    );
     let t_run = Instant::now();
     let watchdog = Watchdog::start(workload, setup.timeout);
     let target = server.workload_target(watchdog.io_timeout);

@@ -177,7 +177,8 @@ fn a_gain_that_grows_with_threads_holds_and_says_so_in_words() {
         line.contains("×1.040") && line.contains("at threads = 1") && line.contains("×1.210"),
         "{line}"
     );
-    assert!(line.contains("it grows by 16.3%"), "{line}");
+    assert!(line.contains("it grows ×1.163 ["), "{line}");
+    assert!(line.contains("(+16.3%)"), "{line}");
     // the same data: a claim that it shrinks fails
     let shrinks = check(trend("shrinks"), &threads_study(1.04, 1.21));
     assert_eq!(shrinks.verdict, ClaimVerdict::Fails, "{}", shrinks.reason);

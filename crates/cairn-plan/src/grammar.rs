@@ -115,6 +115,7 @@ pub(crate) const TRIALS_CHILDREN: &[&str] = &[
     "sysfs",
     "cpus",
     "tie",
+    "profile",
 ];
 pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "dataset",
@@ -127,6 +128,7 @@ pub(crate) const TRIALS_SINGLE: &[&str] = &[
     "io-scheduler",
     "transparent-hugepages",
     "cpus",
+    "profile",
 ];
 /// The properties of a trials block's `sysctl` and `sysfs` (`as="name"`: their axis's name).
 pub(crate) const HOST_SETTING_PROPS: &[&str] = &["as"];

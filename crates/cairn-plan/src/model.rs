@@ -370,6 +370,10 @@ pub struct Trials {
     /// another are measured ([`crate::trial_ties`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ties: Vec<crate::trial_ties::Tie>,
+    /// `profile "cpu"`: what each trial profiles over its measured window (one of
+    /// `cairn_defs::workload::PROFILES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Sp<String>>,
 }
 
 /// How many passes a trials block measures: `passes N` is `min = max = N`; with `until-ci`

@@ -1294,6 +1294,7 @@ impl FileParser<'_> {
         let mut host = Vec::new();
         let mut cpus = Vec::new();
         let mut ties = Vec::new();
+        let mut profile = None;
         let mut seen = BTreeMap::new();
         for c in children(node) {
             if !self.known_child("trials", c, TRIALS_CHILDREN)
@@ -1316,6 +1317,7 @@ impl FileParser<'_> {
                 }
                 "cpus" => cpus = self.cpu_choices(c),
                 "tie" => ties.extend(self.trial_tie(c)),
+                "profile" => profile = self.profile_kind(c),
                 "seed" => {
                     seed = self
                         .one_int(c, 0, u64::MAX as i128)
@@ -1365,8 +1367,31 @@ impl FileParser<'_> {
                 host,
                 cpus,
                 ties,
+                profile,
             });
         }
+    }
+
+    /// `profile "cpu"`: one of the profiles cairn records (`cairn_defs::workload::PROFILES`).
+    fn profile_kind(&mut self, c: &KdlNode) -> Option<Sp<String>> {
+        let kind = self.one_string(c)?;
+        if cairn_defs::workload::PROFILES.contains(&kind.value.as_str()) {
+            return Some(kind);
+        }
+        let p = problem(
+            "invalid",
+            format!(
+                "`profile`: cairn does not record a `{}` profile",
+                kind.value
+            ),
+        )
+        .label(kind.loc, "not a profile cairn records")
+        .help(format!(
+            "write one of {}",
+            one_of(cairn_defs::workload::PROFILES)
+        ));
+        self.push(p);
+        None
     }
 
     /// `measured-by "study"`: the name of another study whose measurements a trials block

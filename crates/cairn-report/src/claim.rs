@@ -155,7 +155,7 @@ pub fn summary_line(r: &ClaimResult) -> String {
 
 /// What a claim over operations or a trend found, in words: `holds on 14 of 18 operations
 /// (3 fail, 1 inconclusive)`, or `the gain jemalloc / system is ×1.040 [..] at threads = 1
-/// and ×1.210 [..] at threads = 4: it grows by 16.3% [..]`. Empty for other claims.
+/// and ×1.210 [..] at threads = 4: it grows ×1.163 [..] (+16.3%)`. Empty for other claims.
 pub fn form_words(r: &ClaimResult) -> String {
     if let Some(o) = &r.operations {
         return format!(
@@ -172,7 +172,7 @@ pub fn form_words(r: &ClaimResult) -> String {
         let change = c.change.ratio;
         let moves = if change >= 1.0 { "grows" } else { "shrinks" };
         return format!(
-            "the gain {} of {} is ×{:.3} {} at {} = {} and ×{:.3} {} at {} = {}: it {moves} by {}% {} with {}",
+            "the gain {} of {} is ×{:.3} {} at {} = {} and ×{:.3} {} at {} = {}: it {moves} ×{:.3} {} ({}%) with {}",
             t.gain,
             r.metric,
             c.from.ratio,
@@ -183,17 +183,19 @@ pub fn form_words(r: &ClaimResult) -> String {
             crate::table::ci_text(&c.to.ci),
             t.x,
             t.to,
-            percent_change(change),
+            change,
             crate::table::ci_text(&c.change.ci),
+            percent_change(change),
             passes_words(r),
         );
     }
     String::new()
 }
 
-/// `16.3` for a change ×1.163, `9.1` for ×0.909: the size of the change in percent.
+/// `+16.3` for a change ×1.163, `-9.1` for ×0.909: the change in percent, beside the ratio
+/// and its CI (which are in one unit, the ratio's).
 fn percent_change(change: f64) -> String {
-    format!("{:.1}", (change - 1.0).abs() * 100.0)
+    format!("{:+.1}", (change - 1.0) * 100.0)
 }
 
 /// The passes behind each side: `9 passes per side`, or where the sides differ

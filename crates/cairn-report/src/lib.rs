@@ -9,6 +9,7 @@
 pub mod chart;
 pub mod claim;
 pub mod document;
+pub mod flame;
 pub mod html;
 pub mod machine;
 pub mod markdown;

@@ -64,6 +64,9 @@ pub(super) struct AllRuns {
     pub(super) measuring_ms: f64,
     /// Milliseconds the workload ran, all runs.
     pub(super) workload_ms: f64,
+    /// The runs' on-CPU stacks merged (or why there are none), when the block asks for a
+    /// profile.
+    pub(super) profile: Option<Result<cairn_analysis::profile::Profile, String>>,
 }
 
 /// Run the workload `runs` times back to back on the one server (once without `runs`),
@@ -78,6 +81,7 @@ pub(super) fn run_workloads(
 ) -> Result<(AllRuns, Vec<trial_runs::RunResult>), StepError> {
     let count = trial_runs::count(step);
     let mut runs = Vec::new();
+    let mut profiles = Vec::new();
     let mut status_before = before.status.clone();
     let (mut measuring, mut workload_ms) = (0.0, 0.0);
     for run in 1..=count {
@@ -102,6 +106,7 @@ pub(super) fn run_workloads(
             .window_end
             .status_after()
             .map_err(|e| server.stalled("after the workload (SHOW GLOBAL STATUS)", &e))?;
+        profiles.push(measured.window_end.take_profile());
         let deltas = status_deltas(&status_before, &after);
         let efficiency =
             measured
@@ -129,6 +134,10 @@ pub(super) fn run_workloads(
             efficiency,
             measuring_ms: measuring,
             workload_ms,
+            profile: setup
+                .profile
+                .is_some()
+                .then(|| crate::trial_profile::merge(profiles)),
         },
         runs,
     ))

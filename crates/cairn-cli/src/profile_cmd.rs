@@ -1,0 +1,202 @@
+//! `cairn profile PLAN CELL` and `cairn diff-profile PLAN A B`: the on-CPU profiles that
+//! trials of a `profile "cpu"` block recorded, merged over the passes of a cell — its top
+//! functions, or the functions whose share of the CPU changed most between two cells, with
+//! their CPU time per transaction.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use cairn_analysis::profile::{differences, Profile, Side};
+use cairn_engine::Status;
+use cairn_graph::StepKind;
+use cairn_store::Record;
+
+use crate::args::Cli;
+use crate::context::{self, Exit};
+use crate::{BAD_INPUT, FAILED, OK};
+
+/// The merged profile of the trials an address selects, and what they did meanwhile.
+struct CellProfile {
+    label: String,
+    profile: Profile,
+    /// Transactions (sysbench's events, else queries) over the profiled windows.
+    work: f64,
+    /// The sampling frequency, for samples → CPU seconds.
+    frequency_hz: f64,
+    passes: usize,
+}
+
+impl CellProfile {
+    /// CPU µs per transaction that `samples` stand for.
+    fn us_per_work(&self, samples_per_work: Option<f64>) -> String {
+        samples_per_work.map_or("-".into(), |s| {
+            format!("{:.1}", s / self.frequency_hz * 1e6)
+        })
+    }
+}
+
+/// Reads and merges the profiles of every finished trial `selector` matches (a cell: its
+/// passes). A trial without a profile is an error that says why it has none.
+fn cell_profile(cli: &Cli, path: &Path, selector: &str) -> Result<CellProfile, Exit> {
+    let (_plan, graph) = context::load_graph(path)?;
+    let sel = context::selectors(&[selector.to_string()])?.remove(0);
+    let store = context::open_store(&cli.results)?;
+    let machine = context::Machine::new(context::cache_dir(cli.cache.as_deref()));
+    let fp = machine.fingerprint(&graph);
+    let all = cairn_engine::statuses(&graph, &machine.env(&graph, &store, &fp), &[], false);
+    let trials: Vec<_> = graph
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::TRIAL && sel.matches(s))
+        .collect();
+    if trials.is_empty() {
+        eprintln!(
+            "error: `{selector}` names no trial of {} (see `cairn plan -v {}`)",
+            path.display(),
+            path.display()
+        );
+        return Err(Exit(BAD_INPUT));
+    }
+    let mut cell = CellProfile {
+        label: selector.to_string(),
+        profile: Profile::default(),
+        work: 0.0,
+        frequency_hz: f64::from(cairn_exec::profiler::FREQUENCY_HZ),
+        passes: 0,
+    };
+    for step in trials {
+        let st = &all[step.id];
+        let record = match (&st.status, &st.key) {
+            (Status::Cached, Some(k)) => store.get_record(k).map_err(context::fail(FAILED))?,
+            // an adaptive pass its rule did not need: nothing measured, nothing to read
+            (Status::NotNeeded, _) => continue,
+            _ => None,
+        };
+        let Some(record) = record else {
+            eprintln!(
+                "error: {} has no result for its current definition yet; run `cairn run {}`",
+                step.address,
+                path.display()
+            );
+            return Err(Exit(FAILED));
+        };
+        add_trial(&store, &record, &mut cell)?;
+    }
+    Ok(cell)
+}
+
+fn add_trial(
+    store: &cairn_store::Store,
+    record: &Record,
+    cell: &mut CellProfile,
+) -> Result<(), Exit> {
+    let described = &record.extra["profile"];
+    let Some(blob) = record.outputs.get(cairn_kinds::trial_profile::PROFILE) else {
+        let why = described["absent"].as_str().map_or_else(
+            || "its trials block asks for no profile (add `profile \"cpu\"` to it)".to_string(),
+            str::to_string,
+        );
+        eprintln!("error: {} has no profile: {why}", record.address);
+        return Err(Exit(FAILED));
+    };
+    let text = store.read_blob(blob).map_err(context::fail(FAILED))?;
+    let profile = Profile::parse_folded(&String::from_utf8_lossy(&text))
+        .map_err(|e| context::fail(FAILED)(format!("{}: {e}", record.address)))?;
+    cell.profile.merge(&profile);
+    if let Some(hz) = described["frequency_hz"].as_f64() {
+        cell.frequency_hz = hz;
+    }
+    let figures = &record.extra["figures"];
+    cell.work += figures["events"]
+        .as_f64()
+        .or_else(|| figures["queries"].as_f64())
+        .unwrap_or(0.0);
+    cell.passes += 1;
+    Ok(())
+}
+
+fn passes(n: usize) -> String {
+    if n == 1 {
+        "1 pass".into()
+    } else {
+        format!("{n} passes")
+    }
+}
+
+/// `cairn profile`: the cell's top functions by their own samples.
+pub fn profile(cli: &Cli, path: &Path, cell: &str, top: usize) -> Result<i32, Exit> {
+    let c = cell_profile(cli, path, cell)?;
+    let samples = c.profile.samples();
+    let mut out = format!(
+        "{}: {} samples over {} ({} at {} Hz), {:.0} transactions\n",
+        c.label,
+        samples,
+        passes(c.passes),
+        cairn_exec::profiler::EVENT,
+        c.frequency_hz,
+        c.work
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:>7} {:>9}  function",
+        "self %", "total %", "µs/tx"
+    );
+    for (name, s) in c.profile.top(top) {
+        let per_work = (c.work > 0.0).then(|| s.own as f64 / c.work);
+        let _ = writeln!(
+            out,
+            "{:>7.2} {:>7.2} {:>9}  {name}",
+            100.0 * s.own as f64 / samples.max(1) as f64,
+            100.0 * s.total as f64 / samples.max(1) as f64,
+            c.us_per_work(per_work)
+        );
+    }
+    print!("{out}");
+    Ok(OK)
+}
+
+/// `cairn diff-profile`: the functions whose share of the CPU changed most from cell `a`
+/// (the baseline) to cell `b`.
+pub fn diff_profile(cli: &Cli, path: &Path, a: &str, b: &str, top: usize) -> Result<i32, Exit> {
+    let base = cell_profile(cli, path, a)?;
+    let variant = cell_profile(cli, path, b)?;
+    let changes = differences(
+        Side {
+            profile: &base.profile,
+            work: base.work,
+        },
+        Side {
+            profile: &variant.profile,
+            work: variant.work,
+        },
+        top,
+    );
+    let mut out = format!(
+        "{} (A: {} samples, {}) against {} (B: {} samples, {}); self % of each side's samples, CPU µs per transaction\n",
+        base.label,
+        base.profile.samples(),
+        passes(base.passes),
+        variant.label,
+        variant.profile.samples(),
+        passes(variant.passes)
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:>7} {:>8} {:>9} {:>9}  function",
+        "A %", "B %", "Δ pts", "A µs/tx", "B µs/tx"
+    );
+    for c in &changes {
+        let _ = writeln!(
+            out,
+            "{:>7.2} {:>7.2} {:>+8.2} {:>9} {:>9}  {}",
+            100.0 * c.baseline_share,
+            100.0 * c.variant_share,
+            100.0 * c.share_change(),
+            base.us_per_work(c.baseline_per_work),
+            variant.us_per_work(c.variant_per_work),
+            c.function
+        );
+    }
+    print!("{out}");
+    Ok(OK)
+}

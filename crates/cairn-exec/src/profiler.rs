@@ -1,0 +1,261 @@
+//! On-CPU stacks of a running server, sampled by Linux `perf` over a measured window and
+//! folded into the `root;…;leaf count` text flame graphs are drawn from.
+//!
+//! `perf record -e cpu-clock -g -p PID` samples the server's threads at a fixed frequency of
+//! CPU time (a software event: it needs no hardware counters, so it works in virtual machines
+//! without a PMU). `-p` attaches to the threads alive when it starts, which is why recording
+//! starts after the warm-up, when the workload's connection threads exist. perf resolves the
+//! symbols of a containerised server in the container's own mount namespace, so the binary it
+//! names is the one that ran. Stopping is SIGINT, after which perf writes its file;
+//! `perf script` then prints every sample with its frames, leaf first, which
+//! [`fold_perf_script`] turns root first and counts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The sampling event: CPU time, available on every Linux.
+pub const EVENT: &str = "cpu-clock";
+
+/// Samples per second of CPU time per thread: enough for a 10 s window on a few CPUs to
+/// give thousands of samples, few enough that the server barely notices.
+pub const FREQUENCY_HZ: u32 = 199;
+
+/// The perf program: `perf` on the PATH, or the one `CAIRN_PERF` names (a machine whose perf
+/// lives elsewhere; the tests name one that does not exist, to see a trial say why it has no
+/// profile).
+fn perf() -> std::ffi::OsString {
+    std::env::var_os("CAIRN_PERF").unwrap_or_else(|| "perf".into())
+}
+
+/// A `perf record` running against one process, writing into a directory of its own.
+pub struct Recording {
+    child: Child,
+    data: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Recording {
+    /// Starts sampling `pid` (a host PID). The error says why this machine cannot (no perf,
+    /// or not permitted).
+    pub fn start(pid: u32) -> Result<Recording, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("cairn-profile-")
+            .tempdir()
+            .map_err(|e| format!("a directory for perf's samples: {e}"))?;
+        let data = dir.path().join("perf.data");
+        let child = Command::new(perf())
+            .args(["record", "--quiet", "-e", EVENT, "-F"])
+            .arg(FREQUENCY_HZ.to_string())
+            .args(["-g", "-p"])
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start `perf record`: {e} (is linux-perf installed?)"))?;
+        Ok(Recording {
+            child,
+            data,
+            _dir: dir,
+        })
+    }
+
+    /// Stops sampling and returns the folded stacks. perf writes its file on SIGINT.
+    pub fn stop(mut self) -> Result<String, String> {
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let status = wait_timeout::ChildExt::wait_timeout(&mut self.child, Duration::from_secs(60))
+            .map_err(|e| format!("waiting for `perf record`: {e}"))?;
+        let Some(status) = status else {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return Err("`perf record` did not stop within 60 s of SIGINT".into());
+        };
+        let mut stderr = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            use std::io::Read;
+            let _ = err.read_to_string(&mut stderr);
+        }
+        // perf exits with SIGINT's status when interrupted; its file is what tells
+        if !self.data.exists() {
+            return Err(format!(
+                "`perf record` wrote no samples ({status}): {}",
+                last_line(&stderr)
+            ));
+        }
+        let out = Command::new(perf())
+            .args(["script", "--no-inline", "-F", "comm,ip,sym,dso", "-i"])
+            .arg(&self.data)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("cannot start `perf script`: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`perf script` failed ({}): {}",
+                out.status,
+                last_line(&String::from_utf8_lossy(&out.stderr))
+            ));
+        }
+        Ok(fold_perf_script(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+}
+
+/// `perf script` output → folded stacks: each sample's thread name as the root, then its
+/// frames from the outermost caller to the leaf, joined by `;`, one line per distinct stack
+/// with its count, in byte order. A frame without a symbol is named by its binary
+/// (`[libc.so.6]`), or `[unknown]`.
+pub fn fold_perf_script(text: &str) -> String {
+    let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
+    let mut comm: Option<String> = None;
+    let mut frames: Vec<String> = Vec::new();
+    let mut flush = |comm: &mut Option<String>, frames: &mut Vec<String>| {
+        if let Some(c) = comm.take() {
+            let mut stack = clean(&c);
+            for frame in frames.iter().rev() {
+                stack.push(';');
+                stack.push_str(frame);
+            }
+            *stacks.entry(stack).or_default() += 1;
+        }
+        frames.clear();
+    };
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            flush(&mut comm, &mut frames);
+        } else if line.starts_with(char::is_whitespace) {
+            if comm.is_some() {
+                frames.push(frame_name(line.trim()));
+            }
+        } else {
+            // a sample's header: its first field is the thread's name (which may hold
+            // spaces; perf pads it), the rest is what -F asked for
+            flush(&mut comm, &mut frames);
+            comm = Some(header_comm(line));
+        }
+    }
+    flush(&mut comm, &mut frames);
+    let mut out = String::new();
+    for (stack, count) in stacks {
+        out.push_str(&stack);
+        out.push(' ');
+        out.push_str(&count.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// The thread name of a header line: everything before the first run of digits that is a
+/// whole field (the pid, when printed), or the whole trimmed line.
+fn header_comm(line: &str) -> String {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let end = fields
+        .iter()
+        .position(|f| f.chars().all(|c| c.is_ascii_digit() || c == '/'))
+        .unwrap_or(fields.len());
+    fields[..end.max(1)].join(" ")
+}
+
+/// `ffffffff813aecd3 finish_task_switch.isra.0+0x93 ([kernel.kallsyms])` →
+/// `finish_task_switch.isra.0`; `ae77 [unknown] (/usr/bin/dash)` → `[dash]`.
+fn frame_name(frame: &str) -> String {
+    let rest = frame
+        .split_once(char::is_whitespace)
+        .map_or("", |(_, rest)| rest.trim());
+    let (symbol, dso) = match rest.rfind(" (") {
+        Some(at) if rest.ends_with(')') => (&rest[..at], &rest[at + 2..rest.len() - 1]),
+        _ => (rest, ""),
+    };
+    let symbol = match symbol.rfind("+0x") {
+        Some(at) => &symbol[..at],
+        None => symbol,
+    };
+    if symbol.is_empty() || symbol == "[unknown]" {
+        let binary = dso.rsplit('/').next().unwrap_or("");
+        if binary.is_empty() || binary == "[unknown]" {
+            "[unknown]".to_string()
+        } else {
+            format!("[{}]", clean(binary.trim_matches(['[', ']'])))
+        }
+    } else {
+        clean(symbol)
+    }
+}
+
+/// A name fit for a folded line: no `;` (the separator) and no line breaks.
+fn clean(name: &str) -> String {
+    name.trim().replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // the shape of `perf script -F comm,ip,sym,dso` (as perf 6.1 prints it)
+    const SCRIPT: &str = "\
+mariadbd 
+\tffffffff813aecd3 finish_task_switch.isra.0+0x93 ([kernel.kallsyms])
+\tffffffff82249604 __schedule+0x3e4 ([kernel.kallsyms])
+\t           f82ad read+0xd (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            ae77 do_command(THD*, bool)+0x17 (/usr/sbin/mariadbd)
+\t    55b369be28f8 [unknown] ([unknown])
+
+one_connection 
+\t            3555 [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            9936 ut_delay(unsigned long)+0x20 (/usr/sbin/mariadbd)
+
+mariadbd 
+\t           f82ad read+0xd (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            ae77 do_command(THD*, bool)+0x17 (/usr/sbin/mariadbd)
+\t    55b369be28f8 [unknown] ([unknown])
+";
+
+    #[test]
+    fn samples_fold_root_first_and_count() {
+        let folded = fold_perf_script(SCRIPT);
+        assert_eq!(
+            folded,
+            "\
+mariadbd;[unknown];do_command(THD*, bool);read 1
+mariadbd;[unknown];do_command(THD*, bool);read;__schedule;finish_task_switch.isra.0 1
+one_connection;ut_delay(unsigned long);[libc.so.6] 1
+"
+        );
+    }
+
+    #[test]
+    fn a_header_with_a_pid_and_time_keeps_only_the_thread_name() {
+        assert_eq!(
+            header_comm("sh 29689  1808.683349:    5025125 cpu-clock: "),
+            "sh"
+        );
+        assert_eq!(
+            header_comm("my thread 12/13 1.0: 1 cpu-clock:"),
+            "my thread"
+        );
+        assert_eq!(header_comm("mariadbd "), "mariadbd");
+    }
+
+    #[test]
+    fn frames_lose_offsets_and_separators() {
+        assert_eq!(frame_name("7f a;b+0x1 (/lib/x.so)"), "a:b");
+        assert_eq!(
+            frame_name("7f [unknown] ([kernel.kallsyms])"),
+            "[kernel.kallsyms]"
+        );
+        assert_eq!(frame_name("7f"), "[unknown]");
+    }
+}

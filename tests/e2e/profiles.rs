@@ -1,0 +1,126 @@
+//! End-to-end: a trials block's `profile "cpu"` samples the real server's on-CPU stacks over
+//! the measured window (perf against a MariaDB in a container), keeps them folded as the
+//! trial's `profile.folded` with the server binary's symbols resolved, and says in the record
+//! what sampled them; `cairn profile` prints a cell's top functions and `cairn diff-profile`
+//! what changed between two cells; where perf cannot run, the trial is measured and its record says why it
+//! has no profile, never silently.
+
+use std::time::Duration;
+
+use crate::support::{engine_shared, Sandbox};
+use crate::trials::images;
+
+/// A hang guard for invocations that start servers (never a timing).
+const GUARD: Duration = Duration::from_secs(600);
+
+fn plan(servers: &str) -> String {
+    format!(
+        r#"study "e2e-profiles"
+import "{}"
+server "s" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "t" {{ extends "s"; option query_cache_type=1 query_cache_size="16M" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "ro" {{ sysbench "oltp_read_only"; threads 2; duration "3s"; warmup "1s" }}
+trials "ro" {{ servers {servers}; dataset "sb"; workload "ro"; profile "cpu" }}
+"#,
+        images()
+    )
+}
+
+#[test]
+fn a_profiled_trial_keeps_the_servers_stacks_with_its_symbols() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &plan(r#""s" "t""#));
+    sb.cairn(["run", "plan.kdl"])
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let rec = sb.record("trial/ro/s");
+    let p = &rec["extra"]["profile"];
+    assert_eq!(p["kind"], "cpu", "{p}");
+    assert_eq!(p["event"], "cpu-clock", "{p}");
+    // two client threads keep the server busy for 3 s: hundreds of samples at 199 Hz
+    let samples = p["samples"].as_u64().unwrap_or(0);
+    assert!(samples > 50, "{p}");
+    let folded = sb
+        .cairn(["cat", "plan.kdl", "trial/ro/s", "profile.folded"])
+        .guard(GUARD)
+        .run();
+    folded.expect_code(0);
+    let total: u64 = folded
+        .stdout
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, samples);
+    // the server's own functions, resolved in the container's binary: the query path
+    assert!(
+        folded.stdout.contains("dispatch_command") || folded.stdout.contains("do_command"),
+        "{}",
+        &folded.stdout[..folded.stdout.len().min(4000)]
+    );
+
+    let top = sb
+        .cairn(["profile", "plan.kdl", "trial/ro/s", "--top", "5"])
+        .guard(GUARD)
+        .run();
+    top.expect_code(0);
+    eprintln!("{}", top.stdout);
+    assert!(
+        top.stdout.starts_with(&format!(
+            "trial/ro/s: {samples} samples over 1 pass (cpu-clock at 199 Hz)"
+        )),
+        "{}",
+        top.stdout
+    );
+    // a header and five functions
+    assert_eq!(top.stdout.lines().count(), 7, "{}", top.stdout);
+
+    let diff = sb
+        .cairn([
+            "diff-profile",
+            "plan.kdl",
+            "trial/ro/s",
+            "trial/ro/t",
+            "--top",
+            "5",
+        ])
+        .guard(GUARD)
+        .run();
+    diff.expect_code(0);
+    eprintln!("{}", diff.stdout);
+    assert!(diff.stdout.contains("Δ pts"), "{}", diff.stdout);
+    assert_eq!(diff.stdout.lines().count(), 7, "{}", diff.stdout);
+
+    // a trial that was not profiled, or an address that names none, is said
+    let none = sb
+        .cairn(["profile", "plan.kdl", "trial/nothing"])
+        .guard(GUARD)
+        .run();
+    none.expect_code(2);
+    assert!(none.stderr.contains("names no trial"), "{}", none.stderr);
+}
+
+#[test]
+fn a_trial_that_cannot_profile_is_measured_and_says_why() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write("plan.kdl", &plan(r#""s""#));
+    sb.cairn(["run", "plan.kdl"])
+        .env("CAIRN_PERF", "/nonexistent/perf")
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let rec = sb.record("trial/ro/s");
+    assert!(rec["extra"]["figures"]["tps"].as_f64().unwrap() > 0.0);
+    let absent = rec["extra"]["profile"]["absent"].as_str().unwrap_or("");
+    assert!(
+        absent.starts_with("not profiled: cannot start `perf record`"),
+        "{}",
+        rec["extra"]["profile"]
+    );
+    assert!(rec["outputs"].get("profile.folded").is_none(), "{rec}");
+}
