@@ -2,7 +2,8 @@
 //! the measured window (perf against a MariaDB in a container), keeps them folded as the
 //! trial's `profile.folded` with the server binary's symbols resolved, and says in the record
 //! what sampled them; `cairn profile` prints a cell's top functions and `cairn diff-profile`
-//! what changed between two cells; where perf cannot run, the trial is measured and its record says why it
+//! what changed between two cells; a `profile` analysis puts each server's flame graph and
+//! the differential table into the report; where perf cannot run, the trial is measured and its record says why it
 //! has no profile, never silently.
 
 use std::time::Duration;
@@ -13,7 +14,7 @@ use crate::trials::images;
 /// A hang guard for invocations that start servers (never a timing).
 const GUARD: Duration = Duration::from_secs(600);
 
-fn plan(servers: &str) -> String {
+fn plan(servers: &str, extra: &str) -> String {
     format!(
         r#"study "e2e-profiles"
 import "{}"
@@ -22,6 +23,7 @@ server "t" {{ extends "s"; option query_cache_type=1 query_cache_size="16M" }}
 dataset "sb" {{ sysbench tables=1 rows=500 }}
 workload "ro" {{ sysbench "oltp_read_only"; threads 2; duration "3s"; warmup "1s" }}
 trials "ro" {{ servers {servers}; dataset "sb"; workload "ro"; profile "cpu" }}
+{extra}
 "#,
         images()
     )
@@ -32,7 +34,14 @@ fn a_profiled_trial_keeps_the_servers_stacks_with_its_symbols() {
     let _engine = engine_shared();
     cairn_testkit::mariadb_image();
     let sb = Sandbox::new();
-    sb.write("plan.kdl", &plan(r#""s" "t""#));
+    sb.write(
+        "plan.kdl",
+        &plan(
+            r#""s" "t""#,
+            r#"analysis "where" { trials "ro"; profile baseline="s" top=6; }
+report "r" { analyses "where"; }"#,
+        ),
+    );
     sb.cairn(["run", "plan.kdl"])
         .guard(GUARD)
         .run()
@@ -101,6 +110,43 @@ fn a_profiled_trial_keeps_the_servers_stacks_with_its_symbols() {
         .run();
     none.expect_code(2);
     assert!(none.stderr.contains("names no trial"), "{}", none.stderr);
+
+    // the report: a section with the differential table and a flame graph per server and
+    // per variant, written beside it
+    sb.cairn(["report", "plan.kdl"])
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let dir = sb.path().join("results/e2e-profiles");
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md
+        .split("## Where the time went")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no profile section:\n{md}"));
+    assert!(
+        section.contains("| function | s self % | t self % | Δ points | s µs/tx | t µs/tx |"),
+        "{section}"
+    );
+    for file in [
+        "profile-where-flame-s.svg",
+        "profile-where-flame-t.svg",
+        "profile-where-flame-diff-t.svg",
+    ] {
+        assert!(section.contains(&format!("]({file})")), "{file}: {section}");
+        let svg = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("<title>"), "{file}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Where the time went"));
+    // a profile of trials that record none is refused at check, at its analysis
+    sb.write(
+        "unprofiled.kdl",
+        &plan(r#""s""#, r#"analysis "where" { trials "ro"; profile; }"#)
+            .replace(r#"; profile "cpu" }"#, " }"),
+    );
+    let bad = sb.cairn(["check", "unprofiled.kdl"]).guard(GUARD).run();
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("records none"), "{}", bad.stderr);
 }
 
 #[test]
@@ -108,7 +154,7 @@ fn a_trial_that_cannot_profile_is_measured_and_says_why() {
     let _engine = engine_shared();
     cairn_testkit::mariadb_image();
     let sb = Sandbox::new();
-    sb.write("plan.kdl", &plan(r#""s""#));
+    sb.write("plan.kdl", &plan(r#""s""#, ""));
     sb.cairn(["run", "plan.kdl"])
         .env("CAIRN_PERF", "/nonexistent/perf")
         .guard(GUARD)
@@ -123,4 +169,16 @@ fn a_trial_that_cannot_profile_is_measured_and_says_why() {
         rec["extra"]["profile"]
     );
     assert!(rec["outputs"].get("profile.folded").is_none(), "{rec}");
+    // and `cairn profile` says why there is nothing to show
+    let top = sb
+        .cairn(["profile", "plan.kdl", "trial/ro/s"])
+        .guard(GUARD)
+        .run();
+    top.expect_code(1);
+    assert!(
+        top.stderr
+            .contains("has no profile: not profiled: cannot start `perf record`"),
+        "{}",
+        top.stderr
+    );
 }

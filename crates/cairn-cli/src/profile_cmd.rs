@@ -47,7 +47,14 @@ fn cell_profile(cli: &Cli, path: &Path, selector: &str) -> Result<CellProfile, E
     let trials: Vec<_> = graph
         .steps
         .iter()
-        .filter(|s| s.kind == StepKind::TRIAL && sel.matches(s))
+        // a cell's address names all its passes (`…[threads=4]` for `…[threads=4]#1`, `#2`)
+        .filter(|s| {
+            s.kind == StepKind::TRIAL
+                && (sel.matches(s)
+                    || s.address
+                        .strip_prefix(selector)
+                        .is_some_and(|pass| pass.starts_with('#')))
+        })
         .collect();
     if trials.is_empty() {
         eprintln!(
@@ -90,7 +97,12 @@ fn add_trial(
     record: &Record,
     cell: &mut CellProfile,
 ) -> Result<(), Exit> {
-    let described = &record.extra["profile"];
+    // a record without `extra.profile` (a block that asks for none): indexing a map by a
+    // missing key panics, so read it as null
+    let described = record
+        .extra
+        .get("profile")
+        .unwrap_or(&serde_json::Value::Null);
     let Some(blob) = record.outputs.get(cairn_kinds::trial_profile::PROFILE) else {
         let why = described["absent"].as_str().map_or_else(
             || "its trials block asks for no profile (add `profile \"cpu\"` to it)".to_string(),
@@ -106,7 +118,10 @@ fn add_trial(
     if let Some(hz) = described["frequency_hz"].as_f64() {
         cell.frequency_hz = hz;
     }
-    let figures = &record.extra["figures"];
+    let figures = record
+        .extra
+        .get("figures")
+        .unwrap_or(&serde_json::Value::Null);
     cell.work += figures["events"]
         .as_f64()
         .or_else(|| figures["queries"].as_f64())

@@ -45,6 +45,10 @@ pub struct ServerDef {
     /// An emulated link on the server's network interface; left out when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkDef>,
+    /// `profile "cpu"`: its trials record the server's on-CPU profile. Absent when it asks
+    /// for none, so no other server's key changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// `link rate=… delay=…`: tc netem on the server's interface (its replies cross it).

@@ -32,6 +32,14 @@ pub fn usable_record(env: &Env<'_>, step: &Step, key: &str) -> Lookup {
                 .get(step)
                 .map_or(Ok(()), |kind| kind.accepts(env, &rec));
             match verdict {
+                // two plans that name one image definition differently share its key, but
+                // an image's output holds its name (its reference), so each build under
+                // another name is another record of the key: the one made under this
+                // step's own address is what this plan's later steps were keyed from
+                Ok(()) if rec.address != step.address => match own(env, step, key, &rec) {
+                    Some(own) => Lookup::Hit(Box::new(own)),
+                    None => Lookup::Hit(Box::new(rec)),
+                },
                 Ok(()) => Lookup::Hit(Box::new(rec)),
                 // a record kept beside it (another output of the same key, e.g. an image
                 // rebuilt here with other packages) may be one the kind accepts
@@ -76,6 +84,23 @@ pub fn present(env: &Env<'_>, step: &Step, key: &str) -> Presence {
             None => Presence::Gone(why),
         },
     }
+}
+
+/// Another record of `key` made under `step`'s own address, whose blobs are here and that
+/// the kind accepts here, the newest first.
+fn own(env: &Env<'_>, step: &Step, key: &str, current: &Record) -> Option<Record> {
+    if !env.store.has_alternates(key) {
+        return None;
+    }
+    // without the kind (gc's statuses), a record is judged by its blobs alone
+    let kind = env.kinds.get(step);
+    let mut others: Vec<Record> = env.store.alternates(key).ok()?;
+    others.extend(env.store.get_primary_record(key).ok().flatten());
+    others.retain(|r| r.output_digest != current.output_digest && r.address == step.address);
+    others.sort_by(|a, b| b.finished.cmp(&a.finished));
+    others.into_iter().find(|r| {
+        r.blobs().all(|b| env.store.has_blob(b)) && kind.is_none_or(|k| k.accepts(env, r).is_ok())
+    })
 }
 
 /// Another record of `key` (the first, or one kept beside) whose blobs are here and that

@@ -864,3 +864,46 @@ fn a_measurement_to_measure_anew_is_not_served_after_waiting_for_an_input_that_r
     expect.insert("build".into());
     assert_eq!(rec.with("finished"), expect);
 }
+
+/// Two plans that name one definition differently share its key, and a step whose output
+/// holds its name (an image's reference) records another output under it: the newer record
+/// becomes the key's current one. The steps after it in the first plan were keyed from the
+/// first record's output, so that plan reads the record made under its own address, not the
+/// newest: its later steps stay cached.
+#[test]
+fn a_step_is_served_by_the_record_made_under_its_own_address() {
+    let g = graph(CHAIN);
+    let sb = Sandbox::new();
+    let (fake, _) = Fake::new(&[]);
+    assert!(sb.run(&g, fake, &opts(2)).0.ok());
+    let (fake, _) = Fake::new(&[]);
+    let before = sb.statuses(&g, fake, &opts(2));
+    let a = before.iter().find(|s| s.address == "a").unwrap();
+    let key = a.key.clone().unwrap();
+    // another plan's build of the same definition, under its name, with its name in the output
+    let mut other = sb.store.get_record(&key).unwrap().unwrap();
+    other.address = "other-name".into();
+    let blob = sb.store.put_blob(b"made under another name").unwrap();
+    other.outputs.insert("o".into(), blob);
+    other.output_digest = Record::compute_output_digest(&other.outputs);
+    other.finished = "2999-01-01T00:00:00Z".into();
+    sb.store.record(&mut other).unwrap();
+    assert_eq!(
+        sb.store.get_record(&key).unwrap().unwrap().address,
+        "other-name",
+        "the newer record is the key's current one"
+    );
+    let (fake, _) = Fake::new(&[]);
+    let after = sb.statuses(&g, fake, &opts(2));
+    for s in &after {
+        assert_eq!(
+            s.status,
+            cairn_engine::Status::Cached,
+            "{}: {:?}",
+            s.address,
+            s.reasons
+        );
+    }
+    let keys = |v: &[cairn_engine::StepStatus]| v.iter().map(|s| s.key.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&before), keys(&after));
+}

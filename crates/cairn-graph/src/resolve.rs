@@ -111,6 +111,7 @@ fn server_def(s: &Server) -> ServerDef {
             rate: l.value.rate.as_ref().map(|v| v.value.clone()),
             delay: l.value.delay.as_ref().map(|v| v.value.clone()),
         }),
+        profile: s.profile.as_ref().map(|v| v.value.clone()),
     }
 }
 

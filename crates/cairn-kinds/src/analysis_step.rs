@@ -839,6 +839,9 @@ impl cairn_engine::Kind for AnalysisKind {
         let servers = trial_points::servers_of_inputs(graph, step);
         let mut params = trial_points::params_of_inputs(graph, step);
         crate::trial_runs::check_run_dimension(graph, step, &definition, &mut params)?;
+        if crate::profile_analysis::is_profile(&definition.kind) {
+            return crate::profile_analysis::check(graph, step, &definition);
+        }
         match plot_analysis::Flavour::of(&definition.kind) {
             Some(flavour) => {
                 plot_analysis::plot_spec(flavour, &definition, &servers, &params).map(|_| ())
@@ -855,6 +858,9 @@ impl cairn_engine::Kind for AnalysisKind {
         inputs: &[&Done],
     ) -> Result<Built, StepError> {
         let definition = analysis_def(step).map_err(failed)?;
+        if crate::profile_analysis::is_profile(&definition.kind) {
+            return crate::profile_analysis::perform(env, step, &definition, inputs);
+        }
         let points = trial_points::read(env.store, step, inputs)?;
         if let Some(flavour) = plot_analysis::Flavour::of(&definition.kind) {
             let points = analysis_points(&definition, points);

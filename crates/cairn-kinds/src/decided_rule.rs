@@ -258,8 +258,10 @@ fn questions(
         let ours = |keys: &[String]| keys.iter().any(|k| group_keys.contains(k));
         if reader.kind == StepKind::ANALYSIS {
             let def: AnalysisDef = reader.def()?;
-            if plot_analysis::Flavour::of(&def.kind).is_some() {
-                continue; // charts compare nothing
+            if plot_analysis::Flavour::of(&def.kind).is_some()
+                || crate::profile_analysis::is_profile(&def.kind)
+            {
+                continue; // charts and profiles compare nothing
             }
             let table = table_of(&def, points)?;
             for cell in &table.cells {

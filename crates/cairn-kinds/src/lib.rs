@@ -16,6 +16,7 @@ pub mod decided_rule;
 pub mod image_step;
 pub mod option_names;
 pub mod plot_analysis;
+pub mod profile_analysis;
 pub mod report_document;
 pub mod report_lifecycle;
 pub mod report_step;

@@ -190,6 +190,10 @@ pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &Repo
             });
         sections.push(section("Scaling", scalings.collect()));
     }
+    if !inputs.profiles.is_empty() {
+        let blocks = inputs.profiles.iter().flat_map(profile_blocks).collect();
+        sections.push(section("Where the time went", blocks));
+    }
     if !inputs.claims.is_empty() {
         sections.push(section(
             "Claims",
@@ -220,6 +224,80 @@ pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &Repo
         summary: headline(inputs),
         sections,
     }
+}
+
+/// A `profile` analysis for a reader: what was sampled and how much, per variant the
+/// functions whose share of the server's CPU samples changed most against the baseline
+/// (shares and CPU µs per transaction on either side), then the flame graphs.
+fn profile_blocks(p: &crate::report_step::ProfileShown) -> Vec<Block> {
+    let f = &p.findings;
+    let hz = f.servers.first().map_or(0.0, |s| s.frequency_hz);
+    let sides: Vec<String> = f
+        .servers
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} samples from {} trial{}",
+                s.server,
+                s.samples,
+                s.trials,
+                if s.trials == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    let at = if f.points.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", f.points.join(", "))
+    };
+    let mut blocks = vec![Block::Paragraph(
+        Inline::plain("")
+            .code(&p.name)
+            .text(format!(
+                ": the server's on-CPU stacks over each trial's measured window (perf, cpu-clock at {hz} Hz), merged per server{at}: {}. A function's share is its own samples over its side's; its CPU time per transaction is its samples ÷ {hz} Hz ÷ the side's transactions. Samples of one run each, not a statistic with a CI: a share of a few samples is noise.",
+                sides.join(", ")
+            )),
+    )];
+    let base = f.server(&f.baseline);
+    for v in &f.variants {
+        let variant = f.server(&v.variant);
+        let us = |side: Option<&crate::profile_analysis::ServerProfile>, per: Option<f64>| {
+            side.and_then(|s| s.us_per_work(per))
+                .map_or("-".to_string(), |u| format!("{u:.1}"))
+        };
+        let rows = v
+            .changes
+            .iter()
+            .map(|c| {
+                vec![
+                    c.function.clone(),
+                    format!("{:.2}", 100.0 * c.baseline_share),
+                    format!("{:.2}", 100.0 * c.variant_share),
+                    format!("{:+.2}", 100.0 * c.share_change()),
+                    us(base, c.baseline_per_work),
+                    us(variant, c.variant_per_work),
+                ]
+            })
+            .collect();
+        blocks.push(Block::Grid {
+            caption: Inline::plain("")
+                .code(&v.variant)
+                .text(" against ")
+                .code(&f.baseline)
+                .text(": the functions whose share of the CPU samples changed most"),
+            header: vec![
+                "function".into(),
+                format!("{} self %", f.baseline),
+                format!("{} self %", v.variant),
+                "Δ points".into(),
+                format!("{} µs/tx", f.baseline),
+                format!("{} µs/tx", v.variant),
+            ],
+            rows,
+        });
+    }
+    blocks.extend(p.figures.iter().cloned().map(Block::Figure));
+    blocks
 }
 
 /// The findings under the title, each with its numbers, as a list — each claim's verdict
@@ -287,6 +365,9 @@ fn point_words(point: &BTreeMap<String, String>) -> String {
 
 /// A table's comparisons among the findings, one per variant: the decided ones with their
 /// ratio and CI, the undecided ones counted (listed while they are few).
+/// Decided comparisons a finding lists one by one; beyond, it counts them per verdict.
+const MAX_LISTED: usize = 6;
+
 fn table_findings(name: &str, table: &Table) -> Vec<Inline> {
     let mut findings = Vec::new();
     let Some(baseline) = &table.baseline else {
@@ -323,17 +404,53 @@ fn table_findings(name: &str, table: &Table) -> Vec<Inline> {
             if cells.len() == 1 { "" } else { "s" }
         ));
         let mut parts = Vec::new();
-        for (c, cmp) in &decided {
-            parts.push(
-                Inline::default()
-                    .strong(cmp.verdict.to_string())
-                    .text(format!(
-                        " at {}, ×{:.3} {}",
-                        where_(c),
-                        cmp.ratio.ratio,
-                        ci_text(&cmp.ratio.ci)
-                    )),
-            );
+        let at = |c: &cairn_report::table::Cell, cmp: &cairn_analysis::Comparison| {
+            format!(
+                "×{:.3} {} at {}",
+                cmp.ratio.ratio,
+                ci_text(&cmp.ratio.ci),
+                where_(c)
+            )
+        };
+        if decided.len() <= MAX_LISTED {
+            for (c, cmp) in &decided {
+                parts.push(
+                    Inline::default()
+                        .strong(cmp.verdict.to_string())
+                        .text(format!(
+                            " at {}, ×{:.3} {}",
+                            where_(c),
+                            cmp.ratio.ratio,
+                            ci_text(&cmp.ratio.ci)
+                        )),
+                );
+            }
+        } else {
+            // a suite's hundred operations: per verdict, how many and the two extremes
+            let mut verdicts: Vec<Verdict> = Vec::new();
+            for (_, cmp) in &decided {
+                if !verdicts.contains(&cmp.verdict) {
+                    verdicts.push(cmp.verdict);
+                }
+            }
+            for verdict in verdicts {
+                let mut same: Vec<_> = decided
+                    .iter()
+                    .filter(|(_, cmp)| cmp.verdict == verdict)
+                    .collect();
+                same.sort_by(|a, b| a.1.ratio.ratio.total_cmp(&b.1.ratio.ratio));
+                let (lo, hi) = (same[0], same[same.len() - 1]);
+                let range = if same.len() == 1 {
+                    format!(", {}", at(lo.0, lo.1))
+                } else {
+                    format!(", from {} to {}", at(lo.0, lo.1), at(hi.0, hi.1))
+                };
+                parts.push(
+                    Inline::default()
+                        .strong(verdict.to_string())
+                        .text(format!(" at {} points{range}", same.len())),
+                );
+            }
         }
         if !undecided.is_empty() {
             let mut part = Inline::default().strong(Verdict::Inconclusive.to_string());

@@ -28,6 +28,7 @@ use crate::analysis_step::TABLE_JSON;
 use crate::claim_step::CLAIM_JSON;
 use crate::data_csv::{self, DATA_DICTIONARY_MD};
 use crate::plot_analysis::{PLOT_PNG, PLOT_SVG, SCALING_JSON};
+use crate::profile_analysis::{ProfileFindings, PROFILE_JSON};
 use crate::report_document::{build, TrialsDesign};
 use crate::series_csv::{self, Samples};
 use crate::series_plot::{self, SeriesPlot};
@@ -59,6 +60,18 @@ pub struct ReportData {
     pub tables: BTreeMap<String, Table>,
     /// Each claim by its text.
     pub claims: BTreeMap<String, ClaimResult>,
+    /// Each `profile` analysis by name (absent from the data of a study without one).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, ProfileFindings>,
+}
+
+/// A `profile` analysis as the report shows it: its findings and its flame graphs (each
+/// server's, then each variant's against the baseline).
+#[derive(Debug, Clone)]
+pub struct ProfileShown {
+    pub name: String,
+    pub findings: ProfileFindings,
+    pub figures: Vec<Figure>,
 }
 
 /// The plan a report was made from, for its provenance: the plan's root file and the
@@ -85,6 +98,8 @@ pub struct Inputs {
     pub samples: Samples,
     /// Throughput over time, a chart per point ([`series_plot`]), each with its SVG.
     pub series_plots: Vec<(SeriesPlot, Figure)>,
+    /// The `profile` analyses, in the report's order.
+    pub profiles: Vec<ProfileShown>,
 }
 
 fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, StepError> {
@@ -93,11 +108,19 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
     let mut figures = Vec::new();
     let mut figure_files = BTreeMap::new();
     let mut scalings = Vec::new();
+    let mut profiles = Vec::new();
     for (input, done) in step.inputs.iter().zip(inputs) {
         if let Some(text) = input.mount.strip_prefix("claim/") {
             let c: ClaimResult = read_json(store, &done.outputs, CLAIM_JSON)
                 .map_err(|e| failed(format!("reading claim `{text}`: {e}")))?;
             claims.push((text.to_string(), c));
+        } else if done.outputs.contains_key(PROFILE_JSON) {
+            profiles.push(read_profile(
+                store,
+                &input.mount,
+                &done.outputs,
+                &mut figure_files,
+            )?);
         } else if !input.mount.starts_with("trial/") {
             let t: Table = read_json(store, &done.outputs, TABLE_JSON)
                 .map_err(|e| failed(format!("reading analysis `{}`: {e}", input.mount)))?;
@@ -140,6 +163,7 @@ fn read_inputs(store: &Store, step: &Step, inputs: &[&Done]) -> Result<Inputs, S
         })
         .collect::<Result<_, StepError>>()?;
     Ok(Inputs {
+        profiles,
         design,
         tables,
         figures,
@@ -179,6 +203,51 @@ fn read_figure(
     })
 }
 
+/// The findings and flame graphs of `profile` analysis `name`; each graph goes beside the
+/// report as `profile-<name>-<its file>` (added to `files`).
+fn read_profile(
+    store: &Store,
+    name: &str,
+    outputs: &BTreeMap<String, BlobRef>,
+    files: &mut BTreeMap<String, BlobRef>,
+) -> Result<ProfileShown, StepError> {
+    let findings: ProfileFindings = read_json(store, outputs, PROFILE_JSON)
+        .map_err(|e| failed(format!("reading analysis `{name}`: {e}")))?;
+    let graphs = findings
+        .servers
+        .iter()
+        .map(|s| (format!("{}: where its CPU time went", s.server), &s.flame))
+        .chain(findings.variants.iter().map(|v| {
+            (
+                format!("{} against {}", v.variant, findings.baseline),
+                &v.flame,
+            )
+        }));
+    let mut figures = Vec::new();
+    for (caption, flame) in graphs {
+        let Some(blob) = outputs.get(flame.as_str()) else {
+            return Err(failed(format!(
+                "analysis `{name}` names its flame graph {flame} but has no such output"
+            )));
+        };
+        let svg = store
+            .read_blob(blob)
+            .map_err(|e| failed(format!("reading {flame} of `{name}`: {e}")))?;
+        let file = format!("profile-{}-{flame}", file_stem(name));
+        files.insert(file.clone(), blob.clone());
+        figures.push(Figure {
+            name: caption,
+            svg: String::from_utf8_lossy(&svg).into_owned(),
+            files: vec![file],
+        });
+    }
+    Ok(ProfileShown {
+        name: name.to_string(),
+        findings,
+        figures,
+    })
+}
+
 /// `report.md` of tables, claims and trials alone (no charts, no scaling analyses), as the
 /// step renders it.
 pub fn render(
@@ -197,6 +266,7 @@ pub fn render(
         design: Vec::new(),
         samples: Samples::new(),
         series_plots: Vec::new(),
+        profiles: Vec::new(),
     };
     markdown::render(&build(title, &inputs, None, &ReportDef::default()))
 }
@@ -253,6 +323,7 @@ impl cairn_engine::Kind for ReportKind {
             claims,
             trials,
             series_plots,
+            profiles,
             ..
         } = read;
         let data = ReportData {
@@ -260,6 +331,7 @@ impl cairn_engine::Kind for ReportKind {
             trials,
             tables: tables.into_iter().collect(),
             claims: claims.into_iter().collect(),
+            profiles: profiles.into_iter().map(|p| (p.name, p.findings)).collect(),
         };
         let json = serde_json::to_vec_pretty(&data).expect("serialises");
         let put = |bytes: &[u8], name: &str| {

@@ -230,11 +230,14 @@ impl TrialSetup {
             }
         }
         let placement = crate::trial_cpus::placement(step).map_err(failed)?;
-        let profile = step
-            .definition
-            .get("profile")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        // the block's `profile`, or the server's
+        let profile = [
+            &step.definition["profile"],
+            &step.definition["server"]["profile"],
+        ]
+        .into_iter()
+        .find_map(Value::as_str)
+        .map(str::to_string);
         Ok(TrialSetup {
             profile,
             image,

@@ -481,6 +481,7 @@ fn the_report_has_tables_claims_noise_provenance_and_one_csv_row_per_trial() {
         trials: points.clone(),
         tables: [("tps".to_string(), t.clone())].into(),
         claims: [("jemalloc is faster".to_string(), c.clone())].into(),
+        profiles: Default::default(),
     })
     .unwrap();
     let unbacked = cairn_report::numbers::unbacked(headline, &data);

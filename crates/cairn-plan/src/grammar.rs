@@ -85,6 +85,7 @@ pub(crate) const SERVER_CHILDREN: &[&str] = &[
     "system",
     "client",
     "link",
+    "profile",
 ];
 pub(crate) const SERVER_SINGLE: &[&str] = &[
     "extends",
@@ -97,6 +98,7 @@ pub(crate) const SERVER_SINGLE: &[&str] = &[
     "system",
     "client",
     "link",
+    "profile",
 ];
 pub(crate) const LINK_PROPS: &[&str] = &["rate", "delay"];
 
@@ -138,9 +140,9 @@ pub(crate) const PASSES_PROPS: &[&str] = &["min", "max", "until-ci", "until", "m
 /// What `until=` may say.
 pub(crate) const PASSES_UNTIL: &[&str] = &["decided"];
 
-pub(crate) const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling"];
+pub(crate) const ANALYSIS_KINDS: &[&str] = &["table", "compare", "plot", "scaling", "profile"];
 pub(crate) const ANALYSIS_CHILDREN: &[&str] = &[
-    "trials", "servers", "where", "exclude", "table", "compare", "plot", "scaling",
+    "trials", "servers", "where", "exclude", "table", "compare", "plot", "scaling", "profile",
 ];
 
 pub(crate) const CLAIM_CHILDREN: &[&str] = &["trials", "metric", "operations", "where", "expect"];
@@ -334,6 +336,7 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
         spec("server/connect").values(&CONNECTS),
         spec("server/client").values(&CLIENT_PATHS),
         spec("server/link").props(LINK_PROPS),
+        spec("server/profile").values(cairn_defs::workload::PROFILES),
         spec("dataset").children(&DRIVERS, &[]),
     ];
     g.extend(

@@ -296,6 +296,11 @@ pub struct Server {
     /// `link rate="100mbit" delay="2ms"`: an emulated link on the server's network interface.
     #[serde(default)]
     pub link: Option<Sp<Link>>,
+    /// `profile "cpu"`: every trial of this server also records its on-CPU profile (as a
+    /// trials block's `profile` does for all its servers), so one block can compare a server
+    /// profiled and unprofiled: what profiling costs.
+    #[serde(default)]
+    pub profile: Option<Sp<String>>,
 }
 
 /// `link rate=… delay=…` of a server: what the server's replies cross (tc netem).

@@ -954,6 +954,7 @@ impl FileParser<'_> {
             system: None,
             client: None,
             link: None,
+            profile: None,
         };
         let mut seen = BTreeMap::new();
         for c in children(node) {
@@ -973,6 +974,7 @@ impl FileParser<'_> {
                 "executor" => s.executor = self.one_string(c),
                 "system" => s.system = self.one_string(c),
                 "client" => s.client = self.choice(c, &CLIENT_PATHS),
+                "profile" => s.profile = self.choice(c, cairn_defs::workload::PROFILES),
                 "link" => {
                     self.no_args(c, "write `link rate=\"100mbit\" delay=\"2ms\"`");
                     self.no_children(c);

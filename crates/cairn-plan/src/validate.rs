@@ -721,6 +721,7 @@ fn resolve_servers(plan: &mut Plan, bad: &BTreeSet<String>) {
             m.system = m.system.or_else(|| parent.system.clone());
             m.client = m.client.or_else(|| parent.client.clone());
             m.link = m.link.or_else(|| parent.link.clone());
+            m.profile = m.profile.or_else(|| parent.profile.clone());
             for (k, v) in &parent.options {
                 m.options.entry(k.clone()).or_insert_with(|| v.clone());
             }

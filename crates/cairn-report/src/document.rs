@@ -46,6 +46,13 @@ pub enum Block {
     },
     /// Claims with their verdicts: (the claim's text, its result), in declaration order.
     Claims(Vec<(String, ClaimResult)>),
+    /// A plain table of text under a caption: its header, then its rows (e.g. a profile's
+    /// functions whose share changed most).
+    Grid {
+        caption: Inline,
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
 }
 
 /// One entry of a list, with the entries indented under it.

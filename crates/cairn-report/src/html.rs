@@ -267,6 +267,26 @@ fn render_block(html: &mut String, block: &Block) {
             }
             html.push_str("</ul>\n");
         }
+        Block::Grid {
+            caption,
+            header,
+            rows,
+        } => {
+            let _ = writeln!(html, "<p>{}</p>\n<table>", inline(caption));
+            html.push_str("<tr>");
+            for cell in header {
+                let _ = write!(html, "<th>{}</th>", escape(cell));
+            }
+            html.push_str("</tr>\n");
+            for row in rows {
+                html.push_str("<tr>");
+                for cell in row {
+                    let _ = write!(html, "<td>{}</td>", escape(cell));
+                }
+                html.push_str("</tr>\n");
+            }
+            html.push_str("</table>\n");
+        }
     }
 }
 

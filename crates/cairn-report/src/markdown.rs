@@ -76,6 +76,22 @@ fn render_block(md: &mut String, block: &Block) {
                 let _ = writeln!(md, "- {}", inline(&claim_text(text, result)));
             }
         }
+        Block::Grid {
+            caption,
+            header,
+            rows,
+        } => {
+            let _ = writeln!(md, "{}\n", inline(caption));
+            let row = |cells: &[String]| {
+                let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+                format!("| {} |", cells.join(" | "))
+            };
+            let _ = writeln!(md, "{}", row(header));
+            let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
+            for r in rows {
+                let _ = writeln!(md, "{}", row(r));
+            }
+        }
     }
 }
 
@@ -102,6 +118,23 @@ mod tests {
             "- Claim \"a\": **holds**.\n- Table `t`.\n\n4 trials.\n"
         );
         assert_eq!(headline("# T\n"), "");
+    }
+
+    #[test]
+    fn a_grid_is_a_markdown_table_under_its_caption() {
+        let mut md = String::new();
+        render_block(
+            &mut md,
+            &Block::Grid {
+                caption: Inline::plain("`t` against `s`:"),
+                header: vec!["function".into(), "Δ points".into()],
+                rows: vec![vec!["operator|(a, b)".into(), "+1.50".into()]],
+            },
+        );
+        assert_eq!(
+            md,
+            "`t` against `s`:\n\n| function | Δ points |\n|---|---|\n| operator\\|(a, b) | +1.50 |\n"
+        );
     }
 
     #[test]

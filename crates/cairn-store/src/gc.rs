@@ -59,6 +59,11 @@ impl Store {
                 if let Some(rec) = self.get_record(&key)? {
                     referenced.extend(rec.blobs().map(|b| b.digest.clone()));
                 }
+                // the first record stays beside a newer current one, and still serves the
+                // plan whose later steps were keyed from it: its blobs stay too
+                if let Some(rec) = self.get_primary_record(&key)? {
+                    referenced.extend(rec.blobs().map(|b| b.digest.clone()));
+                }
                 for alt in self.alternates(&key)? {
                     referenced.extend(alt.blobs().map(|b| b.digest.clone()));
                 }

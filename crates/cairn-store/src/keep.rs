@@ -150,6 +150,26 @@ impl Store {
         Ok(out)
     }
 
+    /// The record of `key` made under `address`, the newest, if the key has several and one
+    /// of them was: two plans that name one definition differently share its key, and each
+    /// plan's later steps were keyed from its own. `None` when no record was made there.
+    pub fn record_made_at(&self, key: &str, address: &str) -> Result<Option<Record>> {
+        if !self.may_have_alternates(key) {
+            return Ok(None);
+        }
+        let mut all = self.alternates(key)?;
+        all.extend(self.get_primary_record(key)?);
+        all.retain(|r| r.address == address);
+        all.sort_by(|a, b| b.finished.cmp(&a.finished));
+        Ok(all.into_iter().next())
+    }
+
+    /// Whether `key` may have records kept beside its own (false: it has none; a lookup in
+    /// memory after the first).
+    pub fn has_alternates(&self, key: &str) -> bool {
+        self.may_have_alternates(key)
+    }
+
     /// Whether `key` may have records kept beside its own (false: it has none).
     fn may_have_alternates(&self, key: &str) -> bool {
         self.alternates_known()

@@ -109,3 +109,36 @@ fn a_damaged_record_is_replaced() {
     assert_eq!(s.record(&mut again).unwrap(), Recorded::Written);
     assert!(s.get_record(&k).unwrap().is_some());
 }
+
+/// The first record of a key stays beside a newer current one (another plan's build under
+/// another name) and still serves the plan keyed from it: gc keeps its blobs, and
+/// `record_made_at` finds the record made under an address.
+#[test]
+fn gc_keeps_the_first_records_blobs_beside_a_newer_current_one() {
+    let (_dir, s) = store();
+    let (a, b) = (
+        s.put_blob(b"first").unwrap(),
+        s.put_blob(b"second").unwrap(),
+    );
+    let log = s.put_blob(b"log").unwrap();
+    let k = key(7);
+    let mut first = record(&k, &[("out.txt", &a)], &log);
+    first.address = "image/first-name".into();
+    s.record(&mut first).unwrap();
+    let mut other = record(&k, &[("out.txt", &b)], &log);
+    other.address = "image/other-name".into();
+    other.finished = "2024-05-02T00:00:00.000Z".into();
+    s.record(&mut other).unwrap();
+    assert_eq!(
+        s.get_record(&k).unwrap().unwrap().address,
+        "image/other-name"
+    );
+    let made = s.record_made_at(&k, "image/first-name").unwrap().unwrap();
+    assert_eq!(made.output_digest, first.output_digest);
+    assert!(s.record_made_at(&k, "image/nobody").unwrap().is_none());
+
+    let keep: HashSet<String> = [k.clone()].into();
+    let rep = s.gc(&keep, true).unwrap();
+    assert!(rep.blobs_removed.is_empty(), "{rep:?}");
+    assert!(s.has_blob(&a) && s.has_blob(&b));
+}

@@ -68,6 +68,14 @@ pub fn walk(
                 } else {
                     let key = step_key(step, &d, fp.as_ref()).hash();
                     match store.get_record(&key) {
+                        // the record made under this step's address, if the key has several
+                        // (`cairn_engine::cache` serves the same one)
+                        Ok(Some(r)) if r.address != step.address => {
+                            match store.record_made_at(&key, &step.address) {
+                                Ok(Some(own)) => Link::Record(Box::new(own)),
+                                _ => Link::Record(Box::new(r)),
+                            }
+                        }
                         Ok(Some(r)) => Link::Record(Box::new(r)),
                         Ok(None) if step.is_conditional() => Link::NotNeeded,
                         Ok(None) => Link::Missing {

@@ -109,12 +109,22 @@ pub fn pack(
         let step = &graph.steps[id];
         let key = match &links[id] {
             Link::Record(r) => {
-                // the current record, wherever it is kept, is the bundle's record of the key
-                let source = store
-                    .current_record(&r.key)
-                    .ok()
-                    .flatten()
-                    .map_or_else(|| store.record_path(&r.key), |(_, p)| p);
+                // the record the walk chose (the current one, or of a key with several the
+                // one made under this step's address), wherever it is kept, is the bundle's
+                // record of the key
+                let source = match store.current_record(&r.key).ok().flatten() {
+                    Some((current, p)) if current.output_digest == r.output_digest => p,
+                    _ => {
+                        let kept = store
+                            .alternates_dir(&r.key)
+                            .join(format!("{}.json", r.output_digest));
+                        if kept.exists() {
+                            kept
+                        } else {
+                            store.record_path(&r.key)
+                        }
+                    }
+                };
                 files.push((format!("store/records/{}.json", r.key), source));
                 for b in r.blobs() {
                     blobs.insert(

@@ -1,0 +1,357 @@
+//! The `profile` analysis: where each server's CPU time went, and what changed against a
+//! baseline. It reads the on-CPU profiles its trials recorded (a trials block with
+//! `profile "cpu"`, [`crate::trial_profile`]), merges each server's over every trial it reads
+//! (its passes, at the points its `where` keeps), and writes per server a flame graph
+//! (`flame-<server>.svg`), per variant a differential flame graph against the baseline
+//! (`flame-diff-<server>.svg`: red where the variant spends a larger share, blue a smaller
+//! one) and, in `profile.json`, each server's top functions and each variant's functions
+//! whose share of the samples changed most, with the CPU time per transaction on either side.
+//!
+//! ```kdl
+//! analysis "where-time-went" {
+//!     trials "ro"
+//!     where threads=8
+//!     profile baseline="mariadb-system" top=12
+//! }
+//! ```
+//!
+//! A share is normalised by its own side's samples; the CPU time per transaction is the
+//! function's samples ÷ the sampling frequency ÷ the transactions of the profiled windows
+//! (sysbench's events, else the queries), so "B spends +9 points of its CPU in `malloc`" comes
+//! with whether `malloc` costs more per transaction. Profiles are samples of one run each, not
+//! a statistic with a CI: the report says how many samples each rests on.
+
+use std::collections::BTreeMap;
+
+use cairn_analysis::profile::{differences, FunctionChange, FunctionSamples, Profile, Side};
+use cairn_defs::figures;
+use cairn_defs::AnalysisDef;
+use cairn_engine::error::{failed, StepError};
+use cairn_engine::execute::{Built, Done};
+use cairn_engine::{CheckError, Env};
+use cairn_graph::{Step, StepGraph, StepKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::trial_points::{parse_address, point_of_record};
+use crate::trial_profile::PROFILE;
+
+/// The analysis's findings.
+pub const PROFILE_JSON: &str = "profile.json";
+
+const PROPS: &[&str] = &["baseline", "top"];
+/// Functions listed per server and per variant unless `top` says otherwise.
+const DEFAULT_TOP: usize = 12;
+
+/// Whether an analysis kind is this one.
+pub fn is_profile(kind: &str) -> bool {
+    kind == "profile"
+}
+
+/// One server's merged profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerProfile {
+    pub server: String,
+    /// The trials merged (passes × points).
+    pub trials: usize,
+    pub samples: u64,
+    /// Transactions over the profiled windows (sysbench's events, else queries).
+    pub work: f64,
+    /// Samples per second of CPU time.
+    pub frequency_hz: f64,
+    /// The functions with the most own samples, most first.
+    pub top: Vec<(String, FunctionSamples)>,
+    /// Its flame graph, as the analysis writes it.
+    pub flame: String,
+}
+
+impl ServerProfile {
+    /// CPU µs per transaction that `samples_per_work` samples per transaction stand for.
+    pub fn us_per_work(&self, samples_per_work: Option<f64>) -> Option<f64> {
+        samples_per_work.map(|s| s / self.frequency_hz * 1e6)
+    }
+}
+
+/// A variant's functions whose share changed most against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantChanges {
+    pub variant: String,
+    pub changes: Vec<FunctionChange>,
+    /// Its differential flame graph against the baseline.
+    pub flame: String,
+}
+
+/// What a `profile` analysis found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileFindings {
+    pub baseline: String,
+    /// The points its trials were at, as `threads=8` (empty: every point merged, or none).
+    pub points: Vec<String>,
+    pub servers: Vec<ServerProfile>,
+    pub variants: Vec<VariantChanges>,
+}
+
+impl ProfileFindings {
+    pub fn server(&self, name: &str) -> Option<&ServerProfile> {
+        self.servers.iter().find(|s| s.server == name)
+    }
+}
+
+/// Checks the analysis's properties against the trials it reads: a `baseline` among its
+/// servers, a `top` from 1 to 100, and trials that record a profile.
+pub fn check(graph: &StepGraph, step: &Step, def: &AnalysisDef) -> Result<(), CheckError> {
+    if let Some(unknown) = def.unaccepted_prop(PROPS) {
+        return Err(CheckError::new(
+            "analysis",
+            unknown,
+            format!(
+                "a profile has no property `{unknown}`; it takes {}",
+                PROPS.join(", ")
+            ),
+        ));
+    }
+    top_of(def)?;
+    let servers = crate::trial_points::servers_of_inputs(graph, step);
+    baseline_of(def, &servers)?;
+    for input in &step.inputs {
+        let from = &graph.steps[input.from];
+        let profiled = |d: &Value| d.get("profile").is_some_and(|p| !p.is_null());
+        if from.kind == StepKind::TRIAL
+            && !profiled(&from.definition)
+            && !profiled(&from.definition["server"])
+        {
+            let (trials, server, _) = parse_address(&from.address);
+            return Err(CheckError::new(
+                "analysis",
+                "kind",
+                format!(
+                    "a profile reads the trials' on-CPU profiles, and trials `{trials}` records none for server `{server}`: add `profile \"cpu\"` to the block (or to the server), or read only profiled servers with `servers`"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn top_of(def: &AnalysisDef) -> Result<usize, CheckError> {
+    match def.props.get("top") {
+        None => Ok(DEFAULT_TOP),
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..=100) => Ok(n as usize),
+            _ => Err(CheckError::new(
+                "analysis",
+                "top",
+                format!("`top` is how many functions to list, 1 to 100, not {v}"),
+            )),
+        },
+    }
+}
+
+/// The baseline: the one named, or the first server; a name not among the servers is
+/// refused with the servers it could be.
+fn baseline_of(def: &AnalysisDef, servers: &[String]) -> Result<String, CheckError> {
+    match def.baseline() {
+        Some(b) if servers.iter().any(|s| s == b) => Ok(b.to_string()),
+        Some(b) => Err(CheckError::new(
+            "analysis",
+            "baseline",
+            format!(
+                "baseline `{b}` is not among the servers it reads ({})",
+                servers.join(", ")
+            ),
+        )),
+        None => servers.first().cloned().ok_or_else(|| {
+            CheckError::new("analysis", "kind", "a profile reads no trials".to_string())
+        }),
+    }
+}
+
+/// One server's profile while it is being merged.
+struct Merging {
+    profile: Profile,
+    trials: usize,
+    work: f64,
+    frequency_hz: f64,
+}
+
+/// Reads every trial's profile, merges them per server, and writes the flame graphs and
+/// `profile.json`. A trial without a profile fails the analysis with its record's reason.
+pub fn perform(
+    env: &Env<'_>,
+    step: &Step,
+    def: &AnalysisDef,
+    inputs: &[&Done],
+) -> Result<Built, StepError> {
+    let top = top_of(def).map_err(|e| failed(e.message))?;
+    let mut merged: Vec<(String, Merging)> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for (input, done) in step.inputs.iter().zip(inputs) {
+        if !input.mount.starts_with("trial/") || done.is_not_needed() {
+            continue;
+        }
+        let record = env
+            .store
+            .get_record(&done.key)
+            .map_err(|e| failed(format!("reading the record of {}: {e}", input.mount)))?
+            .ok_or_else(|| {
+                failed(format!(
+                    "the record of {} is gone from the store",
+                    input.mount
+                ))
+            })?;
+        let point = point_of_record(&record, &input.mount);
+        let described = record.extra.get("profile").unwrap_or(&Value::Null);
+        let Some(blob) = done.outputs.get(PROFILE) else {
+            let why = described["absent"]
+                .as_str()
+                .unwrap_or("its trials block records no profile");
+            return Err(failed(format!("{} has no profile: {why}", input.mount)));
+        };
+        let text = env
+            .store
+            .read_blob(blob)
+            .map_err(|e| failed(format!("reading the profile of {}: {e}", input.mount)))?;
+        let profile = Profile::parse_folded(&String::from_utf8_lossy(&text))
+            .map_err(|e| failed(format!("the profile of {}: {e}", input.mount)))?;
+        let at: Vec<String> = point
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={}", crate::trial_points::display_value(v)))
+            .collect();
+        let at = at.join(" ");
+        if !at.is_empty() && !points.contains(&at) {
+            points.push(at);
+        }
+        let i = match merged.iter().position(|(s, _)| *s == point.server) {
+            Some(i) => i,
+            None => {
+                merged.push((
+                    point.server.clone(),
+                    Merging {
+                        profile: Profile::default(),
+                        trials: 0,
+                        work: 0.0,
+                        frequency_hz: described["frequency_hz"]
+                            .as_f64()
+                            .unwrap_or(f64::from(cairn_exec::profiler::FREQUENCY_HZ)),
+                    },
+                ));
+                merged.len() - 1
+            }
+        };
+        let m = &mut merged[i].1;
+        m.profile.merge(&profile);
+        m.trials += 1;
+        m.work += point
+            .figures
+            .get(&figures::EVENTS)
+            .or_else(|| point.figures.get(&figures::QUERIES))
+            .unwrap_or(0.0);
+    }
+    let servers: Vec<String> = merged.iter().map(|(s, _)| s.clone()).collect();
+    let baseline = baseline_of(def, &servers).map_err(|e| failed(e.message))?;
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut findings = ProfileFindings {
+        baseline: baseline.clone(),
+        points,
+        servers: Vec::new(),
+        variants: Vec::new(),
+    };
+    for (server, m) in &merged {
+        let flame = format!("flame-{}.svg", crate::report_step::file_stem(server));
+        let title = format!(
+            "{server}: on-CPU stacks, {} samples over {} trial{}",
+            m.profile.samples(),
+            m.trials,
+            if m.trials == 1 { "" } else { "s" }
+        );
+        files.insert(
+            flame.clone(),
+            cairn_report::flame::svg(&m.profile, &title).into_bytes(),
+        );
+        findings.servers.push(ServerProfile {
+            server: server.clone(),
+            trials: m.trials,
+            samples: m.profile.samples(),
+            work: m.work,
+            frequency_hz: m.frequency_hz,
+            top: m.profile.top(top),
+            flame,
+        });
+    }
+    let base = &merged
+        .iter()
+        .find(|(s, _)| *s == baseline)
+        .expect("the baseline is among the servers")
+        .1;
+    for (server, m) in merged.iter().filter(|(s, _)| *s != baseline) {
+        let changes = differences(
+            Side {
+                profile: &base.profile,
+                work: base.work,
+            },
+            Side {
+                profile: &m.profile,
+                work: m.work,
+            },
+            top,
+        );
+        let flame = format!("flame-diff-{}.svg", crate::report_step::file_stem(server));
+        let title = format!(
+            "{server} against {baseline}: red, a larger share of the samples; blue, a smaller one"
+        );
+        files.insert(
+            flame.clone(),
+            cairn_report::flame::diff_svg(&base.profile, &m.profile, &title).into_bytes(),
+        );
+        findings.variants.push(VariantChanges {
+            variant: server.clone(),
+            changes,
+            flame,
+        });
+    }
+    files.insert(
+        PROFILE_JSON.to_string(),
+        serde_json::to_vec_pretty(&findings).expect("serialises"),
+    );
+    let mut outputs = BTreeMap::new();
+    for (name, bytes) in files {
+        let blob = env
+            .store
+            .put_blob(&bytes)
+            .map_err(|e| failed(format!("storing {name}: {e}")))?;
+        outputs.insert(name, blob);
+    }
+    let mut extra = serde_json::Map::new();
+    extra.insert("headline".into(), Value::String(headline(&findings)));
+    Ok(Built {
+        outputs,
+        extra,
+        ..Default::default()
+    })
+}
+
+/// `mariadb-tcmalloc: +9.3 points in malloc against mariadb-system`: each variant's largest
+/// change.
+pub fn headline(f: &ProfileFindings) -> String {
+    let parts: Vec<String> = f
+        .variants
+        .iter()
+        .filter_map(|v| {
+            v.changes.first().map(|c| {
+                format!(
+                    "{}: {:+.1} points of its CPU in {} against {}",
+                    v.variant,
+                    100.0 * c.share_change(),
+                    c.function,
+                    f.baseline
+                )
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("profiles of {} server(s)", f.servers.len())
+    } else {
+        parts.join("; ")
+    }
+}
