@@ -134,6 +134,16 @@ pub fn trial_code(kind_version: &str, driver: &str, driver_version: u32) -> Stri
     }
 }
 
+/// The version of how a profiled trial samples its server (2: every CPU sampled and the
+/// server's process kept; 1 attached to the server's threads, which cost a context-switching
+/// server half its throughput).
+pub const PROFILER_VERSION: u32 = 2;
+
+/// A profiled trial's code: its kind's and driver's, and the profiler's.
+pub fn profiled_code(code: &str) -> String {
+    format!("{code}+profiler/{PROFILER_VERSION}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

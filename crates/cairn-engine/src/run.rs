@@ -388,7 +388,12 @@ impl<'g> Books<'g> {
                             .map(|i| {
                                 done[i.from]
                                     .as_ref()
-                                    .expect("input done")
+                                    .unwrap_or_else(|| {
+                                        panic!(
+                                            "{} is keyed before its input {} is done",
+                                            step.address, graph.steps[i.from].address
+                                        )
+                                    })
                                     .output_digest
                                     .as_str()
                             })
@@ -414,6 +419,11 @@ impl<'g> Books<'g> {
                     .collect()
             });
             for (id, key, hit) in checks {
+                if self.missing[id] > 0 {
+                    // keyed from an input found gone since, for another step of this batch:
+                    // it waits for that input and is keyed again after it
+                    continue;
+                }
                 self.keys[id] = key;
                 let (hit, campaign) = match hit {
                     // to be measured anew, keyed again after an input ran again
@@ -616,6 +626,7 @@ impl<'g> Books<'g> {
                 self.ready.retain(|&r| r != d);
             }
             self.missing[d] += 1;
+            self.together.unhold(d);
         }
         // an entry even with no reader: `release` then frees only those listed
         self.waiters.entry(from).or_default().extend(readers);

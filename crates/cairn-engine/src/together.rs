@@ -89,6 +89,19 @@ impl Together {
         self.groups[g].held.push(held);
     }
 
+    /// Member `id`, held, reads an input that runs again after all: it is keyed again when
+    /// that input is done, so it is no longer held (or it would be served twice).
+    pub fn unhold(&mut self, id: StepId) {
+        let Some(g) = self.of[id] else { return };
+        let group = &mut self.groups[g];
+        if group.settled {
+            return;
+        }
+        let before = group.held.len();
+        group.held.retain(|h| h.id != id);
+        group.keyed -= before - group.held.len();
+    }
+
     /// Member `id` was keyed and goes to its lane (`counts`: it will be measured now).
     pub fn keyed_to_run(&mut self, id: StepId, counts: bool) {
         if let Some(g) = self.of[id] {

@@ -907,3 +907,70 @@ fn a_step_is_served_by_the_record_made_under_its_own_address() {
     let keys = |v: &[cairn_engine::StepStatus]| v.iter().map(|s| s.key.clone()).collect::<Vec<_>>();
     assert_eq!(keys(&before), keys(&after));
 }
+
+/// A plan that gains a block of measurements reading a build served from its record whose
+/// product is gone (a dataset snapshot not on this machine): the build runs again for the new
+/// block, and the old block (compared together, a conditional pass not needed) is served.
+#[test]
+fn a_new_block_reading_a_gone_input_runs_it_again_and_the_old_block_stays_served() {
+    // the new block keyed before the old one and after it (the old one held, then)
+    let n = "step \"n\" { run \"y\"; output \"o\"; needs \"build\"; measure #true; passes 2; matrix { v \"a\" \"b\" } }\n";
+    let old = POINT.replace("passes 2", "passes 3");
+    for with_n in [
+        format!("{old}{n}"),
+        old.replace("step \"m\"", &format!("{n}step \"m\"")),
+    ] {
+        new_block_after_gone_input(&with_n);
+    }
+}
+
+fn new_block_after_gone_input(with_n: &str) {
+    let blocks = |text: &str| {
+        let mut g = graph(text);
+        for s in &mut g.steps {
+            if s.measure {
+                let point = s.address.split('#').next().unwrap_or_default().to_string();
+                s.together = Some(point.split('[').next().unwrap_or_default().to_string());
+                if s.address.starts_with('m') {
+                    s.adaptive = Some(cairn_graph::AdaptivePasses {
+                        min: 2,
+                        max: 3,
+                        until_ci: None,
+                        until_decided: true,
+                        metric: "tps".into(),
+                        point,
+                    });
+                }
+            }
+        }
+        g
+    };
+    let sb = Sandbox::new();
+    let run = |g: &StepGraph, fake: Fake| {
+        let kinds = Registry::empty()
+            .with(StepKind::COMMAND, fake)
+            .with_pass_rule(Needs(false));
+        let mut rec = Recorder::default();
+        let summary = cairn_engine::run(g, &sb.env(g, &kinds), &opts(1), &mut rec);
+        (summary, rec)
+    };
+    let first = blocks(&POINT.replace("passes 2", "passes 3"));
+    assert!(run(&first, in_campaign("first")).0.ok());
+    let g = blocks(with_n);
+    let mut fake = in_campaign("first");
+    fake.absent.insert("build".into());
+    let (summary, rec) = run(&g, fake);
+    assert!(summary.ok(), "{summary:?}");
+    let finished = rec.with("finished");
+    assert!(finished.contains("build"), "{:?}", rec.events);
+    assert!(finished.iter().any(|a| a.starts_with('n')), "{finished:?}");
+    // the old block was held when the build was found gone: served once, after it
+    let served: Vec<&String> = rec
+        .events
+        .iter()
+        .filter(|(e, a)| e == "cached" && a.starts_with('m'))
+        .map(|(_, a)| a)
+        .collect();
+    let once: BTreeSet<&String> = served.iter().copied().collect();
+    assert_eq!(served.len(), once.len(), "{:?}", rec.events);
+}

@@ -1,14 +1,18 @@
 //! On-CPU stacks of a running server, sampled by Linux `perf` over a measured window and
 //! folded into the `root;…;leaf count` text flame graphs are drawn from.
 //!
-//! `perf record -e cpu-clock -g -p PID` samples the server's threads at a fixed frequency of
-//! CPU time (a software event: it needs no hardware counters, so it works in virtual machines
-//! without a PMU). `-p` attaches to the threads alive when it starts, which is why recording
-//! starts after the warm-up, when the workload's connection threads exist. perf resolves the
-//! symbols of a containerised server in the container's own mount namespace, so the binary it
-//! names is the one that ran. Stopping is SIGINT, after which perf writes its file;
-//! `perf script` then prints every sample with its frames, leaf first, which
-//! [`fold_perf_script`] turns root first and counts.
+//! `perf record -e cpu-clock -g -a` samples every CPU at a fixed frequency of CPU time (a
+//! software event: it needs no hardware counters, so it works in virtual machines without a
+//! PMU), and `perf script --pid` keeps the server's samples. Sampling per CPU, not per thread
+//! of the server (`-p PID`), is what keeps the cost small: a per-thread event is switched out
+//! and in with its thread, and a server answering sysbench switches tens of thousands of
+//! times a second. Measured here with 4 client threads on 2 cores, attaching to the server's
+//! threads cost half its throughput (and so did `-F 99`, or no call graphs); sampling every
+//! CPU cost nothing the passes could tell. perf resolves the symbols of a containerised
+//! server in the container's own mount namespace, so the binary it names is the one that
+//! ran. Stopping is SIGINT, after which perf writes its file; `perf script` then prints every
+//! sample with its frames, leaf first, which [`fold_perf_script`] turns root first and
+//! counts.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,7 +22,7 @@ use std::time::Duration;
 /// The sampling event: CPU time, available on every Linux.
 pub const EVENT: &str = "cpu-clock";
 
-/// Samples per second of CPU time per thread: enough for a 10 s window on a few CPUs to
+/// Samples per second of CPU time on each CPU: enough for a 10 s window on a few CPUs to
 /// give thousands of samples, few enough that the server barely notices.
 pub const FREQUENCY_HZ: u32 = 199;
 
@@ -29,16 +33,18 @@ fn perf() -> std::ffi::OsString {
     std::env::var_os("CAIRN_PERF").unwrap_or_else(|| "perf".into())
 }
 
-/// A `perf record` running against one process, writing into a directory of its own.
+/// A `perf record` of every CPU, kept to one process, writing into a directory of its own.
 pub struct Recording {
     child: Child,
+    pid: u32,
+    interrupted: bool,
     data: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Recording {
-    /// Starts sampling `pid` (a host PID). The error says why this machine cannot (no perf,
-    /// or not permitted).
+    /// Starts sampling for `pid` (a host PID): its samples are the ones [`Recording::stop`]
+    /// keeps. The error says why this machine cannot (no perf, or not permitted).
     pub fn start(pid: u32) -> Result<Recording, String> {
         let dir = tempfile::Builder::new()
             .prefix("cairn-profile-")
@@ -61,9 +67,7 @@ impl Recording {
         let child = command
             .args(["record", "--quiet", "-e", EVENT, "-F"])
             .arg(FREQUENCY_HZ.to_string())
-            .args(["-g", "-p"])
-            .arg(pid.to_string())
-            .arg("-o")
+            .args(["-g", "--all-cpus", "-o"])
             .arg(&data)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -72,17 +76,30 @@ impl Recording {
             .map_err(|e| format!("cannot start `perf record`: {e} (is linux-perf installed?)"))?;
         Ok(Recording {
             child,
+            pid,
+            interrupted: false,
             data,
             _dir: dir,
         })
     }
 
-    /// Stops sampling and returns the folded stacks. perf writes its file on SIGINT.
-    pub fn stop(mut self) -> Result<String, String> {
-        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+    /// Stops sampling now and returns at once: perf writes its file after SIGINT, and
+    /// [`Recording::stop`] waits for it and folds the stacks. The window's end is read
+    /// between the two, because perf's writing (and `perf script`'s reading) of every CPU's
+    /// samples can take seconds.
+    pub fn interrupt(&mut self) {
+        if !self.interrupted {
+            self.interrupted = true;
+            // SAFETY: kill(2) on our own child's pid, which has not been reaped yet
+            unsafe {
+                libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+            }
         }
+    }
+
+    /// Stops sampling (if [`Recording::interrupt`] has not) and returns the folded stacks.
+    pub fn stop(mut self) -> Result<String, String> {
+        self.interrupt();
         let status = wait_timeout::ChildExt::wait_timeout(&mut self.child, Duration::from_secs(60))
             .map_err(|e| format!("waiting for `perf record`: {e}"))?;
         let Some(status) = status else {
@@ -103,7 +120,9 @@ impl Recording {
             ));
         }
         let out = Command::new(perf())
-            .args(["script", "--no-inline", "-F", "comm,ip,sym,dso", "-i"])
+            .args(["script", "--no-inline", "-F", "comm,ip,sym,dso", "--pid"])
+            .arg(self.pid.to_string())
+            .arg("-i")
             .arg(&self.data)
             .stdin(Stdio::null())
             .stderr(Stdio::piped())
@@ -117,6 +136,17 @@ impl Recording {
             ));
         }
         Ok(fold_perf_script(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// A recording dropped before it was stopped (its trial failed) ends with it: a perf of every
+/// CPU would otherwise sample on after the server it was kept to is gone.
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

@@ -8,9 +8,9 @@ use cairn_defs::image::{
     SourceBuild, SourceOrigin, DEFAULT_BUILD_TYPE, DEFAULT_COMPILER, DEFAULT_LINK, DEFAULT_PREFIX,
 };
 use cairn_defs::{
-    driver_code_version, trial_code, AnalysisDef, ClaimDef, DatasetDef, DatasetStepDef, Debian,
-    ImageDef, LayerDef, ParamValue, PassRule, Props, ReportDef, ServerDef, TrialStepDef,
-    WorkloadDef,
+    driver_code_version, profiled_code, trial_code, AnalysisDef, ClaimDef, DatasetDef,
+    DatasetStepDef, Debian, ImageDef, LayerDef, ParamValue, PassRule, Props, ReportDef, ServerDef,
+    TrialStepDef, WorkloadDef,
 };
 use cairn_plan::{BuildSource, Layer, Plan, Server, Sp, Value, Workload};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -612,6 +612,11 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                         &w.driver.value,
                         driver_version(&w.driver.value),
                     );
+                    // how a profile is sampled is the trial's code too, for profiled trials
+                    // only: a record made by an earlier profiler does not serve
+                    if t.profile.is_some() || sdef.profile.is_some() {
+                        s.code = profiled_code(&s.code);
+                    }
                     s.inputs.extend(image_input.clone());
                     s.inputs.extend(dataset_input.clone());
                     b.push(s);

@@ -121,8 +121,9 @@ pub struct WindowMeter {
 /// The window's second reading, taken as the workload returned.
 pub struct WindowEnd {
     session: StatusSession,
-    /// The window's on-CPU stacks, folded, if a profile was asked (or why there are none).
-    profile: Option<Result<String, String>>,
+    /// The window's profile recording, interrupted as the window ended, if a profile was
+    /// asked (or why there is none).
+    profile: Option<Profiling>,
     /// Why instructions were not counted, if they were not.
     instructions_absent: Option<String>,
     probe_error: Option<String>,
@@ -219,7 +220,13 @@ impl WindowMeter {
                 }
             }
         };
-        let profile = recording.map(|r| r.and_then(Recording::stop));
+        // sampling ends with the window; perf's writing waits until the window's end is read
+        let profile = recording.map(|r| {
+            r.map(|mut r| {
+                r.interrupt();
+                r
+            })
+        });
         WindowEnd {
             profile,
             instructions_absent: self
@@ -237,9 +244,10 @@ impl WindowMeter {
 }
 
 impl WindowEnd {
-    /// The window's folded on-CPU stacks, if a profile was asked: taken once.
+    /// The window's folded on-CPU stacks, if a profile was asked: taken once, after
+    /// [`WindowEnd::status_after`] (folding them waits for perf to write its samples).
     pub fn take_profile(&mut self) -> Option<Result<String, String>> {
-        self.profile.take()
+        self.profile.take().map(|r| r.and_then(Recording::stop))
     }
 
     /// `SHOW GLOBAL STATUS` after the workload, on the window's status connection, and when

@@ -61,6 +61,7 @@ pub fn record(
                 "sampler": "perf record",
                 "event": cairn_exec::profiler::EVENT,
                 "frequency_hz": cairn_exec::profiler::FREQUENCY_HZ,
+                "scope": "every CPU, the server's process kept",
                 "window": "measured (after the warmup)",
                 "samples": profile.samples(),
                 "stacks": profile.stacks.len(),
