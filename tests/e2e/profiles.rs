@@ -182,3 +182,86 @@ fn a_trial_that_cannot_profile_is_measured_and_says_why() {
         top.stderr
     );
 }
+
+/// `profile "waits"`: a MariaDB trial switches the performance schema on and keeps the time
+/// its sessions waited per event over the window; a PostgreSQL trial samples
+/// `pg_stat_activity` and keeps the session time per wait event (`CPU:running` for none).
+/// A `profile` analysis of them compares the wait events (no flame graphs without stacks).
+#[test]
+fn waits_are_read_over_the_window_from_each_servers_own_statistics() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    cairn_testkit::postgresql_image();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-waits"
+import "{}"
+import "{}"
+server "m" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "n" {{ extends "m"; option innodb_spin_wait_delay=0 }}
+server "pg" {{ image "postgresql-bookworm"; system "postgresql"; option shared_buffers="32MB"; profile "waits" }}
+dataset "sb" {{ sysbench tables=1 rows=500 }}
+workload "rw" {{ sysbench "oltp_read_write"; threads 4; duration "3s"; warmup "1s" }}
+trials "rw" {{ servers "m" "n"; dataset "sb"; workload "rw"; profile "waits" "cpu" }}
+trials "pg" {{ servers "pg"; dataset "sb"; workload "rw" }}
+analysis "waits" {{ trials "rw"; profile baseline="m" top=5; }}
+report "r" {{ analyses "waits"; }}
+"#,
+            images(),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("images/postgresql.kdl")
+                .display()
+        ),
+    );
+    sb.cairn(["run", "plan.kdl"])
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let rec = sb.record("trial/rw/m");
+    let w = &rec["extra"]["waits"];
+    assert_eq!(
+        w["source"],
+        "performance_schema.events_waits_summary_by_user_by_event_name, client sessions",
+        "{w}"
+    );
+    assert!(w["total_us"].as_u64().unwrap_or(0) > 0, "{w}");
+    assert_eq!(
+        rec["extra"]["profile"]["kind"], "cpu",
+        "both profiles: {rec}"
+    );
+    let folded = sb
+        .cairn(["cat", "plan.kdl", "trial/rw/m", "waits.folded"])
+        .guard(GUARD)
+        .run();
+    folded.expect_code(0);
+    // read-write on InnoDB: its file and synchronisation waits are timed
+    assert!(folded.stdout.contains("wait/"), "{}", folded.stdout);
+    assert!(!folded.stdout.contains("\nidle "), "{}", folded.stdout);
+
+    let pg = sb.record("trial/pg/pg");
+    let w = &pg["extra"]["waits"];
+    assert_eq!(w["source"], "pg_stat_activity, sampled every 50 ms", "{w}");
+    assert!(w["samples"].as_u64().unwrap_or(0) > 20, "{w}");
+    let folded = sb
+        .cairn(["cat", "plan.kdl", "trial/pg/pg", "waits.folded"])
+        .guard(GUARD)
+        .run();
+    folded.expect_code(0);
+    assert!(folded.stdout.contains("CPU:running "), "{}", folded.stdout);
+
+    sb.cairn(["report", "plan.kdl"])
+        .guard(GUARD)
+        .run()
+        .expect_code(0);
+    let md = std::fs::read_to_string(sb.path().join("results/e2e-waits/report.md")).unwrap();
+    let section = md
+        .split("## Where the time went")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no profile section:\n{md}"));
+    assert!(
+        section.contains("| wait event | m µs/tx | n µs/tx |"),
+        "{section}"
+    );
+}

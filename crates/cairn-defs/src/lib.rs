@@ -30,6 +30,6 @@ pub use report::{ParamValue, PassRule, ReportDef};
 pub use server::{LinkDef, ServerDef};
 pub use value::{value_text, Props};
 pub use workload::{
-    driver_code_version, driver_names, profiled_code, trial_code, Driver, TrialStepDef,
-    WorkloadDef, DRIVERS,
+    driver_code_version, driver_names, profile_value, profiled_code, trial_code, Driver,
+    ProfilesAsked, TrialStepDef, WorkloadDef, DRIVERS,
 };

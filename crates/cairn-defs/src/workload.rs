@@ -59,15 +59,56 @@ pub struct TrialStepDef {
     /// without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset: Option<String>,
-    /// What the trial profiles over its measured window (the trials block's `profile`, one
-    /// of [`PROFILES`]): absent when it asks for none, so no other trial's key changes.
+    /// What the trial profiles over its measured window (the trials block's `profile`: of
+    /// [`PROFILES`], the ones asked in that order joined by `+`, as [`profile_value`] writes
+    /// them): absent when it asks for none, so no other trial's key changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
 }
 
 /// What a trials block's `profile` may name: the one list (the plan parser's check reads it).
 /// `cpu`: the server's on-CPU stacks over the measured window, sampled by `perf`.
-pub const PROFILES: &[&str] = &["cpu"];
+/// `waits`: what the server's sessions waited on over the window (MariaDB and MySQL: the
+/// performance schema's wait summaries, the schema switched on for the trial; PostgreSQL:
+/// `pg_stat_activity` sampled).
+pub const PROFILES: &[&str] = &["cpu", "waits"];
+
+/// The value a definition keeps for the profiles asked: each once, in [`PROFILES`]' order,
+/// joined by `+` (`cpu`, `waits`, `cpu+waits`); `None` for none.
+pub fn profile_value<'a>(asked: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let asked: Vec<&str> = asked.into_iter().collect();
+    let kept: Vec<&str> = PROFILES
+        .iter()
+        .copied()
+        .filter(|p| asked.contains(p))
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("+"))
+}
+
+/// The profiles a trial asks for, from its definition's value ([`profile_value`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProfilesAsked {
+    /// On-CPU stacks (`cpu`).
+    pub cpu: bool,
+    /// Wait statistics (`waits`).
+    pub waits: bool,
+}
+
+impl ProfilesAsked {
+    /// Read a definition's value (`None`: nothing asked).
+    pub fn of(value: Option<&str>) -> ProfilesAsked {
+        let has = |p: &str| value.is_some_and(|v| v.split('+').any(|x| x == p));
+        ProfilesAsked {
+            cpu: has("cpu"),
+            waits: has("waits"),
+        }
+    }
+
+    /// Whether anything is asked.
+    pub fn any(self) -> bool {
+        self.cpu || self.waits
+    }
+}
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's
 /// `sysbench tables=…`) with the version of its code.
@@ -134,19 +175,52 @@ pub fn trial_code(kind_version: &str, driver: &str, driver_version: u32) -> Stri
     }
 }
 
-/// The version of how a profiled trial samples its server (2: every CPU sampled and the
-/// server's process kept; 1 attached to the server's threads, which cost a context-switching
-/// server half its throughput).
+/// The version of how a profiled trial samples its server's CPU (2: every CPU sampled and
+/// the server's process kept; 1 attached to the server's threads, which cost a
+/// context-switching server half its throughput).
 pub const PROFILER_VERSION: u32 = 2;
 
-/// A profiled trial's code: its kind's and driver's, and the profiler's.
-pub fn profiled_code(code: &str) -> String {
-    format!("{code}+profiler/{PROFILER_VERSION}")
+/// The version of how a trial reads its server's waits (the options it sets, the tables it
+/// reads, the sampling).
+pub const WAITS_VERSION: u32 = 1;
+
+/// A profiled trial's code: its kind's and driver's, and that of each profile it takes
+/// (`profile`: its definition's value, [`profile_value`]).
+pub fn profiled_code(code: &str, profile: &str) -> String {
+    let asked = ProfilesAsked::of(Some(profile));
+    let mut code = code.to_string();
+    if asked.cpu {
+        code.push_str(&format!("+profiler/{PROFILER_VERSION}"));
+    }
+    if asked.waits {
+        code.push_str(&format!("+waits/{WAITS_VERSION}"));
+    }
+    code
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profiles_keep_one_order_and_read_back() {
+        assert_eq!(
+            profile_value(["waits", "cpu", "waits"]).as_deref(),
+            Some("cpu+waits")
+        );
+        assert_eq!(profile_value(["cpu"]).as_deref(), Some("cpu"));
+        assert_eq!(profile_value([]), None);
+        let both = ProfilesAsked::of(Some("cpu+waits"));
+        assert!(both.cpu && both.waits);
+        assert_eq!(
+            ProfilesAsked::of(Some("waits")),
+            ProfilesAsked {
+                cpu: false,
+                waits: true
+            }
+        );
+        assert!(!ProfilesAsked::of(None).any());
+    }
 
     #[test]
     fn version_one_adds_nothing() {

@@ -614,8 +614,14 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                     );
                     // how a profile is sampled is the trial's code too, for profiled trials
                     // only: a record made by an earlier profiler does not serve
-                    if t.profile.is_some() || sdef.profile.is_some() {
-                        s.code = profiled_code(&s.code);
+                    // (the block's profile, else the server's, as the trial reads them)
+                    if let Some(p) = t
+                        .profile
+                        .as_ref()
+                        .map(|p| &p.value)
+                        .or(sdef.profile.as_ref())
+                    {
+                        s.code = profiled_code(&s.code, p);
                     }
                     s.inputs.extend(image_input.clone());
                     s.inputs.extend(dataset_input.clone());

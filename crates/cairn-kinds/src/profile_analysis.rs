@@ -15,6 +15,10 @@
 //! }
 //! ```
 //!
+//! Trials that record their waits (`profile "waits"`) add, per variant, the wait events whose
+//! share of the sessions' waiting changed most, with the µs waited per transaction on either
+//! side (`ProfileFindings::waits`); trials with waits only have that and no flame graphs.
+//!
 //! A share is normalised by its own side's samples; the CPU time per transaction is the
 //! function's samples ÷ the sampling frequency ÷ the transactions of the profiled windows
 //! (sysbench's events, else the queries), so "B spends +9 points of its CPU in `malloc`" comes
@@ -34,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::trial_points::{parse_address, point_of_record};
-use crate::trial_profile::PROFILE;
+use crate::trial_profile::{PROFILE, WAITS};
 
 /// The analysis's findings.
 pub const PROFILE_JSON: &str = "profile.json";
@@ -87,8 +91,42 @@ pub struct ProfileFindings {
     pub baseline: String,
     /// The points its trials were at, as `threads=8` (empty: every point merged, or none).
     pub points: Vec<String>,
+    /// On-CPU profiles (empty when the trials record none).
     pub servers: Vec<ServerProfile>,
     pub variants: Vec<VariantChanges>,
+    /// Wait statistics, when the trials record them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits: Option<WaitFindings>,
+}
+
+/// What the servers' sessions waited on, merged per server, and what changed per variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitFindings {
+    /// Where the waits come from (the first trial's source).
+    pub source: String,
+    pub servers: Vec<ServerWaits>,
+    /// Per variant, the wait events whose share changed most (their "samples" are µs).
+    pub variants: Vec<WaitChanges>,
+}
+
+/// One server's waits, summed over its trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerWaits {
+    pub server: String,
+    pub trials: usize,
+    /// µs of session time waited, every event.
+    pub total_us: u64,
+    /// Transactions over the windows (sysbench's events, else queries).
+    pub work: f64,
+    /// The events waited on longest, µs.
+    pub top: Vec<(String, u64)>,
+}
+
+/// A variant's wait events whose share changed most against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitChanges {
+    pub variant: String,
+    pub changes: Vec<FunctionChange>,
 }
 
 impl ProfileFindings {
@@ -125,7 +163,7 @@ pub fn check(graph: &StepGraph, step: &Step, def: &AnalysisDef) -> Result<(), Ch
                 "analysis",
                 "kind",
                 format!(
-                    "a profile reads the trials' on-CPU profiles, and trials `{trials}` records none for server `{server}`: add `profile \"cpu\"` to the block (or to the server), or read only profiled servers with `servers`"
+                    "a profile reads the trials' profiles, and trials `{trials}` records none for server `{server}`: add `profile \"cpu\"` (or `\"waits\"`) to the block (or to the server), or read only profiled servers with `servers`"
                 ),
             ));
         }
@@ -166,12 +204,36 @@ fn baseline_of(def: &AnalysisDef, servers: &[String]) -> Result<String, CheckErr
     }
 }
 
-/// One server's profile while it is being merged.
+/// One server's profiles while they are being merged.
 struct Merging {
     profile: Profile,
+    waits: Profile,
     trials: usize,
     work: f64,
     frequency_hz: f64,
+}
+
+/// A trial's folded output `name`, or why it has none: the reason its record gives
+/// (`extra.<what>.absent`), else that its block asks for none.
+fn folded_output(
+    env: &Env<'_>,
+    mount: &str,
+    done: &Done,
+    name: &str,
+    described: &Value,
+) -> Result<Profile, StepError> {
+    let Some(blob) = done.outputs.get(name) else {
+        let why = described["absent"]
+            .as_str()
+            .unwrap_or("its trials block records none");
+        return Err(failed(format!("{mount} has no {name}: {why}")));
+    };
+    let text = env
+        .store
+        .read_blob(blob)
+        .map_err(|e| failed(format!("reading {name} of {mount}: {e}")))?;
+    Profile::parse_folded(&String::from_utf8_lossy(&text))
+        .map_err(|e| failed(format!("{name} of {mount}: {e}")))
 }
 
 /// Reads every trial's profile, merges them per server, and writes the flame graphs and
@@ -185,6 +247,11 @@ pub fn perform(
     let top = top_of(def).map_err(|e| failed(e.message))?;
     let mut merged: Vec<(String, Merging)> = Vec::new();
     let mut points: Vec<String> = Vec::new();
+    // what every trial read records: on-CPU stacks, waits, or both (a trial asked for one
+    // says so in its record, with the data or why not)
+    let mut cpu = true;
+    let mut waits = true;
+    let mut waits_source = String::new();
     for (input, done) in step.inputs.iter().zip(inputs) {
         if !input.mount.starts_with("trial/") || done.is_not_needed() {
             continue;
@@ -201,18 +268,28 @@ pub fn perform(
             })?;
         let point = point_of_record(&record, &input.mount);
         let described = record.extra.get("profile").unwrap_or(&Value::Null);
-        let Some(blob) = done.outputs.get(PROFILE) else {
-            let why = described["absent"]
-                .as_str()
-                .unwrap_or("its trials block records no profile");
-            return Err(failed(format!("{} has no profile: {why}", input.mount)));
+        let described_waits = record.extra.get("waits").unwrap_or(&Value::Null);
+        cpu &= !described.is_null();
+        waits &= !described_waits.is_null();
+        if !cpu && !waits {
+            return Err(failed(format!(
+                "{} has no profile: its trials block records neither on-CPU stacks nor waits the others do",
+                input.mount
+            )));
+        }
+        let profile = if cpu {
+            folded_output(env, &input.mount, done, PROFILE, described)?
+        } else {
+            Profile::default()
         };
-        let text = env
-            .store
-            .read_blob(blob)
-            .map_err(|e| failed(format!("reading the profile of {}: {e}", input.mount)))?;
-        let profile = Profile::parse_folded(&String::from_utf8_lossy(&text))
-            .map_err(|e| failed(format!("the profile of {}: {e}", input.mount)))?;
+        let waited = if waits {
+            if let Some(s) = described_waits["source"].as_str() {
+                waits_source = s.to_string();
+            }
+            folded_output(env, &input.mount, done, WAITS, described_waits)?
+        } else {
+            Profile::default()
+        };
         let at: Vec<String> = point
             .params
             .iter()
@@ -229,6 +306,7 @@ pub fn perform(
                     point.server.clone(),
                     Merging {
                         profile: Profile::default(),
+                        waits: Profile::default(),
                         trials: 0,
                         work: 0.0,
                         frequency_hz: described["frequency_hz"]
@@ -241,6 +319,7 @@ pub fn perform(
         };
         let m = &mut merged[i].1;
         m.profile.merge(&profile);
+        m.waits.merge(&waited);
         m.trials += 1;
         m.work += point
             .figures
@@ -256,8 +335,9 @@ pub fn perform(
         points,
         servers: Vec::new(),
         variants: Vec::new(),
+        waits: waits.then(|| wait_findings(&merged, &baseline, waits_source, top)),
     };
-    for (server, m) in &merged {
+    for (server, m) in merged.iter().filter(|_| cpu) {
         let flame = format!("flame-{}.svg", crate::report_step::file_stem(server));
         let title = format!(
             "{server}: on-CPU stacks, {} samples over {} trial{}",
@@ -284,7 +364,7 @@ pub fn perform(
         .find(|(s, _)| *s == baseline)
         .expect("the baseline is among the servers")
         .1;
-    for (server, m) in merged.iter().filter(|(s, _)| *s != baseline) {
+    for (server, m) in merged.iter().filter(|(s, _)| cpu && *s != baseline) {
         let changes = differences(
             Side {
                 profile: &base.profile,
@@ -331,6 +411,56 @@ pub fn perform(
     })
 }
 
+/// The servers' waits and, per variant, the events whose share of the waiting changed most.
+fn wait_findings(
+    merged: &[(String, Merging)],
+    baseline: &str,
+    source: String,
+    top: usize,
+) -> WaitFindings {
+    let base = &merged
+        .iter()
+        .find(|(s, _)| s == baseline)
+        .expect("the baseline is among the servers")
+        .1;
+    WaitFindings {
+        source,
+        servers: merged
+            .iter()
+            .map(|(server, m)| ServerWaits {
+                server: server.clone(),
+                trials: m.trials,
+                total_us: m.waits.samples(),
+                work: m.work,
+                top: m
+                    .waits
+                    .top(top)
+                    .into_iter()
+                    .map(|(e, s)| (e, s.own))
+                    .collect(),
+            })
+            .collect(),
+        variants: merged
+            .iter()
+            .filter(|(s, _)| s != baseline)
+            .map(|(server, m)| WaitChanges {
+                variant: server.clone(),
+                changes: differences(
+                    Side {
+                        profile: &base.waits,
+                        work: base.work,
+                    },
+                    Side {
+                        profile: &m.waits,
+                        work: m.work,
+                    },
+                    top,
+                ),
+            })
+            .collect(),
+    }
+}
+
 /// `mariadb-tcmalloc: +9.3 points in malloc against mariadb-system`: each variant's largest
 /// change.
 pub fn headline(f: &ProfileFindings) -> String {
@@ -349,8 +479,27 @@ pub fn headline(f: &ProfileFindings) -> String {
             })
         })
         .collect();
+    let waits = f.waits.iter().flat_map(|w| {
+        w.variants.iter().filter_map(|v| {
+            v.changes.first().map(|c| {
+                format!(
+                    "{}: {:+.1} points of its waiting in {} against {}",
+                    v.variant,
+                    100.0 * c.share_change(),
+                    c.function,
+                    f.baseline
+                )
+            })
+        })
+    });
+    let parts: Vec<String> = parts.into_iter().chain(waits).collect();
     if parts.is_empty() {
-        format!("profiles of {} server(s)", f.servers.len())
+        format!(
+            "profiles of {} server(s)",
+            f.servers
+                .len()
+                .max(f.waits.as_ref().map_or(0, |w| w.servers.len()))
+        )
     } else {
         parts.join("; ")
     }

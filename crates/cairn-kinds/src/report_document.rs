@@ -250,14 +250,17 @@ fn profile_blocks(p: &crate::report_step::ProfileShown) -> Vec<Block> {
     } else {
         format!(" at {}", f.points.join(", "))
     };
-    let mut blocks = vec![Block::Paragraph(
+    let mut blocks = Vec::new();
+    if !f.servers.is_empty() {
+        blocks.push(Block::Paragraph(
         Inline::plain("")
             .code(&p.name)
             .text(format!(
                 ": the server's on-CPU stacks over each trial's measured window (perf, cpu-clock at {hz} Hz), merged per server{at}: {}. A function's share is its own samples over its side's; its CPU time per transaction is its samples ÷ {hz} Hz ÷ the side's transactions. Samples of one run each, not a statistic with a CI: a share of a few samples is noise.",
                 sides.join(", ")
             )),
-    )];
+        ));
+    }
     let base = f.server(&f.baseline);
     for v in &f.variants {
         let variant = f.server(&v.variant);
@@ -296,7 +299,83 @@ fn profile_blocks(p: &crate::report_step::ProfileShown) -> Vec<Block> {
             rows,
         });
     }
+    if let Some(w) = &f.waits {
+        blocks.extend(wait_blocks(&p.name, w, &f.baseline, &at));
+    }
     blocks.extend(p.figures.iter().cloned().map(Block::Figure));
+    blocks
+}
+
+/// What the sessions waited on: a paragraph on the source and each server's total, then per
+/// variant the events whose share of the waiting changed most, with µs per transaction.
+fn wait_blocks(
+    name: &str,
+    w: &crate::profile_analysis::WaitFindings,
+    baseline: &str,
+    at: &str,
+) -> Vec<Block> {
+    let per_tx = |us: u64, work: f64| {
+        if work > 0.0 {
+            format!("{:.1} µs per transaction", us as f64 / work)
+        } else {
+            "no transactions".to_string()
+        }
+    };
+    let sides: Vec<String> = w
+        .servers
+        .iter()
+        .map(|s| {
+            format!(
+                "{} waited {} over {} trial{}",
+                s.server,
+                per_tx(s.total_us, s.work),
+                s.trials,
+                if s.trials == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    let mut blocks = vec![Block::Paragraph(
+        Inline::plain("")
+            .code(name)
+            .text(format!(
+                ": what the server's sessions waited on over each trial's measured window ({}), summed per server{at}: {}. An event's share is its time over its side's time waited. Not a statistic with a CI.",
+                w.source,
+                sides.join(", ")
+            )),
+    )];
+    for v in &w.variants {
+        let us = |per: Option<f64>| per.map_or("-".to_string(), |u| format!("{u:.1}"));
+        let rows = v
+            .changes
+            .iter()
+            .map(|c| {
+                vec![
+                    c.function.clone(),
+                    us(c.baseline_per_work),
+                    us(c.variant_per_work),
+                    format!("{:.2}", 100.0 * c.baseline_share),
+                    format!("{:.2}", 100.0 * c.variant_share),
+                    format!("{:+.2}", 100.0 * c.share_change()),
+                ]
+            })
+            .collect();
+        blocks.push(Block::Grid {
+            caption: Inline::plain("")
+                .code(&v.variant)
+                .text(" against ")
+                .code(baseline)
+                .text(": the wait events whose share of the waiting changed most"),
+            header: vec![
+                "wait event".into(),
+                format!("{baseline} µs/tx"),
+                format!("{} µs/tx", v.variant),
+                format!("{baseline} share %"),
+                format!("{} share %", v.variant),
+                "Δ points".into(),
+            ],
+            rows,
+        });
+    }
     blocks
 }
 

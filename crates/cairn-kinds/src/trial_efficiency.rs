@@ -25,9 +25,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cairn_defs::figures::{self, Figures};
+use cairn_defs::ProfilesAsked;
 use cairn_exec::profiler::Recording;
 use cairn_exec::usage::{ResourceProbe, UsageReading};
 use cairn_workload::server::StatusSession;
+use cairn_workload::waits::{Waits, WaitsRecording};
 use cairn_workload::Target;
 use serde_json::{json, Value};
 
@@ -83,28 +85,40 @@ fn lag_allowed(window: Duration) -> Duration {
 
 /// Where the window's first reading comes from.
 enum Start {
-    /// Taken already (no warmup to skip), with the profile's recording if one was asked.
-    Taken(StartReading, Option<Profiling>),
-    /// A timer thread takes it when the warmup ends, and starts the profile's recording
+    /// Taken already (no warmup to skip), with the profiles' recordings if any were asked.
+    Taken(StartReading, Box<Profiling>),
+    /// A timer thread takes it when the warmup ends, and starts the profiles' recordings
     /// then; a message ends it early. The thread hands back the status connection.
     Pending {
-        thread: JoinHandle<(Option<StartReading>, StatusSession, Option<Profiling>)>,
+        thread: JoinHandle<(Option<StartReading>, StatusSession, Profiling)>,
         workload_done: mpsc::Sender<()>,
     },
 }
 
-/// A profile's recording over the window, or why it could not start.
-type Profiling = Result<Recording, String>;
+/// The profiles being recorded over the window, each if asked, or why it could not start.
+#[derive(Default)]
+struct Profiling {
+    cpu: Option<Result<Recording, String>>,
+    waits: Option<Result<WaitsRecording, String>>,
+}
 
-/// Starts recording the server's on-CPU stacks, if asked: at the window's start, after the
-/// warmup, so the profile is of the measured window only.
-fn start_profile(probe: &Result<ResourceProbe, String>, asked: bool) -> Option<Profiling> {
-    asked.then(|| {
-        probe
-            .as_ref()
-            .map_err(|e| format!("the server's process cannot be read: {e}"))
-            .and_then(|p| Recording::start(p.pid()))
-    })
+/// Starts the profiles asked: at the window's start, after the warmup, so they are of the
+/// measured window only. The server's on-CPU stacks (`cpu`) are sampled for its process; its
+/// wait statistics (`waits`) are read on connections of their own to `status`.
+fn start_profiles(
+    probe: &Result<ResourceProbe, String>,
+    status: &Target,
+    asked: ProfilesAsked,
+) -> Profiling {
+    Profiling {
+        cpu: asked.cpu.then(|| {
+            probe
+                .as_ref()
+                .map_err(|e| format!("the server's process cannot be read: {e}"))
+                .and_then(|p| Recording::start(p.pid()))
+        }),
+        waits: asked.waits.then(|| WaitsRecording::start(status)),
+    }
 }
 
 /// Measures the server over one workload's measured window.
@@ -121,9 +135,11 @@ pub struct WindowMeter {
 /// The window's second reading, taken as the workload returned.
 pub struct WindowEnd {
     session: StatusSession,
-    /// The window's profile recording, interrupted as the window ended, if a profile was
-    /// asked (or why there is none).
-    profile: Option<Profiling>,
+    /// The window's on-CPU recording, interrupted as the window ended, if it was asked (or
+    /// why there is none).
+    profile: Option<Result<Recording, String>>,
+    /// The window's waits, if asked (or why there are none).
+    waits: Option<Result<Waits, String>>,
     /// Why instructions were not counted, if they were not.
     instructions_absent: Option<String>,
     probe_error: Option<String>,
@@ -143,13 +159,14 @@ impl WindowMeter {
     /// `warmup` what the workload declares (zero for none), `status` reaches the server for
     /// the readings at the warmup's end and after the workload (connected now, before the
     /// workload, so a reading costs a query and not a connect).
-    /// With `profile`, the server's on-CPU stacks are sampled over the window too.
+    /// With `profiles`, the server's on-CPU stacks are sampled and its waits read over the
+    /// window too.
     pub fn start(
         probe: Result<ResourceProbe, String>,
         before: &BTreeMap<String, String>,
         warmup: Duration,
         status: &Target,
-        profile: bool,
+        profiles: ProfilesAsked,
     ) -> WindowMeter {
         let mut session = StatusSession::open(status);
         // counting starts before the workload, so the connection threads it makes inherit it
@@ -157,7 +174,7 @@ impl WindowMeter {
         // a probe that cannot read has no window to wait for: its record says why
         if warmup.is_zero() || probe.is_err() {
             let reading = StartReading::take(&probe, None, before, Instant::now());
-            let start = Start::Taken(reading, start_profile(&probe, profile));
+            let start = Start::Taken(reading, Box::new(start_profiles(&probe, status, profiles)));
             return WindowMeter {
                 probe,
                 start,
@@ -168,6 +185,7 @@ impl WindowMeter {
         }
         let (workload_done, done) = mpsc::channel::<()>();
         let p = probe.clone();
+        let target = status.clone();
         // due by the clock of this call: a thread that first runs late does not wait a whole
         // warmup more, and its reading says how late it came
         let due = Instant::now() + warmup;
@@ -181,11 +199,11 @@ impl WindowMeter {
                     let mut start =
                         StartReading::take(&p, Some(&mut session), &BTreeMap::new(), due);
                     start.timer = timer;
-                    let recording = start_profile(&p, profile);
+                    let recording = start_profiles(&p, &target, profiles);
                     (Some(start), session, recording)
                 }
                 // the workload ended (or failed) before its warmup did
-                _ => (None, session, None),
+                _ => (None, session, Profiling::default()),
             }
         });
         WindowMeter {
@@ -208,7 +226,7 @@ impl WindowMeter {
             Err(e) => (None, Some(e.clone())),
         };
         let (start, session, recording) = match self.start {
-            Start::Taken(s, recording) => (Some(s), self.session, recording),
+            Start::Taken(s, recording) => (Some(s), self.session, *recording),
             Start::Pending {
                 thread,
                 workload_done,
@@ -216,19 +234,21 @@ impl WindowMeter {
                 let _ = workload_done.send(());
                 match thread.join() {
                     Ok((start, session, recording)) => (start, Some(session), recording),
-                    Err(_) => (None, None, None),
+                    Err(_) => (None, None, Profiling::default()),
                 }
             }
         };
         // sampling ends with the window; perf's writing waits until the window's end is read
-        let profile = recording.map(|r| {
+        let profile = recording.cpu.map(|r| {
             r.map(|mut r| {
                 r.interrupt();
                 r
             })
         });
+        let waits = recording.waits.map(|w| w.and_then(WaitsRecording::stop));
         WindowEnd {
             profile,
+            waits,
             instructions_absent: self
                 .probe
                 .as_ref()
@@ -248,6 +268,11 @@ impl WindowEnd {
     /// [`WindowEnd::status_after`] (folding them waits for perf to write its samples).
     pub fn take_profile(&mut self) -> Option<Result<String, String>> {
         self.profile.take().map(|r| r.and_then(Recording::stop))
+    }
+
+    /// The window's waits, if they were asked: taken once.
+    pub fn take_waits(&mut self) -> Option<Result<Waits, String>> {
+        self.waits.take()
     }
 
     /// `SHOW GLOBAL STATUS` after the workload, on the window's status connection, and when
@@ -407,7 +432,7 @@ mod tests {
             before,
             warmup,
             &Target::tcp("127.0.0.1", 1, "x"),
-            false,
+            ProfilesAsked::default(),
         )
     }
 

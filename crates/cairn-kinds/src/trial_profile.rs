@@ -1,8 +1,9 @@
-//! A trial's profile (the trials block's `profile "cpu"`): the server's on-CPU stacks over
-//! each run's measured window, merged over the runs of the trial, kept as the blob
+//! A trial's profiles (the trials block's `profile "cpu" "waits"`): the server's on-CPU
+//! stacks over each run's measured window, merged over the runs of the trial, kept as the blob
 //! `profile.folded`, and described in the record (`extra.profile`: what sampled them and how
 //! many samples, or why there are none — a trial asked for a profile never lacks one
-//! silently).
+//! silently); and what its sessions waited on, summed over the runs, kept as `waits.folded`
+//! (`event µs` lines) and described in `extra.waits`.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,84 @@ use serde_json::{json, Map, Value};
 
 /// The output holding the folded stacks.
 pub const PROFILE: &str = "profile.folded";
+
+/// The output holding the waits: `event µs` lines, the shape of folded stacks.
+pub const WAITS: &str = "waits.folded";
+
+/// The runs' waits summed: µs per event (as a [`Profile`] of one-frame stacks),
+/// where they came from, and how many samples they rest on (0: a cumulative source).
+pub struct MergedWaits {
+    pub micros: Profile,
+    pub source: &'static str,
+    pub samples: u64,
+}
+
+/// The runs' waits summed; the first run's reason if a run has none.
+pub fn merge_waits(
+    runs: Vec<Option<Result<cairn_workload::waits::Waits, String>>>,
+) -> Result<MergedWaits, String> {
+    let mut merged = MergedWaits {
+        micros: Profile::default(),
+        source: "",
+        samples: 0,
+    };
+    for (i, run) in runs.into_iter().enumerate() {
+        let waits = match run {
+            Some(Ok(w)) => w,
+            Some(Err(why)) => return Err(why),
+            None => {
+                return Err(format!(
+                    "run {} ended before its warmup did: no measured window to read",
+                    i + 1
+                ))
+            }
+        };
+        let folded = Profile::parse_folded(&waits.to_folded()).map_err(|e| e.to_string())?;
+        merged.micros.merge(&folded);
+        merged.source = waits.source;
+        merged.samples += waits.samples;
+    }
+    Ok(merged)
+}
+
+/// Keeps the summed waits as a blob and says in `extra.waits` what they are (the source,
+/// the µs waited in all, the five events waited on longest), or why the trial has none.
+pub fn record_waits(
+    ctx: &Env<'_>,
+    merged: Result<MergedWaits, String>,
+    extra: &mut Map<String, Value>,
+    outputs: &mut BTreeMap<String, BlobRef>,
+) -> Result<(), StepError> {
+    let described = match merged {
+        Ok(waits) => {
+            let blob = ctx
+                .store
+                .put_blob(waits.micros.to_folded().as_bytes())
+                .map_err(|e| failed(format!("storing {WAITS}: {e}")))?;
+            outputs.insert(WAITS.to_string(), blob);
+            let top: Vec<Value> = waits
+                .micros
+                .top(5)
+                .into_iter()
+                .map(|(event, s)| json!({"event": event, "us": s.own}))
+                .collect();
+            let mut d = json!({
+                "source": waits.source,
+                "unit": "µs of session time",
+                "total_us": waits.micros.samples(),
+                "events": waits.micros.stacks.len(),
+                "top": top,
+            });
+            if waits.samples > 0 {
+                d["samples"] = json!(waits.samples);
+            }
+            d
+        }
+        Err(why) => json!({"absent": format!("no waits: {why}")}),
+    };
+    extra.insert("waits".into(), described);
+    Ok(())
+}
 
 /// What one run's window gave: folded stacks, why not, or nothing (the workload ended
 /// before its warmup did, so it had no window to profile).

@@ -55,12 +55,24 @@ pub fn check(
 ) -> Result<(ServerDef, Workload), cairn_workload::Error> {
     let sdef = dataset_step::checked_server(step)?;
     // the block's `cpus` factor: the server's cpuset, on this machine
-    let sdef = crate::trial_cpus::pin_server(step, sdef)?;
+    let mut sdef = crate::trial_cpus::pin_server(step, sdef)?;
+    let protocol = crate::server_run::protocol_of(&sdef)?;
+    // waits asked of a MariaDB or MySQL server: its performance schema on, wait instruments
+    // timed (unless the plan set them itself): their cost is part of what a profiled trial is
+    if cairn_defs::ProfilesAsked::of(profile_of(step).as_deref()).waits
+        && protocol == cairn_workload::conn::Protocol::Mysql
+    {
+        for (name, value) in cairn_workload::waits::MYSQL_OPTIONS {
+            sdef.options
+                .entry((*name).to_string())
+                .or_insert_with(|| json!(value));
+        }
+    }
     let wdef = workload_def(step).map_err(cairn_workload::Error::Invalid)?;
     let ds = dataset.map(Dataset::from_def).transpose()?;
     // the pass index seeds the workload's generators: passes differ, re-runs repeat
     let workload = Workload::from_def(&wdef, ds.as_ref(), u64::from(step.pass))?;
-    workload.supports(crate::server_run::protocol_of(&sdef)?)?;
+    workload.supports(protocol)?;
     if workload.runs_external_tool() {
         let runtime = cairn_exec::runtime::Runtimes::registered()
             .get(sdef.executor_or_default())
@@ -74,6 +86,17 @@ pub fn check(
             })?;
     }
     Ok((sdef, workload))
+}
+
+/// The profiles a trial asks for: its block's `profile`, or its server's.
+fn profile_of(step: &Step) -> Option<String> {
+    [
+        &step.definition["profile"],
+        &step.definition["server"]["profile"],
+    ]
+    .into_iter()
+    .find_map(Value::as_str)
+    .map(str::to_string)
 }
 
 /// Where a trial's clients ran, for its record: the declared path (`null` when the plan
@@ -152,8 +175,11 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
         measured.efficiency,
     );
     lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
-    if let (Some(kind), Some(profile)) = (&setup.profile, measured.profile) {
-        crate::trial_profile::record(ctx, kind, profile, &mut extra, &mut outputs)?;
+    if let Some(profile) = measured.profile {
+        crate::trial_profile::record(ctx, "cpu", profile, &mut extra, &mut outputs)?;
+    }
+    if let Some(waits) = measured.waits {
+        crate::trial_profile::record_waits(ctx, waits, &mut extra, &mut outputs)?;
     }
     if let Some(h) = host_record {
         extra.insert("host_settings".into(), h);
@@ -200,11 +226,16 @@ struct TrialSetup {
     snapshot: Option<PathBuf>,
     /// Where the server and clients run under the block's `cpus` factor, if it has one.
     placement: Option<cairn_exec::cpu_sets::Placement>,
-    /// The block's `profile` (`cpu`), if it asks for one.
+    /// The block's `profile` (`cpu`, `waits`, `cpu+waits`), if it asks for one.
     profile: Option<String>,
 }
 
 impl TrialSetup {
+    /// The profiles the trial records.
+    fn profiles(&self) -> cairn_defs::ProfilesAsked {
+        cairn_defs::ProfilesAsked::of(self.profile.as_deref())
+    }
+
     /// Read the trial's image and dataset from its inputs and check its server and workload.
     fn read(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<TrialSetup, StepError> {
         let image = image_of(ctx, step, inputs)?;
@@ -230,14 +261,7 @@ impl TrialSetup {
             }
         }
         let placement = crate::trial_cpus::placement(step).map_err(failed)?;
-        // the block's `profile`, or the server's
-        let profile = [
-            &step.definition["profile"],
-            &step.definition["server"]["profile"],
-        ]
-        .into_iter()
-        .find_map(Value::as_str)
-        .map(str::to_string);
+        let profile = profile_of(step);
         Ok(TrialSetup {
             profile,
             image,
@@ -417,7 +441,7 @@ fn run_workload(
         before,
         warmup,
         status_target,
-        setup.profile.is_some(),
+        setup.profiles(),
     );
     let t_run = Instant::now();
     let watchdog = Watchdog::start(workload, setup.timeout);

@@ -974,7 +974,7 @@ impl FileParser<'_> {
                 "executor" => s.executor = self.one_string(c),
                 "system" => s.system = self.one_string(c),
                 "client" => s.client = self.choice(c, &CLIENT_PATHS),
-                "profile" => s.profile = self.choice(c, cairn_defs::workload::PROFILES),
+                "profile" => s.profile = self.profile_kind(c),
                 "link" => {
                     self.no_args(c, "write `link rate=\"100mbit\" delay=\"2ms\"`");
                     self.no_children(c);
@@ -1374,26 +1374,33 @@ impl FileParser<'_> {
         }
     }
 
-    /// `profile "cpu"`: one of the profiles cairn records (`cairn_defs::workload::PROFILES`).
+    /// `profile "cpu" "waits"`: profiles cairn records (`cairn_defs::workload::PROFILES`), one
+    /// or more, kept as [`cairn_defs::workload::profile_value`] writes them.
     fn profile_kind(&mut self, c: &KdlNode) -> Option<Sp<String>> {
-        let kind = self.one_string(c)?;
-        if cairn_defs::workload::PROFILES.contains(&kind.value.as_str()) {
-            return Some(kind);
+        let kinds = self.strings(c);
+        let mut ok = true;
+        for kind in &kinds {
+            if cairn_defs::workload::PROFILES.contains(&kind.value.as_str()) {
+                continue;
+            }
+            ok = false;
+            let p = problem(
+                "invalid",
+                format!(
+                    "`profile`: cairn does not record a `{}` profile",
+                    kind.value
+                ),
+            )
+            .label(kind.loc, "not a profile cairn records")
+            .help(format!(
+                "write one or more of {}",
+                one_of(cairn_defs::workload::PROFILES)
+            ));
+            self.push(p);
         }
-        let p = problem(
-            "invalid",
-            format!(
-                "`profile`: cairn does not record a `{}` profile",
-                kind.value
-            ),
-        )
-        .label(kind.loc, "not a profile cairn records")
-        .help(format!(
-            "write one of {}",
-            one_of(cairn_defs::workload::PROFILES)
-        ));
-        self.push(p);
-        None
+        let loc = kinds.first()?.loc;
+        let value = cairn_defs::workload::profile_value(kinds.iter().map(|k| k.value.as_str()))?;
+        ok.then(|| Sp::new(value, loc))
     }
 
     /// `measured-by "study"`: the name of another study whose measurements a trials block

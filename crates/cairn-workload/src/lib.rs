@@ -16,6 +16,7 @@ pub mod server;
 pub mod smack;
 pub mod sqlbench;
 pub mod threads;
+pub mod waits;
 pub mod workload;
 
 pub use conn::{Protocol, Target};

@@ -67,6 +67,8 @@ pub(super) struct AllRuns {
     /// The runs' on-CPU stacks merged (or why there are none), when the block asks for a
     /// profile.
     pub(super) profile: Option<Result<cairn_analysis::profile::Profile, String>>,
+    /// The runs' waits summed (or why there are none), when the block asks for them.
+    pub(super) waits: Option<Result<crate::trial_profile::MergedWaits, String>>,
 }
 
 /// Run the workload `runs` times back to back on the one server (once without `runs`),
@@ -82,6 +84,7 @@ pub(super) fn run_workloads(
     let count = trial_runs::count(step);
     let mut runs = Vec::new();
     let mut profiles = Vec::new();
+    let mut waits = Vec::new();
     let mut status_before = before.status.clone();
     let (mut measuring, mut workload_ms) = (0.0, 0.0);
     for run in 1..=count {
@@ -107,6 +110,7 @@ pub(super) fn run_workloads(
             .status_after()
             .map_err(|e| server.stalled("after the workload (SHOW GLOBAL STATUS)", &e))?;
         profiles.push(measured.window_end.take_profile());
+        waits.push(measured.window_end.take_waits());
         let deltas = status_deltas(&status_before, &after);
         let efficiency =
             measured
@@ -135,9 +139,13 @@ pub(super) fn run_workloads(
             measuring_ms: measuring,
             workload_ms,
             profile: setup
-                .profile
-                .is_some()
+                .profiles()
+                .cpu
                 .then(|| crate::trial_profile::merge(profiles)),
+            waits: setup
+                .profiles()
+                .waits
+                .then(|| crate::trial_profile::merge_waits(waits)),
         },
         runs,
     ))
