@@ -183,8 +183,8 @@ fn a_trial_that_cannot_profile_is_measured_and_says_why() {
     );
 }
 
-/// `profile "waits"`: a MariaDB trial switches the performance schema on and keeps the time
-/// its sessions waited per event over the window; a PostgreSQL trial samples
+/// `profile "waits"`: a MariaDB (and a MySQL) trial switches the performance schema on and
+/// keeps the time its sessions waited per event over the window; a PostgreSQL trial samples
 /// `pg_stat_activity` and keeps the session time per wait event (`CPU:running` for none).
 /// A `profile` analysis of them compares the wait events (no flame graphs without stacks).
 #[test]
@@ -192,6 +192,7 @@ fn waits_are_read_over_the_window_from_each_servers_own_statistics() {
     let _engine = engine_shared();
     cairn_testkit::mariadb_image();
     cairn_testkit::postgresql_image();
+    cairn_testkit::mysql_image();
     let sb = Sandbox::new();
     sb.write(
         "plan.kdl",
@@ -199,19 +200,24 @@ fn waits_are_read_over_the_window_from_each_servers_own_statistics() {
             r#"study "e2e-waits"
 import "{}"
 import "{}"
+import "{}"
 server "m" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "my" {{ image "mysql-sid"; system "mysql"; option innodb_buffer_pool_size="64M" innodb_redo_log_capacity="8M"; profile "waits" }}
 server "n" {{ extends "m"; option innodb_spin_wait_delay=0 }}
 server "pg" {{ image "postgresql-bookworm"; system "postgresql"; option shared_buffers="32MB"; profile "waits" }}
 dataset "sb" {{ sysbench tables=1 rows=500 }}
 workload "rw" {{ sysbench "oltp_read_write"; threads 4; duration "3s"; warmup "1s" }}
 trials "rw" {{ servers "m" "n"; dataset "sb"; workload "rw"; profile "waits" "cpu" }}
-trials "pg" {{ servers "pg"; dataset "sb"; workload "rw" }}
+trials "pg" {{ servers "pg" "my"; dataset "sb"; workload "rw" }}
 analysis "waits" {{ trials "rw"; profile baseline="m" top=5; }}
 report "r" {{ analyses "waits"; }}
 "#,
             images(),
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("images/postgresql.kdl")
+                .display(),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("images/mysql.kdl")
                 .display()
         ),
     );
@@ -239,6 +245,46 @@ report "r" {{ analyses "waits"; }}
     // read-write on InnoDB: its file and synchronisation waits are timed
     assert!(folded.stdout.contains("wait/"), "{}", folded.stdout);
     assert!(!folded.stdout.contains("\nidle "), "{}", folded.stdout);
+    // the CLI reads them with --waits: a cell's events, and what changed between two
+    let top = sb
+        .cairn(["profile", "plan.kdl", "trial/rw/m", "--waits", "--top", "3"])
+        .guard(GUARD)
+        .run();
+    top.expect_code(0);
+    assert!(
+        top.stdout.contains(" µs waited over 1 pass"),
+        "{}",
+        top.stdout
+    );
+    assert!(top.stdout.contains("wait event"), "{}", top.stdout);
+    let diff = sb
+        .cairn([
+            "diff-profile",
+            "plan.kdl",
+            "trial/rw/m",
+            "trial/rw/n",
+            "--waits",
+        ])
+        .guard(GUARD)
+        .run();
+    diff.expect_code(0);
+    assert!(
+        diff.stdout.contains("µs waited per transaction"),
+        "{}",
+        diff.stdout
+    );
+    // a block that reads no waits says so
+    let none = sb
+        .cairn(["profile", "plan.kdl", "trial/pg/pg"])
+        .guard(GUARD)
+        .run();
+    none.expect_code(1);
+    assert!(
+        none.stderr
+            .contains("asks for no profile (add `profile \"cpu\"`"),
+        "{}",
+        none.stderr
+    );
 
     let pg = sb.record("trial/pg/pg");
     let w = &pg["extra"]["waits"];
@@ -250,6 +296,16 @@ report "r" {{ analyses "waits"; }}
         .run();
     folded.expect_code(0);
     assert!(folded.stdout.contains("CPU:running "), "{}", folded.stdout);
+
+    // MySQL: the same performance schema path as MariaDB's
+    let my = sb.record("trial/pg/my");
+    let w = &my["extra"]["waits"];
+    assert!(w["total_us"].as_u64().unwrap_or(0) > 0, "{w}");
+    assert_eq!(
+        my["extra"]["profile"],
+        serde_json::Value::Null,
+        "waits only: no on-CPU profile"
+    );
 
     sb.cairn(["report", "plan.kdl"])
         .guard(GUARD)

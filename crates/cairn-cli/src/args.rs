@@ -173,6 +173,9 @@ pub enum Command {
         /// How many functions to print.
         #[arg(long, default_value_t = 25)]
         top: usize,
+        /// The wait events instead (a block with `profile "waits"`): µs waited per event.
+        #[arg(long)]
+        waits: bool,
     },
     /// Print what changed between two profiled cells: the functions whose share of the
     /// server's CPU samples changed most from A (the baseline) to B, with the CPU time per
@@ -191,6 +194,10 @@ pub enum Command {
         /// How many functions to print.
         #[arg(long, default_value_t = 25)]
         top: usize,
+        /// The wait events instead (a block with `profile "waits"`): their share of the time
+        /// waited and µs waited per transaction.
+        #[arg(long)]
+        waits: bool,
     },
     /// Print the step graph.
     #[command(

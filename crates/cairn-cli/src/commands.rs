@@ -88,10 +88,28 @@ pub fn dispatch(cli: Cli) -> i32 {
         }
         Command::Graph { plan, format } => graph(plan, *format),
         Command::Cat { plan, step, output } => cat(&cli, plan, step, output.as_deref()),
-        Command::Profile { plan, cell, top } => crate::profile_cmd::profile(&cli, plan, cell, *top),
-        Command::DiffProfile { plan, a, b, top } => {
-            crate::profile_cmd::diff_profile(&cli, plan, a, b, *top)
+        Command::Profile {
+            plan,
+            cell,
+            top,
+            waits,
+        } => {
+            crate::profile_cmd::profile(&cli, plan, cell, *top, crate::profile_cmd::Of::new(*waits))
         }
+        Command::DiffProfile {
+            plan,
+            a,
+            b,
+            top,
+            waits,
+        } => crate::profile_cmd::diff_profile(
+            &cli,
+            plan,
+            a,
+            b,
+            *top,
+            crate::profile_cmd::Of::new(*waits),
+        ),
         Command::Fmt { plans, check } => fmt(plans, *check),
         Command::Verify {
             bundle: Some(b), ..

@@ -1,7 +1,8 @@
 //! `cairn profile PLAN CELL` and `cairn diff-profile PLAN A B`: the on-CPU profiles that
 //! trials of a `profile "cpu"` block recorded, merged over the passes of a cell — its top
 //! functions, or the functions whose share of the CPU changed most between two cells, with
-//! their CPU time per transaction.
+//! their CPU time per transaction. With `--waits`, the same of the wait events a
+//! `profile "waits"` block recorded (µs waited, in place of samples).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -15,13 +16,47 @@ use crate::args::Cli;
 use crate::context::{self, Exit};
 use crate::{BAD_INPUT, FAILED, OK};
 
+/// Which of a trial's profiles a command reads.
+#[derive(Clone, Copy)]
+pub struct Of {
+    /// The record's output.
+    output: &'static str,
+    /// Its description in the record (`extra.<what>`).
+    what: &'static str,
+    /// What the block must ask for.
+    asks: &'static str,
+}
+
+impl Of {
+    pub fn new(waits: bool) -> Of {
+        if waits {
+            Of {
+                output: cairn_kinds::trial_profile::WAITS,
+                what: "waits",
+                asks: "waits",
+            }
+        } else {
+            Of {
+                output: cairn_kinds::trial_profile::PROFILE,
+                what: "profile",
+                asks: "cpu",
+            }
+        }
+    }
+
+    fn waits(self) -> bool {
+        self.what == "waits"
+    }
+}
+
 /// The merged profile of the trials an address selects, and what they did meanwhile.
 struct CellProfile {
     label: String,
     profile: Profile,
     /// Transactions (sysbench's events, else queries) over the profiled windows.
     work: f64,
-    /// The sampling frequency, for samples → CPU seconds.
+    /// The sampling frequency, for samples → CPU seconds (a million for waits, whose
+    /// "samples" are µs).
     frequency_hz: f64,
     passes: usize,
 }
@@ -37,7 +72,7 @@ impl CellProfile {
 
 /// Reads and merges the profiles of every finished trial `selector` matches (a cell: its
 /// passes). A trial without a profile is an error that says why it has none.
-fn cell_profile(cli: &Cli, path: &Path, selector: &str) -> Result<CellProfile, Exit> {
+fn cell_profile(cli: &Cli, path: &Path, selector: &str, of: Of) -> Result<CellProfile, Exit> {
     let (_plan, graph) = context::load_graph(path)?;
     let sel = context::selectors(&[selector.to_string()])?.remove(0);
     let store = context::open_store(&cli.results)?;
@@ -68,7 +103,11 @@ fn cell_profile(cli: &Cli, path: &Path, selector: &str) -> Result<CellProfile, E
         label: selector.to_string(),
         profile: Profile::default(),
         work: 0.0,
-        frequency_hz: f64::from(cairn_exec::profiler::FREQUENCY_HZ),
+        frequency_hz: if of.waits() {
+            1e6
+        } else {
+            f64::from(cairn_exec::profiler::FREQUENCY_HZ)
+        },
         passes: 0,
     };
     for step in trials {
@@ -87,7 +126,7 @@ fn cell_profile(cli: &Cli, path: &Path, selector: &str) -> Result<CellProfile, E
             );
             return Err(Exit(FAILED));
         };
-        add_trial(&store, &record, &mut cell)?;
+        add_trial(&store, &record, &mut cell, of)?;
     }
     Ok(cell)
 }
@@ -96,26 +135,32 @@ fn add_trial(
     store: &cairn_store::Store,
     record: &Record,
     cell: &mut CellProfile,
+    of: Of,
 ) -> Result<(), Exit> {
     // a record without `extra.profile` (a block that asks for none): indexing a map by a
     // missing key panics, so read it as null
     let described = record
         .extra
-        .get("profile")
+        .get(of.what)
         .unwrap_or(&serde_json::Value::Null);
-    let Some(blob) = record.outputs.get(cairn_kinds::trial_profile::PROFILE) else {
+    let Some(blob) = record.outputs.get(of.output) else {
         let why = described["absent"].as_str().map_or_else(
-            || "its trials block asks for no profile (add `profile \"cpu\"` to it)".to_string(),
+            || {
+                format!(
+                    "its trials block asks for no {} (add `profile \"{}\"` to it)",
+                    of.what, of.asks
+                )
+            },
             str::to_string,
         );
-        eprintln!("error: {} has no profile: {why}", record.address);
+        eprintln!("error: {} has no {}: {why}", record.address, of.what);
         return Err(Exit(FAILED));
     };
     let text = store.read_blob(blob).map_err(context::fail(FAILED))?;
     let profile = Profile::parse_folded(&String::from_utf8_lossy(&text))
         .map_err(|e| context::fail(FAILED)(format!("{}: {e}", record.address)))?;
     cell.profile.merge(&profile);
-    if let Some(hz) = described["frequency_hz"].as_f64() {
+    if let (false, Some(hz)) = (of.waits(), described["frequency_hz"].as_f64()) {
         cell.frequency_hz = hz;
     }
     let figures = record
@@ -139,22 +184,35 @@ fn passes(n: usize) -> String {
 }
 
 /// `cairn profile`: the cell's top functions by their own samples.
-pub fn profile(cli: &Cli, path: &Path, cell: &str, top: usize) -> Result<i32, Exit> {
-    let c = cell_profile(cli, path, cell)?;
+pub fn profile(cli: &Cli, path: &Path, cell: &str, top: usize, of: Of) -> Result<i32, Exit> {
+    let c = cell_profile(cli, path, cell, of)?;
     let samples = c.profile.samples();
-    let mut out = format!(
-        "{}: {} samples over {} ({} at {} Hz), {:.0} transactions\n",
-        c.label,
-        samples,
-        passes(c.passes),
-        cairn_exec::profiler::EVENT,
-        c.frequency_hz,
-        c.work
-    );
+    let mut out = if of.waits() {
+        format!(
+            "{}: {} µs waited over {}, {:.0} transactions\n",
+            c.label,
+            samples,
+            passes(c.passes),
+            c.work
+        )
+    } else {
+        format!(
+            "{}: {} samples over {} ({} at {} Hz), {:.0} transactions\n",
+            c.label,
+            samples,
+            passes(c.passes),
+            cairn_exec::profiler::EVENT,
+            c.frequency_hz,
+            c.work
+        )
+    };
     let _ = writeln!(
         out,
-        "{:>7} {:>7} {:>9}  function",
-        "self %", "total %", "µs/tx"
+        "{:>7} {:>7} {:>9}  {}",
+        "self %",
+        "total %",
+        "µs/tx",
+        if of.waits() { "wait event" } else { "function" }
     );
     for (name, s) in c.profile.top(top) {
         let per_work = (c.work > 0.0).then(|| s.own as f64 / c.work);
@@ -172,9 +230,21 @@ pub fn profile(cli: &Cli, path: &Path, cell: &str, top: usize) -> Result<i32, Ex
 
 /// `cairn diff-profile`: the functions whose share of the CPU changed most from cell `a`
 /// (the baseline) to cell `b`.
-pub fn diff_profile(cli: &Cli, path: &Path, a: &str, b: &str, top: usize) -> Result<i32, Exit> {
-    let base = cell_profile(cli, path, a)?;
-    let variant = cell_profile(cli, path, b)?;
+pub fn diff_profile(
+    cli: &Cli,
+    path: &Path,
+    a: &str,
+    b: &str,
+    top: usize,
+    of: Of,
+) -> Result<i32, Exit> {
+    let base = cell_profile(cli, path, a, of)?;
+    let variant = cell_profile(cli, path, b, of)?;
+    let (unit, per, item) = if of.waits() {
+        ("µs waited", "µs waited per transaction", "wait event")
+    } else {
+        ("samples", "CPU µs per transaction", "function")
+    };
     let changes = differences(
         Side {
             profile: &base.profile,
@@ -187,7 +257,7 @@ pub fn diff_profile(cli: &Cli, path: &Path, a: &str, b: &str, top: usize) -> Res
         top,
     );
     let mut out = format!(
-        "{} (A: {} samples, {}) against {} (B: {} samples, {}); self % of each side's samples, CPU µs per transaction\n",
+        "{} (A: {} {unit}, {}) against {} (B: {} {unit}, {}); self % of each side's {unit}, {per}\n",
         base.label,
         base.profile.samples(),
         passes(base.passes),
@@ -197,7 +267,7 @@ pub fn diff_profile(cli: &Cli, path: &Path, a: &str, b: &str, top: usize) -> Res
     );
     let _ = writeln!(
         out,
-        "{:>7} {:>7} {:>8} {:>9} {:>9}  function",
+        "{:>7} {:>7} {:>8} {:>9} {:>9}  {item}",
         "A %", "B %", "Δ pts", "A µs/tx", "B µs/tx"
     );
     for c in &changes {

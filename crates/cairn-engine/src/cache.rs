@@ -89,17 +89,13 @@ pub fn present(env: &Env<'_>, step: &Step, key: &str) -> Presence {
 /// Another record of `key` made under `step`'s own address, whose blobs are here and that
 /// the kind accepts here, the newest first.
 fn own(env: &Env<'_>, step: &Step, key: &str, current: &Record) -> Option<Record> {
-    if !env.store.has_alternates(key) {
-        return None;
-    }
     // without the kind (gc's statuses), a record is judged by its blobs alone
     let kind = env.kinds.get(step);
-    let mut others: Vec<Record> = env.store.alternates(key).ok()?;
-    others.extend(env.store.get_primary_record(key).ok().flatten());
-    others.retain(|r| r.output_digest != current.output_digest && r.address == step.address);
-    others.sort_by(|a, b| b.finished.cmp(&a.finished));
+    let others = env.store.records_made_at(key, &step.address).ok()?;
     others.into_iter().find(|r| {
-        r.blobs().all(|b| env.store.has_blob(b)) && kind.is_none_or(|k| k.accepts(env, r).is_ok())
+        r.output_digest != current.output_digest
+            && r.blobs().all(|b| env.store.has_blob(b))
+            && kind.is_none_or(|k| k.accepts(env, r).is_ok())
     })
 }
 

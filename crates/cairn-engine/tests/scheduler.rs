@@ -761,6 +761,19 @@ fn a_point_measured_in_several_campaigns_is_measured_again_together() {
     assert_eq!(served.ran, 0);
 }
 
+/// Passes 2 and 3 of a point (the third conditional, decided on `tps`) as a trials block's
+/// `passes min=2 max=3 until="decided"` gives them.
+fn two_or_three_passes(point: String) -> cairn_graph::AdaptivePasses {
+    cairn_graph::AdaptivePasses {
+        min: 2,
+        max: 3,
+        until_ci: None,
+        until_decided: true,
+        metric: "tps".into(),
+        point,
+    }
+}
+
 /// A rule that needs every conditional pass, or none.
 struct Needs(bool);
 
@@ -795,14 +808,7 @@ fn a_pass_a_rule_adds_to_a_point_served_from_an_earlier_campaign_measures_the_po
         if s.measure {
             s.together = Some("m".into());
             let point = s.address.split('#').next().unwrap_or_default().to_string();
-            s.adaptive = Some(cairn_graph::AdaptivePasses {
-                min: 2,
-                max: 3,
-                until_ci: None,
-                until_decided: true,
-                metric: "tps".into(),
-                point,
-            });
+            s.adaptive = Some(two_or_three_passes(point));
         }
     }
     let sb = Sandbox::new();
@@ -932,14 +938,7 @@ fn new_block_after_gone_input(with_n: &str) {
                 let point = s.address.split('#').next().unwrap_or_default().to_string();
                 s.together = Some(point.split('[').next().unwrap_or_default().to_string());
                 if s.address.starts_with('m') {
-                    s.adaptive = Some(cairn_graph::AdaptivePasses {
-                        min: 2,
-                        max: 3,
-                        until_ci: None,
-                        until_decided: true,
-                        metric: "tps".into(),
-                        point,
-                    });
+                    s.adaptive = Some(two_or_three_passes(point));
                 }
             }
         }

@@ -491,7 +491,8 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // the server and clients; a noisy run or facet named in the data's quality), claim/6
     // (a claim of any shift decided as its comparison is), report/10 (the findings under
     // the title as a list, then what they rest on), claim/7 (an undecided claim of any shift
-    // gives its comparison's reason) and report/11 (a trend's change as a ratio with its CI)
+    // gives its comparison's reason), report/11 (a trend's change as a ratio with its CI)
+    // and report/12 (a server's `profile` among the settings that differ)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -522,12 +523,12 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         ),
         (
             "report/full",
-            "a1bd1ce061dda2f40498ac3a8b7f1a06ba22c6ba58789d7d31a7c6736e0be1b9",
+            "5a24c1f5c6e0072ce42019761a651e8c334090ef37d7348c3ca52439741fe7c5",
             r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "ada02913e6ee63c4f927e89473886c6cc8279d67b4e5f4912c2a66cac4ba935f",
+            "8c8d32d73baae24fa5ddc050cd138b30c9f37a573462a9e8342df37017e21b2b",
             r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];

@@ -103,6 +103,27 @@ pub fn table_spec(
     }
 }
 
+/// Refuses a property an analysis of kind `what` does not take, naming the ones it does
+/// (`note`: anything more to say, appended).
+pub(crate) fn refuse_unknown_props(
+    definition: &AnalysisDef,
+    allowed: &[&str],
+    what: &str,
+    note: &str,
+) -> Result<(), CheckError> {
+    match definition.unaccepted_prop(allowed) {
+        None => Ok(()),
+        Some(unknown) => Err(CheckError::new(
+            "analysis",
+            unknown,
+            format!(
+                "a {what} has no property `{unknown}`; it takes {}{note}",
+                allowed.join(", ")
+            ),
+        )),
+    }
+}
+
 /// A `table`: the figure its `metric` names, pivoted `rows` × `columns`, against `baseline`
 /// (paired by block with `paired`).
 fn plain_table_spec(
@@ -110,16 +131,7 @@ fn plain_table_spec(
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, CheckError> {
-    if let Some(unknown) = definition.unaccepted_prop(TABLE_PROPS) {
-        return Err(CheckError::new(
-            "analysis",
-            unknown,
-            format!(
-                "a table has no property `{unknown}`; it takes {}",
-                TABLE_PROPS.join(", ")
-            ),
-        ));
-    }
+    refuse_unknown_props(definition, TABLE_PROPS, "table", "")?;
     let Some(metric_name) = definition.metric() else {
         return Err(CheckError::new(
             "analysis",
@@ -325,16 +337,12 @@ fn compare_spec(
     servers: &[String],
     params: &BTreeMap<String, Vec<String>>,
 ) -> Result<TableSpec, CheckError> {
-    if let Some(unknown) = definition.unaccepted_prop(COMPARE_PROPS) {
-        return Err(CheckError::new(
-            "analysis",
-            unknown,
-            format!(
-                "a compare has no property `{unknown}`; it takes {} (its figures are the suite's per-operation seconds)",
-                COMPARE_PROPS.join(", ")
-            ),
-        ));
-    }
+    refuse_unknown_props(
+        definition,
+        COMPARE_PROPS,
+        "compare",
+        " (its figures are the suite's per-operation seconds)",
+    )?;
     let Some(baseline) = definition.baseline() else {
         return Err(CheckError::new(
             "analysis",

@@ -82,17 +82,7 @@ pub fn plot_spec(
         Flavour::Plot => PLOT_PROPS,
         Flavour::Scaling => SCALING_PROPS,
     };
-    if let Some(unknown) = definition.unaccepted_prop(allowed) {
-        return Err(CheckError::new(
-            "analysis",
-            unknown,
-            format!(
-                "a {} has no property `{unknown}`; it takes {}",
-                flavour.name(),
-                allowed.join(", ")
-            ),
-        ));
-    }
+    crate::analysis_step::refuse_unknown_props(definition, allowed, flavour.name(), "")?;
     let metric = match (definition.metric(), flavour) {
         (Some(m), _) => m,
         (None, Flavour::Scaling) => "tps",

@@ -138,16 +138,7 @@ impl ProfileFindings {
 /// Checks the analysis's properties against the trials it reads: a `baseline` among its
 /// servers, a `top` from 1 to 100, and trials that record a profile.
 pub fn check(graph: &StepGraph, step: &Step, def: &AnalysisDef) -> Result<(), CheckError> {
-    if let Some(unknown) = def.unaccepted_prop(PROPS) {
-        return Err(CheckError::new(
-            "analysis",
-            unknown,
-            format!(
-                "a profile has no property `{unknown}`; it takes {}",
-                PROPS.join(", ")
-            ),
-        ));
-    }
+    crate::analysis_step::refuse_unknown_props(def, PROPS, "profile", "")?;
     top_of(def)?;
     let servers = crate::trial_points::servers_of_inputs(graph, step);
     baseline_of(def, &servers)?;

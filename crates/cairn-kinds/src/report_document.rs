@@ -995,6 +995,10 @@ fn flat_settings(s: &ServerDef) -> BTreeMap<String, String> {
     if let Some(m) = s.memory {
         flat.insert("memory".into(), m.to_string());
     }
+    // a server measured with a profiler on differs from the one without in that alone
+    if let Some(p) = &s.profile {
+        flat.insert("profile".into(), p.clone());
+    }
     flat
 }
 

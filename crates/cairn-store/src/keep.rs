@@ -154,24 +154,25 @@ impl Store {
     /// of them was: two plans that name one definition differently share its key, and each
     /// plan's later steps were keyed from its own. `None` when no record was made there.
     pub fn record_made_at(&self, key: &str, address: &str) -> Result<Option<Record>> {
+        Ok(self.records_made_at(key, address)?.into_iter().next())
+    }
+
+    /// Every record of `key` made under `address`, the newest first, when the key has
+    /// several (empty when it has one: that one serves whatever its address).
+    pub fn records_made_at(&self, key: &str, address: &str) -> Result<Vec<Record>> {
         if !self.may_have_alternates(key) {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let mut all = self.alternates(key)?;
         all.extend(self.get_primary_record(key)?);
         all.retain(|r| r.address == address);
         all.sort_by(|a, b| b.finished.cmp(&a.finished));
-        Ok(all.into_iter().next())
+        Ok(all)
     }
 
     /// Whether `key` may have records kept beside its own (false: it has none; a lookup in
     /// memory after the first).
-    pub fn has_alternates(&self, key: &str) -> bool {
-        self.may_have_alternates(key)
-    }
-
-    /// Whether `key` may have records kept beside its own (false: it has none).
-    fn may_have_alternates(&self, key: &str) -> bool {
+    pub fn may_have_alternates(&self, key: &str) -> bool {
         self.alternates_known()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
