@@ -144,11 +144,8 @@ pub fn check(graph: &StepGraph, step: &Step, def: &AnalysisDef) -> Result<(), Ch
     baseline_of(def, &servers)?;
     for input in &step.inputs {
         let from = &graph.steps[input.from];
-        let profiled = |d: &Value| d.get("profile").is_some_and(|p| !p.is_null());
-        if from.kind == StepKind::TRIAL
-            && !profiled(&from.definition)
-            && !profiled(&from.definition["server"])
-        {
+        let asked = crate::trial_profile::asked(&from.definition);
+        if from.kind == StepKind::TRIAL && !asked.cpu && !asked.waits {
             let (trials, server, _) = parse_address(&from.address);
             return Err(CheckError::new(
                 "analysis",
@@ -455,35 +452,27 @@ fn wait_findings(
 /// `mariadb-tcmalloc: +9.3 points in malloc against mariadb-system`: each variant's largest
 /// change.
 pub fn headline(f: &ProfileFindings) -> String {
-    let parts: Vec<String> = f
+    // a variant's largest change, in its CPU or in its waiting
+    let largest = |variant: &str, changes: &[FunctionChange], of: &str| {
+        changes.first().map(|c| {
+            format!(
+                "{variant}: {:+.1} points of its {of} in {} against {}",
+                100.0 * c.share_change(),
+                c.function,
+                f.baseline
+            )
+        })
+    };
+    let cpu = f
         .variants
         .iter()
-        .filter_map(|v| {
-            v.changes.first().map(|c| {
-                format!(
-                    "{}: {:+.1} points of its CPU in {} against {}",
-                    v.variant,
-                    100.0 * c.share_change(),
-                    c.function,
-                    f.baseline
-                )
-            })
-        })
-        .collect();
-    let waits = f.waits.iter().flat_map(|w| {
-        w.variants.iter().filter_map(|v| {
-            v.changes.first().map(|c| {
-                format!(
-                    "{}: {:+.1} points of its waiting in {} against {}",
-                    v.variant,
-                    100.0 * c.share_change(),
-                    c.function,
-                    f.baseline
-                )
-            })
-        })
-    });
-    let parts: Vec<String> = parts.into_iter().chain(waits).collect();
+        .filter_map(|v| largest(&v.variant, &v.changes, "CPU"));
+    let waits = f
+        .waits
+        .iter()
+        .flat_map(|w| &w.variants)
+        .filter_map(|v| largest(&v.variant, &v.changes, "waiting"));
+    let parts: Vec<String> = cpu.chain(waits).collect();
     if parts.is_empty() {
         format!(
             "profiles of {} server(s)",

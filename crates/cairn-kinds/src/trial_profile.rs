@@ -27,6 +27,30 @@ pub struct MergedWaits {
     pub samples: u64,
 }
 
+/// The profiles asked by a trial's definition: its block's `profile`, else its server's.
+pub fn asked(definition: &Value) -> cairn_defs::ProfilesAsked {
+    cairn_defs::ProfilesAsked::of(
+        [&definition["profile"], &definition["server"]["profile"]]
+            .into_iter()
+            .find_map(Value::as_str),
+    )
+}
+
+/// Every run's window reading, or the first run's reason if a run has none (a profile of
+/// some runs only would pass for all of them); `what` is what a window gives (`profile`).
+fn every_run<T>(runs: Vec<Option<Result<T, String>>>, what: &str) -> Result<Vec<T>, String> {
+    runs.into_iter()
+        .enumerate()
+        .map(|(i, run)| match run {
+            Some(run) => run,
+            None => Err(format!(
+                "run {} ended before its warmup did: no measured window to {what}",
+                i + 1
+            )),
+        })
+        .collect()
+}
+
 /// The runs' waits summed; the first run's reason if a run has none.
 pub fn merge_waits(
     runs: Vec<Option<Result<cairn_workload::waits::Waits, String>>>,
@@ -36,17 +60,7 @@ pub fn merge_waits(
         source: "",
         samples: 0,
     };
-    for (i, run) in runs.into_iter().enumerate() {
-        let waits = match run {
-            Some(Ok(w)) => w,
-            Some(Err(why)) => return Err(why),
-            None => {
-                return Err(format!(
-                    "run {} ended before its warmup did: no measured window to read",
-                    i + 1
-                ))
-            }
-        };
+    for waits in every_run(runs, "read")? {
         let folded = Profile::parse_folded(&waits.to_folded()).map_err(|e| e.to_string())?;
         merged.micros.merge(&folded);
         merged.source = waits.source;
@@ -102,17 +116,7 @@ pub type RunProfile = Option<Result<String, String>>;
 /// run has none (a profile of some runs only would pass for all of them).
 pub fn merge(runs: Vec<RunProfile>) -> Result<Profile, String> {
     let mut merged = Profile::default();
-    for (i, run) in runs.into_iter().enumerate() {
-        let folded = match run {
-            Some(Ok(folded)) => folded,
-            Some(Err(why)) => return Err(why),
-            None => {
-                return Err(format!(
-                    "run {} ended before its warmup did: no measured window to profile",
-                    i + 1
-                ))
-            }
-        };
+    for folded in every_run(runs, "profile")? {
         let profile = Profile::parse_folded(&folded).map_err(|e| e.to_string())?;
         merged.merge(&profile);
     }
@@ -123,7 +127,6 @@ pub fn merge(runs: Vec<RunProfile>) -> Result<Profile, String> {
 /// trial has none.
 pub fn record(
     ctx: &Env<'_>,
-    kind: &str,
     merged: Result<Profile, String>,
     extra: &mut Map<String, Value>,
     outputs: &mut BTreeMap<String, BlobRef>,
@@ -136,7 +139,7 @@ pub fn record(
                 .map_err(|e| failed(format!("storing {PROFILE}: {e}")))?;
             outputs.insert(PROFILE.to_string(), blob);
             json!({
-                "kind": kind,
+                "kind": "cpu",
                 "sampler": "perf record",
                 "event": cairn_exec::profiler::EVENT,
                 "frequency_hz": cairn_exec::profiler::FREQUENCY_HZ,
@@ -146,7 +149,7 @@ pub fn record(
                 "stacks": profile.stacks.len(),
             })
         }
-        Err(why) => json!({"kind": kind, "absent": format!("not profiled: {why}")}),
+        Err(why) => json!({"kind": "cpu", "absent": format!("not profiled: {why}")}),
     };
     extra.insert("profile".into(), described);
     Ok(())

@@ -59,7 +59,7 @@ pub fn check(
     let protocol = crate::server_run::protocol_of(&sdef)?;
     // waits asked of a MariaDB or MySQL server: its performance schema on, wait instruments
     // timed (unless the plan set them itself): their cost is part of what a profiled trial is
-    if cairn_defs::ProfilesAsked::of(profile_of(step).as_deref()).waits
+    if crate::trial_profile::asked(&step.definition).waits
         && protocol == cairn_workload::conn::Protocol::Mysql
     {
         for (name, value) in cairn_workload::waits::MYSQL_OPTIONS {
@@ -86,17 +86,6 @@ pub fn check(
             })?;
     }
     Ok((sdef, workload))
-}
-
-/// The profiles a trial asks for: its block's `profile`, or its server's.
-fn profile_of(step: &Step) -> Option<String> {
-    [
-        &step.definition["profile"],
-        &step.definition["server"]["profile"],
-    ]
-    .into_iter()
-    .find_map(Value::as_str)
-    .map(str::to_string)
 }
 
 /// Where a trial's clients ran, for its record: the declared path (`null` when the plan
@@ -176,7 +165,7 @@ pub fn perform(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<Built, St
     );
     lifecycle::record(ctx, settled, &runs, &mut extra, &mut outputs)?;
     if let Some(profile) = measured.profile {
-        crate::trial_profile::record(ctx, "cpu", profile, &mut extra, &mut outputs)?;
+        crate::trial_profile::record(ctx, profile, &mut extra, &mut outputs)?;
     }
     if let Some(waits) = measured.waits {
         crate::trial_profile::record_waits(ctx, waits, &mut extra, &mut outputs)?;
@@ -226,16 +215,11 @@ struct TrialSetup {
     snapshot: Option<PathBuf>,
     /// Where the server and clients run under the block's `cpus` factor, if it has one.
     placement: Option<cairn_exec::cpu_sets::Placement>,
-    /// The block's `profile` (`cpu`, `waits`, `cpu+waits`), if it asks for one.
-    profile: Option<String>,
+    /// The profiles the trial records (its block's `profile`, or its server's).
+    profiles: cairn_defs::ProfilesAsked,
 }
 
 impl TrialSetup {
-    /// The profiles the trial records.
-    fn profiles(&self) -> cairn_defs::ProfilesAsked {
-        cairn_defs::ProfilesAsked::of(self.profile.as_deref())
-    }
-
     /// Read the trial's image and dataset from its inputs and check its server and workload.
     fn read(ctx: &Env<'_>, step: &Step, inputs: &[&Done]) -> Result<TrialSetup, StepError> {
         let image = image_of(ctx, step, inputs)?;
@@ -261,9 +245,8 @@ impl TrialSetup {
             }
         }
         let placement = crate::trial_cpus::placement(step).map_err(failed)?;
-        let profile = profile_of(step);
         Ok(TrialSetup {
-            profile,
+            profiles: crate::trial_profile::asked(&step.definition),
             image,
             dataset,
             sdef,
@@ -441,7 +424,7 @@ fn run_workload(
         before,
         warmup,
         status_target,
-        setup.profiles(),
+        setup.profiles,
     );
     let t_run = Instant::now();
     let watchdog = Watchdog::start(workload, setup.timeout);

@@ -139,11 +139,11 @@ pub(super) fn run_workloads(
             measuring_ms: measuring,
             workload_ms,
             profile: setup
-                .profiles()
+                .profiles
                 .cpu
                 .then(|| crate::trial_profile::merge(profiles)),
             waits: setup
-                .profiles()
+                .profiles
                 .waits
                 .then(|| crate::trial_profile::merge_waits(waits)),
         },
