@@ -21,7 +21,14 @@
 //!   variant than [`passes_needed`] estimates for resolving that size at the observed noise.
 //!   A small-sample bootstrap CI is too narrow about as often as it is wide, so on noisy data
 //!   it would now and then clear (or miss) the threshold by chance; this gate keeps noisy
-//!   data out of "holds" and "fails" alike;
+//!   data out of "holds" and "fails" alike — unless the rank test says so: given the
+//!   samples ([`check_claim_on`]), the claim **holds** when the whole CI supports it and the
+//!   Mann–Whitney test of the variant's speed against the baseline's times each edge finds
+//!   it above the near edge (and below a band's far one) at α, and **fails** when the whole
+//!   CI contradicts it and the test finds it beyond the edge it missed. The rank test needs
+//!   no estimate of the noise and keeps its error rate with few passes, so a speed-up far
+//!   outside the claim (×1.6 against a claimed 10–15%) is decided on five passes, while one
+//!   near an edge is not;
 //! - **holds** only if the whole CI supports the claim (`lo ≥ T` for faster, `hi ≤ T` for
 //!   slower) *and* the comparison's verdict is the claimed direction (significant);
 //! - **fails** if the whole CI contradicts it (`hi < T` for faster, `lo > T` for slower);
@@ -42,6 +49,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::{
     passes_needed, passes_to_decide, percent, Comparison, PassesNeeded, Reason, Verdict,
 };
+use crate::rank_test::mann_whitney;
 use crate::summary::Interval;
 use crate::StatsError;
 
@@ -140,6 +148,12 @@ pub enum ClaimReason {
     Supported,
     /// The whole CI contradicts the claim.
     Contradicted,
+    /// Too few passes for the CI alone, but the whole CI supports the claim and the rank
+    /// tests against its edges put the speed-up inside (the larger of their p-values).
+    RanksInside { p: f64 },
+    /// Too few passes for the CI alone, but the whole CI contradicts the claim and the rank
+    /// test puts the speed-up beyond the claim's `edge` (as a speed-up).
+    RanksBeyond { edge: f64, p: f64 },
     /// The CI holds both sides of the threshold (or of a band's edge).
     Straddles,
     /// The CI clears the threshold, but the rank test does not confirm a shift.
@@ -172,6 +186,16 @@ impl fmt::Display for ClaimReason {
             },
             ClaimReason::Supported => f.write_str("the whole CI supports it"),
             ClaimReason::Contradicted => f.write_str("the whole CI contradicts it"),
+            ClaimReason::RanksInside { p } => write!(
+                f,
+                "the whole CI supports it, and the rank tests against the claimed size agree (p {}); too few passes to size the CI alone",
+                crate::compare::p_text(*p)
+            ),
+            ClaimReason::RanksBeyond { edge, p } => write!(
+                f,
+                "the whole CI contradicts it, and the rank test puts the speed-up beyond ×{edge:.3} (p {}); too few passes to size the CI alone",
+                crate::compare::p_text(*p)
+            ),
             ClaimReason::Straddles => f.write_str("the CI holds both sides of the claimed size"),
             ClaimReason::NotSignificant { verdict } => write!(
                 f,
@@ -206,8 +230,99 @@ pub struct ClaimCheck {
     pub passes_needed: PassesNeeded,
 }
 
+/// The samples a comparison was made of, in pass order (positive values).
+#[derive(Debug, Clone, Copy)]
+pub struct Samples<'a> {
+    pub baseline: &'a [f64],
+    pub variant: &'a [f64],
+}
+
 /// Checks `claim` against `comparison`. The figure must have a better direction.
+///
+/// Without the samples, too few passes for the claim's size leave it inconclusive; see
+/// [`check_claim_on`].
 pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, StatsError> {
+    check(comparison, claim, None)
+}
+
+/// Checks `claim` against `comparison`, made of `samples`: where the passes are too few for
+/// the CI alone to decide the claim's size, the rank test of the samples against the claim's
+/// edges may (see the module docs).
+pub fn check_claim_on(
+    comparison: &Comparison,
+    claim: Claim,
+    samples: Samples<'_>,
+) -> Result<ClaimCheck, StatsError> {
+    check(comparison, claim, Some(samples))
+}
+
+/// What the rank tests against a claim's edges found, where they decide it.
+enum EdgeTests {
+    /// The speed-up lies significantly above the near edge and below the far one (if any);
+    /// `p` is the larger of the tests' p-values.
+    Inside { p: f64 },
+    /// The speed-up lies significantly beyond `edge`, on the side away from the claim.
+    Beyond { edge: f64, p: f64 },
+}
+
+/// The rank tests of the variant's speed against the baseline's scaled to each edge of the
+/// claimed speed-ups `[low, high]` (`high` infinite, or `low` 0, for an open claim).
+///
+/// A speed-up beyond an edge `e` is a variant whose speed (the figure, or its reciprocal for
+/// a time) tends to lie above (or below) the baseline's speed times `e`: the Mann–Whitney
+/// test of those two samples, at α, says so with its own error rate, however few the passes
+/// are — unlike a bootstrap CI of a few passes. `None` when the tests decide nothing.
+fn edge_tests(
+    samples: Samples<'_>,
+    direction: Direction,
+    low: f64,
+    high: f64,
+    alpha: f64,
+) -> Result<Option<EdgeTests>, StatsError> {
+    let speed = |x: &f64| match direction {
+        Direction::LowerIsBetter => 1.0 / x,
+        _ => *x,
+    };
+    let variant: Vec<f64> = samples.variant.iter().map(speed).collect();
+    // Some(p) when the variant's speed lies significantly above (or below) the baseline's
+    // times `edge`
+    let beyond = |edge: f64, above: bool| -> Result<Option<f64>, StatsError> {
+        let scaled: Vec<f64> = samples.baseline.iter().map(|x| speed(x) * edge).collect();
+        let test = mann_whitney(&scaled, &variant)?;
+        let higher = test.u > (test.n_baseline * test.n_variant) as f64 / 2.0;
+        Ok((test.p_value < alpha && higher == above).then_some(test.p_value))
+    };
+    let above_low = if low > 0.0 {
+        beyond(low, true)?
+    } else {
+        Some(0.0)
+    };
+    let below_high = if high.is_finite() {
+        beyond(high, false)?
+    } else {
+        Some(0.0)
+    };
+    if let (Some(a), Some(b)) = (above_low, below_high) {
+        return Ok(Some(EdgeTests::Inside { p: a.max(b) }));
+    }
+    if low > 0.0 {
+        if let Some(p) = beyond(low, false)? {
+            return Ok(Some(EdgeTests::Beyond { edge: low, p }));
+        }
+    }
+    if high.is_finite() {
+        if let Some(p) = beyond(high, true)? {
+            return Ok(Some(EdgeTests::Beyond { edge: high, p }));
+        }
+    }
+    Ok(None)
+}
+
+fn check(
+    comparison: &Comparison,
+    claim: Claim,
+    samples: Option<Samples<'_>>,
+) -> Result<ClaimCheck, StatsError> {
     let size = claim.at_least;
     let size_ok = |size: f64| match claim.direction {
         ClaimDirection::Faster => size >= 0.0 && size.is_finite(),
@@ -318,13 +433,27 @@ pub fn check_claim(comparison: &Comparison, claim: Claim) -> Result<ClaimCheck, 
             },
         )
     } else if resolving.per_variant.is_none_or(|needed| passes < needed) {
-        (
-            ClaimVerdict::Inconclusive,
-            ClaimReason::TooNoisy {
-                passes,
-                needed: resolving.per_variant,
-            },
-        )
+        // too few passes for the CI alone; the rank test against the claim's edges may still
+        // decide it, at its own error rate
+        let ranks = samples
+            .map(|s| edge_tests(s, comparison.direction, band_low, band_high, alpha))
+            .transpose()?
+            .flatten();
+        match ranks {
+            Some(EdgeTests::Inside { p }) if supports => {
+                (ClaimVerdict::Holds, ClaimReason::RanksInside { p })
+            }
+            Some(EdgeTests::Beyond { edge, p }) if contradicts => {
+                (ClaimVerdict::Fails, ClaimReason::RanksBeyond { edge, p })
+            }
+            _ => (
+                ClaimVerdict::Inconclusive,
+                ClaimReason::TooNoisy {
+                    passes,
+                    needed: resolving.per_variant,
+                },
+            ),
+        }
     } else if supports && comparison.verdict == claimed_verdict {
         (ClaimVerdict::Holds, ClaimReason::Supported)
     } else if supports {

@@ -64,7 +64,10 @@ pub mod trend;
 
 pub use adaptive::{next_passes, Action, PassDecision, PassRule, Why};
 pub use bootstrap::{median_ratio, paired_median_ratio, BootstrapSettings, RatioEstimate};
-pub use claim::{check_claim, Claim, ClaimCheck, ClaimDirection, ClaimReason, ClaimVerdict};
+pub use claim::{
+    check_claim, check_claim_on, Claim, ClaimCheck, ClaimDirection, ClaimReason, ClaimVerdict,
+    Samples,
+};
 pub use compare::{
     compare, compare_paired, passes_needed, Comparison, Criteria, Paired, PassesNeeded, Reason,
     Verdict,

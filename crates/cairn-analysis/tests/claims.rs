@@ -3,7 +3,10 @@
 
 mod common;
 
-use cairn_analysis::claim::{check_claim, Claim, ClaimDirection, ClaimReason, ClaimVerdict};
+use cairn_analysis::claim::{
+    check_claim, check_claim_on, Claim, ClaimCheck, ClaimDirection, ClaimReason, ClaimVerdict,
+    Samples,
+};
 use cairn_analysis::compare::{compare, Comparison, Criteria, Verdict};
 use cairn_analysis::StatsError;
 use cairn_defs::figures::Direction;
@@ -356,4 +359,107 @@ fn an_undecided_claim_of_any_shift_gives_the_comparisons_reason() {
     let text = check.reason.to_string();
     assert!(text.starts_with("the comparison finds "), "{text}");
     assert!(text.contains("(p "), "{text}");
+}
+
+fn check_on(baseline: &[f64], variant: &[f64], direction: Direction, claim: Claim) -> ClaimCheck {
+    let c = comparison(baseline, variant, direction);
+    check_claim_on(&c, claim, Samples { baseline, variant }).unwrap()
+}
+
+/// The word-size case: sysbench's 64-bit build ×1.6 of the 32-bit one on five passes at 8%
+/// noise, against a claimed 10–15%. Five passes cannot size the CI to the band's ±2.5%, but
+/// the speed-up lies far beyond the band's far edge: the rank test against that edge decides
+/// it (fails), where the CI alone leaves it "too noisy".
+#[test]
+fn a_speed_up_far_outside_the_claim_is_decided_by_the_rank_test_on_few_passes() {
+    let mut noise = Noise::new(31);
+    let baseline = noise.sample(5, 2750.0, 0.08);
+    let variant = noise.sample(5, 4500.0, 0.08);
+    let about_12 = band(ClaimDirection::Faster, 0.10, 0.15);
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    let alone = check_claim(&c, about_12).unwrap();
+    assert_eq!(alone.verdict, ClaimVerdict::Inconclusive, "{alone:?}");
+    assert!(matches!(alone.reason, ClaimReason::TooNoisy { .. }));
+
+    let check = check_on(&baseline, &variant, Direction::HigherIsBetter, about_12);
+    assert_eq!(check.verdict, ClaimVerdict::Fails, "{check:?}");
+    let ClaimReason::RanksBeyond { edge, p } = check.reason else {
+        panic!("{:?}", check.reason)
+    };
+    assert!((edge - 1.15).abs() < 1e-12, "{edge}");
+    assert!(p < 0.05, "{p}");
+    let text = check.reason.to_string();
+    assert!(text.contains("beyond ×1.150 (p = 0.008)"), "{text}");
+    // "at least 30% faster" on the same data: inside the open claim, above its only edge
+    let at_least_30 = Claim::at_least(ClaimDirection::Faster, 0.3);
+    let holds = check_on(&baseline, &variant, Direction::HigherIsBetter, at_least_30);
+    assert_eq!(holds.verdict, ClaimVerdict::Holds, "{holds:?}");
+    // seconds read as speed-ups: the same data as times, 64-bit taking 1/1.6 of the time
+    let secs = |xs: &[f64]| xs.iter().map(|x| 1e4 / x).collect::<Vec<_>>();
+    let times = check_on(
+        &secs(&baseline),
+        &secs(&variant),
+        Direction::LowerIsBetter,
+        about_12,
+    );
+    assert_eq!(times.verdict, ClaimVerdict::Fails, "{times:?}");
+}
+
+/// Far above an open claim's edge on noisy passes: the CI alone is "too noisy", the rank
+/// test against the edge finds the speed-up above it, and the claim holds.
+#[test]
+fn a_speed_up_far_inside_an_open_claim_holds_by_the_rank_test() {
+    let mut noise = Noise::new(33);
+    let baseline = noise.sample(5, 1000.0, 0.15);
+    let variant = noise.sample(5, 1800.0, 0.15);
+    let by_20 = Claim::at_least(ClaimDirection::Faster, 0.2);
+    let c = comparison(&baseline, &variant, Direction::HigherIsBetter);
+    let alone = check_claim(&c, by_20).unwrap();
+    assert!(
+        matches!(alone.reason, ClaimReason::TooNoisy { .. }),
+        "{alone:?}"
+    );
+    let check = check_on(&baseline, &variant, Direction::HigherIsBetter, by_20);
+    assert_eq!(check.verdict, ClaimVerdict::Holds, "{check:?}");
+    assert!(matches!(check.reason, ClaimReason::RanksInside { .. }));
+    assert!(check
+        .reason
+        .to_string()
+        .contains("rank tests against the claimed size agree"));
+}
+
+/// A speed-up near the claim's edge stays undecided on few passes: the rank test against the
+/// edge cannot tell it apart, so "too noisy" stands.
+#[test]
+fn a_speed_up_near_the_claims_edge_stays_too_noisy() {
+    let mut noise = Noise::new(32);
+    let baseline = noise.sample(5, 1000.0, 0.07);
+    let variant = noise.sample(5, 1120.0, 0.07);
+    let check = check_on(&baseline, &variant, Direction::HigherIsBetter, FASTER_BY_10);
+    assert_eq!(check.verdict, ClaimVerdict::Inconclusive, "{check:?}");
+    assert!(matches!(check.reason, ClaimReason::TooNoisy { .. }));
+}
+
+/// With the rank test deciding where the CI alone cannot, a false claim still almost never
+/// holds and a true one almost never fails: over 200 studies of 6 passes at 30% noise, the
+/// wrong verdicts stay within the test's error rate (α/2 per side: 5 of 200 expected at
+/// most), and most studies stay inconclusive.
+#[test]
+fn the_rank_test_keeps_noisy_claims_mostly_undecided_and_rarely_wrong() {
+    for (true_speedup, claim_is_true) in [(1.0, false), (0.9, false), (1.25, true), (1.4, true)] {
+        let mut counts = (0, 0, 0);
+        for study in 0..200 {
+            let mut noise = Noise::new(100 + study);
+            let baseline = noise.sample(6, 1000.0, 0.3);
+            let variant = noise.sample(6, 1000.0 * true_speedup, 0.3);
+            match check_on(&baseline, &variant, Direction::HigherIsBetter, FASTER_BY_10).verdict {
+                ClaimVerdict::Holds => counts.0 += 1,
+                ClaimVerdict::Inconclusive => counts.1 += 1,
+                ClaimVerdict::Fails => counts.2 += 1,
+            }
+        }
+        let wrong = if claim_is_true { counts.2 } else { counts.0 };
+        assert!(wrong <= 5, "true speed-up {true_speedup}: {counts:?}");
+        assert!(counts.1 >= 150, "true speed-up {true_speedup}: {counts:?}");
+    }
 }

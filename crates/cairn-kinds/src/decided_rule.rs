@@ -37,7 +37,7 @@ pub struct DecidedRule {
 }
 
 /// Code version of the answers kept: raise it when the rule would answer differently.
-const ANSWERS: &str = "decided/1";
+const ANSWERS: &str = "decided/2";
 
 impl DecidedRule {
     /// The answer under `id`: this process's, else the machine cache's.

@@ -305,15 +305,19 @@ fn meaning_tail(c: &ClaimResult) -> String {
 }
 
 /// `; about N passes per variant would decide it …`, unless the reason already says how
-/// many passes the noise needs (too noisy), so a number is never given twice.
+/// many passes the noise needs (too noisy), so a number is never given twice, or the rank
+/// test decided it on fewer passes than the CI alone would need.
 fn passes_needed_tail(c: &ClaimResult) -> String {
+    use cairn_analysis::ClaimReason::{RanksBeyond, RanksInside, TooNoisy};
     match (&c.check, &c.passes_needed) {
         (
             Some(ClaimCheck {
                 reason:
-                    cairn_analysis::ClaimReason::TooNoisy {
+                    TooNoisy {
                         needed: Some(_), ..
-                    },
+                    }
+                    | RanksInside { .. }
+                    | RanksBeyond { .. },
                 ..
             }),
             _,
