@@ -119,6 +119,11 @@ report "r" { analyses "where"; }"#,
         .expect_code(0);
     let dir = sb.path().join("results/e2e-profiles");
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    // the design says which passes paid for the profiler
+    assert!(
+        md.contains("Profiled over each measured window: on-CPU stacks of every server"),
+        "{md}"
+    );
     let section = md
         .split("## Where the time went")
         .nth(1)
@@ -312,6 +317,12 @@ report "r" {{ analyses "waits"; }}
         .run()
         .expect_code(0);
     let md = std::fs::read_to_string(sb.path().join("results/e2e-waits/report.md")).unwrap();
+    assert!(
+        md.contains(
+            "Profiled over each measured window: on-CPU stacks and wait statistics of every server"
+        ),
+        "{md}"
+    );
     let section = md
         .split("## Where the time went")
         .nth(1)

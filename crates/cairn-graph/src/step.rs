@@ -51,7 +51,7 @@ impl StepKind {
     // 7: a headline first, the design (workload, dataset, driver, options, pass rule, dates),
     // data quality once, reasons in the HTML, CIs with their coverage; data.csv's layout
     // 8: a claim's line says its meaning; the design lists the plan's parameters
-    pub const REPORT: StepKind = StepKind::new("report", "report/12");
+    pub const REPORT: StepKind = StepKind::new("report", "report/13");
 
     /// A kind called `name` whose code is at `code_version` (e.g. `"sleep/1"`): bump it when
     /// what the kind does changes meaningfully, and every key of that kind changes.

@@ -492,8 +492,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // (a claim of any shift decided as its comparison is), report/10 (the findings under
     // the title as a list, then what they rest on), claim/7 (an undecided claim of any shift
     // gives its comparison's reason), report/11 (a trend's change as a ratio with its CI),
-    // report/12 (a server's `profile` among the settings that differ) and claim/8 (the rank
-    // test against a claim's edges decides it where the passes are too few for the CI)
+    // report/12 (a server's `profile` among the settings that differ), claim/8 (the rank
+    // test against a claim's edges decides it where the passes are too few for the CI) and
+    // report/13 (a block's design says what its trials profiled)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -524,12 +525,12 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         ),
         (
             "report/full",
-            "5a24c1f5c6e0072ce42019761a651e8c334090ef37d7348c3ca52439741fe7c5",
+            "fdbd93b5823262c09bf0e24a9641b439cc86e3a13c9f7c8df58782998e3f7543",
             r#"{"format":"markdown","passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
         (
             "report/plain",
-            "8c8d32d73baae24fa5ddc050cd138b30c9f37a573462a9e8342df37017e21b2b",
+            "7f27dbacc5658d7ce0785c5844ba8a54f2144021848f6e512ae2b8f7b3874ae9",
             r#"{"format":null,"passes":{"ro":{"max":2,"metric":"tps","min":2},"suite":{"max":1,"metric":"tps","min":1}},"title":"Allocators, pinned"}"#,
         ),
     ];

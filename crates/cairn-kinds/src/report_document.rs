@@ -861,6 +861,9 @@ fn block_design(
     if let Some(lifecycle) = crate::report_lifecycle::lifecycle_words(&trials) {
         item.sub_items.push(lifecycle);
     }
+    if let Some(profiled) = profile_words(&trials) {
+        item.sub_items.push(profiled);
+    }
     let chosen = cell_passes(&inputs.trials);
     let chosen: Vec<usize> = chosen
         .iter()
@@ -899,6 +902,54 @@ fn block_design(
         }
     )));
     item
+}
+
+/// `Profiled over each measured window: on-CPU stacks of every server (…).` — what a
+/// block's trials profiled (profiling may cost the server some of its speed, so a reader
+/// must know which passes paid for it); `None` when none did.
+fn profile_words(trials: &[&TrialPoint]) -> Option<Inline> {
+    // what was profiled, with whose passes, in first-seen order
+    let mut by_what: Vec<((bool, bool), Vec<String>)> = Vec::new();
+    let mut servers: Vec<String> = Vec::new();
+    for t in trials {
+        trial_points::push_unique(&mut servers, t.server.clone());
+        let what = (t.profiles.cpu, t.profiles.waits);
+        if what == (false, false) {
+            continue;
+        }
+        let i = match by_what.iter().position(|(w, _)| *w == what) {
+            Some(i) => i,
+            None => {
+                by_what.push((what, Vec::new()));
+                by_what.len() - 1
+            }
+        };
+        trial_points::push_unique(&mut by_what[i].1, t.server.clone());
+    }
+    if by_what.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_what
+        .iter()
+        .map(|((cpu, waits), profiled)| {
+            let what = match (cpu, waits) {
+                (true, true) => "on-CPU stacks and wait statistics",
+                (true, false) => "on-CPU stacks",
+                _ => "wait statistics",
+            };
+            let whose = if profiled.len() == servers.len() {
+                "every server".to_string()
+            } else {
+                let ticked: Vec<String> = profiled.iter().map(|s| format!("`{s}`")).collect();
+                ticked.join(", ")
+            };
+            format!("{what} of {whose}")
+        })
+        .collect();
+    Some(Inline::ticked(&format!(
+        "Profiled over each measured window: {} (on-CPU stacks: `perf` on every CPU at 199 Hz, the server's samples kept; profiling may cost the server some of its speed).",
+        parts.join("; ")
+    )))
 }
 
 /// A plan value as the plan wrote it (`2` for `2.0`, strings bare).

@@ -74,6 +74,10 @@ pub struct TrialPoint {
     pub lifecycle: Option<cairn_defs::LifecycleDef>,
     #[serde(skip)]
     pub settle: Value,
+    /// What it profiled over its window (its block's `profile`, else its server's): the
+    /// report's design says so.
+    #[serde(skip)]
+    pub profiles: cairn_defs::ProfilesAsked,
     /// Where the trials' `cpus` factor put the server and its clients, read back
     /// (`extra.cpus`: count, server cpuset and affinity, clients); null without the factor.
     #[serde(default)]
@@ -312,6 +316,7 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
             .and_then(|l| serde_json::from_value(l.clone()).ok()),
         settle: record.extra.get("settle").cloned().unwrap_or(Value::Null),
         cpus: record.extra.get("cpus").cloned().unwrap_or(Value::Null),
+        profiles: crate::trial_profile::asked(&record.definition),
     }
 }
 
