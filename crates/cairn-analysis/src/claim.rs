@@ -25,7 +25,8 @@
 //!   samples ([`check_claim_on`]), the claim **holds** when the whole CI supports it and the
 //!   Mann–Whitney test of the variant's speed against the baseline's times each edge finds
 //!   it above the near edge (and below a band's far one) at α, and **fails** when the whole
-//!   CI contradicts it and the test finds it beyond the edge it missed. The rank test needs
+//!   CI contradicts it and the test finds it beyond the edge it missed (said as the ratio
+//!   of medians: for a time, the speed-up's edge turned back into seconds' ratio). The rank test needs
 //!   no estimate of the noise and keeps its error rate with few passes, so a speed-up far
 //!   outside the claim (×1.6 against a claimed 10–15%) is decided on five passes, while one
 //!   near an edge is not;
@@ -152,7 +153,8 @@ pub enum ClaimReason {
     /// tests against its edges put the speed-up inside (the larger of their p-values).
     RanksInside { p: f64 },
     /// Too few passes for the CI alone, but the whole CI contradicts the claim and the rank
-    /// test puts the speed-up beyond the claim's `edge` (as a speed-up).
+    /// test puts the ratio of medians beyond the claim's `edge` (as that ratio: for a time,
+    /// the reciprocal of the speed-up's edge).
     RanksBeyond { edge: f64, p: f64 },
     /// The CI holds both sides of the threshold (or of a band's edge).
     Straddles,
@@ -193,7 +195,7 @@ impl fmt::Display for ClaimReason {
             ),
             ClaimReason::RanksBeyond { edge, p } => write!(
                 f,
-                "the whole CI contradicts it, and the rank test puts the speed-up beyond ×{edge:.3} (p {}); too few passes to size the CI alone",
+                "the whole CI contradicts it, and the rank test puts the ratio beyond ×{edge:.3} (p {}); too few passes to size the CI alone",
                 crate::compare::p_text(*p)
             ),
             ClaimReason::Straddles => f.write_str("the CI holds both sides of the claimed size"),
@@ -444,6 +446,11 @@ fn check(
                 (ClaimVerdict::Holds, ClaimReason::RanksInside { p })
             }
             Some(EdgeTests::Beyond { edge, p }) if contradicts => {
+                // said as the ratio of medians the reader sees beside it
+                let edge = match comparison.direction {
+                    Direction::LowerIsBetter => 1.0 / edge,
+                    _ => edge,
+                };
                 (ClaimVerdict::Fails, ClaimReason::RanksBeyond { edge, p })
             }
             _ => (

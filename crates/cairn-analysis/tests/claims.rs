@@ -389,7 +389,10 @@ fn a_speed_up_far_outside_the_claim_is_decided_by_the_rank_test_on_few_passes() 
     assert!((edge - 1.15).abs() < 1e-12, "{edge}");
     assert!(p < 0.05, "{p}");
     let text = check.reason.to_string();
-    assert!(text.contains("beyond ×1.150 (p = 0.008)"), "{text}");
+    assert!(
+        text.contains("the ratio beyond ×1.150 (p = 0.008)"),
+        "{text}"
+    );
     // "at least 30% faster" on the same data: inside the open claim, above its only edge
     let at_least_30 = Claim::at_least(ClaimDirection::Faster, 0.3);
     let holds = check_on(&baseline, &variant, Direction::HigherIsBetter, at_least_30);
@@ -403,6 +406,11 @@ fn a_speed_up_far_outside_the_claim_is_decided_by_the_rank_test_on_few_passes() 
         about_12,
     );
     assert_eq!(times.verdict, ClaimVerdict::Fails, "{times:?}");
+    // the edge as the ratio of seconds the reader sees: 1 / 1.15
+    let ClaimReason::RanksBeyond { edge, .. } = times.reason else {
+        panic!("{:?}", times.reason)
+    };
+    assert!((edge - 1.0 / 1.15).abs() < 1e-12, "{edge}");
 }
 
 /// Far above an open claim's edge on noisy passes: the CI alone is "too noisy", the rank

@@ -493,8 +493,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // the title as a list, then what they rest on), claim/7 (an undecided claim of any shift
     // gives its comparison's reason), report/11 (a trend's change as a ratio with its CI),
     // report/12 (a server's `profile` among the settings that differ), claim/8 (the rank
-    // test against a claim's edges decides it where the passes are too few for the CI) and
-    // report/13 (a block's design says what its trials profiled)
+    // test against a claim's edges decides it where the passes are too few for the CI),
+    // report/13 (a block's design says what its trials profiled) and claim/9 (that test's
+    // edge said as the ratio of medians)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -510,17 +511,17 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "847a82fd6099a262dfb5ac3448f44928204fc1511f7e00db4b2266ed53f2ff20",
+            "4bfffe7bd686dec7f69862e70b7bb9c1e24b8a26fc35dffb5b7dcba293454717",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "6628caa300e1553ae5127e52c4fc5cd1fa6070dc04757a59fcb8824263199a68",
+            "2c24a595a0258e8f81e0e17fed790bdf045847faffcc2ae16be75ad7a7c98dcd",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "04d2d4f6c5ebd0803584eb2ae205902606e1db98dafb0714db7eae5ac535eb1f",
+            "4b83d3064055c4c2243ef734326ae585a1354d6c521db727259914e29677fbc9",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (
