@@ -38,11 +38,23 @@ workload "ps" {
     threads 2
     duration "1s"
 }
+workload "ps1" {
+    sysbench "oltp_point_select"
+    threads 1
+    duration "1s"
+}
 trials "r" { servers "system" "jemalloc"; dataset "sb"; workload "ps"; passes 2 }
-analysis "tps" { table metric="tps" rows="server" columns="threads" baseline="system" }
+trials "one" { servers "system"; dataset "sb"; workload "ps1"; passes 2 }
+analysis "tps" { trials "r"; table metric="tps" rows="server" columns="threads" baseline="system" }
 claim "jemalloc is not slower by more than 50%" {
+    trials "r"
     metric "tps"
     expect "jemalloc >= system" within="50%"
+}
+// an effect no table compares: one server along a factor
+claim "a second client thread is not slower" {
+    metric "tps"
+    expect "r:system[threads=2] >= one:system[threads=1]" within="50%"
 }
 report "summary" { analyses "tps" }
 "#
@@ -260,13 +272,32 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
         ["study", "summary", "effects", "claims", "absolute"],
         "{text}"
     );
-    assert_eq!(cmp["summary"]["effects"], 1, "{cmp}");
+    assert_eq!(cmp["summary"]["effects"], 2, "{cmp}");
     assert!(cmp["summary"]["line"]
         .as_str()
         .unwrap()
-        .starts_with("0 of 1 effects consistent, 0 differ, 1 undecided; claims: "));
+        .starts_with("0 of 2 effects consistent, 0 differ, 2 undecided; claims: "));
     let effects = cmp["effects"].as_array().unwrap();
-    assert_eq!(effects.len(), 1, "jemalloc against system: {cmp}");
+    // the table's effect; the first claim compares the same cells, so only the second
+    // claim's effect (along threads) is added
+    assert_eq!(effects.len(), 2, "jemalloc against system, threads: {cmp}");
+    let along = &effects[1];
+    assert_eq!(
+        along["analysis"], "claim \"a second client thread is not slower\"",
+        "{along}"
+    );
+    assert_eq!(
+        (&along["variant"], &along["baseline"]),
+        (
+            &"r:system[threads=2]".into(),
+            &"one:system[threads=1]".into()
+        )
+    );
+    for side in ["published", "reproduced"] {
+        assert_eq!(along[side]["passes"], serde_json::json!([2, 2]), "{along}");
+    }
+    assert!(along["ratio_ci"].is_array(), "{along}");
+    assert_eq!(along["verdict"], "undecided", "{along}");
     let e = &effects[0];
     assert_eq!(
         (&e["variant"], &e["baseline"]),
@@ -306,14 +337,14 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
     let cmp = &cmp["absolute"];
     assert_eq!(cmp["mixes"], "machines and campaigns");
     let cells = cmp["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2, "one tps cell per server: {cmp}");
+    assert_eq!(cells.len(), 3, "one tps cell per server and block: {cmp}");
     for c in cells {
         assert_eq!(c["a"].as_array().unwrap().len(), 2, "{c}");
         assert_eq!(c["b"].as_array().unwrap().len(), 2, "{c}");
         assert!(c["verdict"].as_str().is_some_and(|v| !v.is_empty()));
     }
     let claims = cmp["claims"].as_array().unwrap();
-    assert_eq!(claims.len(), 1);
+    assert_eq!(claims.len(), 2);
     for c in claims {
         assert!(
             c["a"].is_string() && c["b"].is_string(),
@@ -334,7 +365,7 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
         .map(|p| serde_json::from_slice::<Value>(&std::fs::read(p).unwrap()).unwrap())
         .filter(|r| r["kind"] == "trial")
         .collect();
-    assert_eq!(trials.len(), 4);
+    assert_eq!(trials.len(), 6);
     assert!(trials.iter().all(|t| t["fingerprint"]["cpu_model"]
         == "Simulated CPU for reproduction"
         && t["extra"]["machine"]["simulated"].is_object()));
@@ -361,18 +392,18 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
             })
             .count()
     };
-    assert_eq!(simulated_trials(), 4);
+    assert_eq!(simulated_trials(), 6);
     let g = sb
         .cairn(["gc", "plan.kdl", "--apply"])
         .guard(GUARD)
         .success();
     assert!(
         g.stdout
-            .contains("keeping 4 measurements made on other machines"),
+            .contains("keeping 6 measurements made on other machines"),
         "{}",
         g.stdout
     );
-    assert_eq!(simulated_trials(), 4);
+    assert_eq!(simulated_trials(), 6);
     sb.cairn(["gc", "plan.kdl", "--apply", "--other-machines"])
         .guard(GUARD)
         .success();

@@ -1,17 +1,23 @@
 //! What a reproduction found (`cairn reproduce`): whether the published study's *effects*
-//! hold here — each table's variants against their baseline, published vs reproduced, by
+//! hold here — each table's variants against their baseline, and each claim's two cells
+//! where no table compares them (a server along a factor), published vs reproduced, by
 //! `cairn_analysis::replicate` — then the claims' verdicts on both sides, then the absolute
 //! cells as context (absolute figures differ between machines as a matter of course), with
 //! a summary line first; as Markdown and as JSON in the same order.
 
 use std::collections::BTreeMap;
 
-use cairn_analysis::{replicate, Agreement, Comparison as CellComparison, Criteria, Effect};
+use cairn_analysis::{
+    replicate, Agreement, BootstrapSettings, Comparison as CellComparison, Criteria, Effect,
+};
 use cairn_graph::{StepGraph, StepKind};
-use cairn_kinds::analysis_step::TABLE_JSON;
+use cairn_kinds::analysis_step::{samples_seed, TABLE_JSON};
+use cairn_kinds::claim_step::CLAIM_JSON;
+use cairn_kinds::trial_points::point_of_record;
 use cairn_report::table::{Cell as TableCell, Table};
 use cairn_store::{Record, Store};
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::comparison::{by_definition, ClaimRow, Comparison};
 
@@ -287,11 +293,205 @@ fn summary(effects: &[EffectRow], claims: &[ClaimRow]) -> Summary {
     s
 }
 
+/// Each claim's `claim.json` in `store` (the latest record of its definition), by name, in
+/// the plan's order.
+fn claims(
+    graph: &StepGraph,
+    store: &Store,
+    records: &BTreeMap<String, Vec<Record>>,
+) -> Vec<(String, Option<Value>)> {
+    graph
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::CLAIM)
+        .map(|step| {
+            let json = records
+                .get(&step.definition_key)
+                .and_then(|v| v.first())
+                .and_then(|r| r.outputs.get(CLAIM_JSON))
+                .and_then(|blob| store.read_blob(blob).ok())
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+            (step.name.clone(), json)
+        })
+        .collect()
+}
+
+/// A claim's two sides as `replicate` reads them: the right side's values of its figure
+/// (the baseline) and the left side's (the variant), in pass order, from the trials its
+/// `claim.json` names. `None` for a claim without one ratio (a trend, operations).
+fn claim_samples(store: &Store, claim: &Value) -> Option<(Vec<f64>, Vec<f64>)> {
+    let figure = cairn_defs::figures::lookup(claim.get("metric")?.as_str()?)?;
+    let side = |name: &str| -> Option<Vec<f64>> {
+        claim
+            .get(name)?
+            .as_array()?
+            .iter()
+            .map(|key| {
+                let record = store.get_record(key.as_str()?).ok()??;
+                point_of_record(&record, &record.address)
+                    .figures
+                    .get(figure)
+            })
+            .collect()
+    };
+    let (right, left) = (side("right_trials")?, side("left_trials")?);
+    (!right.is_empty() && !left.is_empty()).then_some((right, left))
+}
+
+/// The trial keys a claim compares, both sides, sorted: what tells whether a table's
+/// comparison already holds its effect.
+fn claim_trials(claim: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = ["left_trials", "right_trials"]
+        .iter()
+        .filter_map(|side| claim.get(*side)?.as_array().cloned())
+        .flatten()
+        .filter_map(|k| k.as_str().map(String::from))
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The effects the claims compare that no table does (a claim between two cells of one
+/// server along a factor, `a[cpus=2] > a[cpus=1]`): each claim's ratio of medians,
+/// published vs here, by the same rule as the tables' effects. `covered` holds the trial
+/// keys (sorted) of every table effect already compared.
+fn claim_effects(
+    published: (&Store, &[(String, Option<Value>)]),
+    here: (&Store, &[(String, Option<Value>)]),
+    covered: &[Vec<String>],
+) -> Vec<EffectRow> {
+    let mut rows = Vec::new();
+    for (name, json_a) in published.1 {
+        let Some(json_a) = json_a else { continue };
+        let Some((base_a, var_a)) = claim_samples(published.0, json_a) else {
+            continue;
+        };
+        if covered.contains(&claim_trials(json_a)) {
+            continue;
+        }
+        let text = |key: &str| {
+            json_a["expect"][key]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let at: Vec<String> = json_a["point"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| {
+                        format!("{k} = {}", v.as_str().map_or(v.to_string(), String::from))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let side = |json: &Value, base: &[f64], var: &[f64]| {
+            let ci = &json["ratio_ci"];
+            SideEffect {
+                ratio: json["ratio"].as_f64().unwrap_or(f64::NAN),
+                ci: (
+                    ci["low"].as_f64().unwrap_or(f64::NAN),
+                    ci["high"].as_f64().unwrap_or(f64::NAN),
+                ),
+                level: ci["level"].as_f64().unwrap_or(0.95),
+                passes: (base.len(), var.len()),
+                verdict: format!("claim {}", json["verdict"].as_str().unwrap_or("?")),
+            }
+        };
+        let mut row = EffectRow {
+            analysis: format!("claim \"{name}\""),
+            metric: json_a["metric"].as_str().unwrap_or_default().to_string(),
+            variant: text("left"),
+            baseline: text("right"),
+            at: if at.is_empty() {
+                "–".into()
+            } else {
+                at.join(", ")
+            },
+            published: Some(side(json_a, &base_a, &var_a)),
+            reproduced: None,
+            ratio: None,
+            ratio_ci: None,
+            verdict: Agreement::Undecided,
+            direction: None,
+            reason: String::new(),
+        };
+        let json_b = here
+            .1
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, j)| j.as_ref());
+        let Some((json_b, (base_b, var_b))) =
+            json_b.and_then(|j| Some((j, claim_samples(here.0, j)?)))
+        else {
+            row.reason = "not reproduced: the reproduction has no such claim".into();
+            rows.push(row);
+            continue;
+        };
+        row.reproduced = Some(side(json_b, &base_b, &var_b));
+        let criteria = Criteria {
+            bootstrap: BootstrapSettings {
+                seed: samples_seed(&base_a, &var_a),
+                ..BootstrapSettings::default()
+            },
+            ..Criteria::default()
+        };
+        let published_effect = Effect::Unpaired {
+            baseline: &base_a,
+            variant: &var_a,
+        };
+        let reproduced_effect = Effect::Unpaired {
+            baseline: &base_b,
+            variant: &var_b,
+        };
+        match replicate(published_effect, reproduced_effect, &criteria) {
+            Ok(r) => {
+                row.ratio = Some(r.ratio.ratio);
+                row.ratio_ci = Some((r.ratio.ci.low, r.ratio.ci.high));
+                row.verdict = r.agreement;
+                if r.agreement == Agreement::Differs {
+                    let higher = r.ratio.ci.low > 1.0;
+                    row.direction = Some(if higher { "higher" } else { "lower" }.into());
+                }
+                row.reason = r.reason.to_string();
+            }
+            Err(e) => row.reason = format!("cannot compare: {e}"),
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// The trial keys (sorted) of each compared table cell with its baseline's.
+fn table_effect_trials(tables: &BTreeMap<String, Table>) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for table in tables.values() {
+        let Some(baseline) = &table.baseline else {
+            continue;
+        };
+        for cell in table.cells.iter().filter(|c| c.comparison.is_some()) {
+            if let Some(base) = baseline_cell(table, baseline, cell) {
+                let mut keys: Vec<String> =
+                    cell.trials.iter().chain(&base.trials).cloned().collect();
+                keys.sort();
+                out.push(keys);
+            }
+        }
+    }
+    out
+}
+
 /// Reads both stores for `graph`'s study and compares what they found.
 pub fn findings(graph: &StepGraph, published: &Store, here: &Store) -> Findings {
     let ra = by_definition(published, None);
     let rb = by_definition(here, None);
-    let effects = effects(&tables(graph, published, &ra), &tables(graph, here, &rb));
+    let tables_a = tables(graph, published, &ra);
+    let mut effects = effects(&tables_a, &tables(graph, here, &rb));
+    effects.extend(claim_effects(
+        (published, &claims(graph, published, &ra)),
+        (here, &claims(graph, here, &rb)),
+        &table_effect_trials(&tables_a),
+    ));
     let comparison = crate::comparison::compare(graph, published, here, None, None);
     let note = format!(
         "Absolute throughput differs between machines as a matter of course: the published cells and these were measured apart, so each cell mixes {}, and a difference in it may be the machine's or the moment's, no finding about the study.",
@@ -333,9 +533,10 @@ pub fn markdown(f: &Findings) -> String {
     let mut s = format!("# {}: published vs reproduced here\n\n", f.study);
     s += &format!("**{}.**\n\n", f.summary.line);
     s += "## Effects: each variant's ratio to its baseline, published vs here\n\n";
+    s += "The tables' comparisons, then the ratio each claim compares where no table does (a server against itself along a factor).\n\n";
     s += "Each side's ratio is measured within one campaign (the variant beside its baseline), so it compares across machines where absolute figures do not. The verdict reads the 95% CI of (ratio here / ratio published), bootstrapped from the passes of both campaigns: *consistent* when it lies within ±5%, *differs* when it excludes 1, *undecided* when the passes are too few for the comparison's test (4 per side, 6 pairs paired) or it holds 1 but reaches beyond ±5% (the rule of `cairn_analysis::replication`).\n\n";
     if f.effects.is_empty() {
-        s += "No table of the study compares with a baseline: there are no effects to compare.\n";
+        s += "No table of the study compares with a baseline and no claim compares two cells: there are no effects to compare.\n";
     } else {
         s += "| table | variant vs baseline | at | published [CI] | here [CI] | here / published [95% CI] | verdict |\n|---|---|---|---|---|---|---|\n";
         for e in &f.effects {
