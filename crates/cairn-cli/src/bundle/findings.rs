@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use cairn_analysis::{
     replicate, Agreement, BootstrapSettings, Comparison as CellComparison, Criteria, Effect,
+    Replication,
 };
 use cairn_graph::{StepGraph, StepKind};
 use cairn_kinds::analysis_step::{samples_seed, TABLE_JSON};
@@ -56,6 +57,45 @@ pub struct EffectRow {
     pub reason: String,
 }
 
+impl EffectRow {
+    /// A row of the published side only, undecided until [`Self::replicated`]; `names` are
+    /// the analysis, metric, variant, baseline and place.
+    fn published(names: [&str; 5], published: SideEffect) -> EffectRow {
+        let [analysis, metric, variant, baseline, at] = names.map(String::from);
+        EffectRow {
+            analysis,
+            metric,
+            variant,
+            baseline,
+            at,
+            published: Some(published),
+            reproduced: None,
+            ratio: None,
+            ratio_ci: None,
+            verdict: Agreement::Undecided,
+            direction: None,
+            reason: String::new(),
+        }
+    }
+
+    /// Takes what `replicate` found (or why it could not compare) into the row.
+    fn replicated(&mut self, replicated: Result<Replication, String>) {
+        match replicated {
+            Ok(r) => {
+                self.ratio = Some(r.ratio.ratio);
+                self.ratio_ci = Some((r.ratio.ci.low, r.ratio.ci.high));
+                self.verdict = r.agreement;
+                if r.agreement == Agreement::Differs {
+                    let higher = r.ratio.ci.low > 1.0;
+                    self.direction = Some(if higher { "higher" } else { "lower" }.into());
+                }
+                self.reason = r.reason.to_string();
+            }
+            Err(e) => self.reason = format!("cannot compare: {e}"),
+        }
+    }
+}
+
 /// How many effects and claims agree: the summary line's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
@@ -98,13 +138,7 @@ fn tables(
 ) -> BTreeMap<String, Table> {
     let mut out = BTreeMap::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::ANALYSIS) {
-        let table = records
-            .get(&step.definition_key)
-            .and_then(|v| v.first())
-            .and_then(|r| r.outputs.get(TABLE_JSON))
-            .and_then(|blob| store.read_blob(blob).ok())
-            .and_then(|bytes| serde_json::from_slice::<Table>(&bytes).ok());
-        if let Some(t) = table {
+        if let Some(t) = latest_output::<Table>(step, store, records, TABLE_JSON) {
             // a faceted table's findings are each facet's: cells of one place per facet
             for (facet, part) in t.faceted() {
                 let name = match facet {
@@ -202,20 +236,16 @@ fn effects(published: &BTreeMap<String, Table>, here: &BTreeMap<String, Table>) 
             let Some(cmp_a) = &cell.comparison else {
                 continue;
             };
-            let mut row = EffectRow {
-                analysis: name.clone(),
-                metric: table.metric.clone(),
-                variant: cell.server.clone(),
-                baseline: baseline.clone(),
-                at: place(table, cell),
-                published: Some(side_effect(cmp_a)),
-                reproduced: None,
-                ratio: None,
-                ratio_ci: None,
-                verdict: Agreement::Undecided,
-                direction: None,
-                reason: String::new(),
-            };
+            let mut row = EffectRow::published(
+                [
+                    name,
+                    &table.metric,
+                    &cell.server,
+                    baseline,
+                    &place(table, cell),
+                ],
+                side_effect(cmp_a),
+            );
             let cell_b = there.and_then(|t| t.cell(&cell.row, &cell.column));
             let cmp_b = cell_b.and_then(|c| c.comparison.as_ref());
             let (Some(t_b), Some(cell_b), Some(cmp_b)) = (there, cell_b, cmp_b) else {
@@ -241,19 +271,7 @@ fn effects(published: &BTreeMap<String, Table>, here: &BTreeMap<String, Table>) 
             let replicated = samples.and_then(|(a, b)| {
                 replicate(a.effect(), b.effect(), &criteria).map_err(|e| e.to_string())
             });
-            match replicated {
-                Ok(r) => {
-                    row.ratio = Some(r.ratio.ratio);
-                    row.ratio_ci = Some((r.ratio.ci.low, r.ratio.ci.high));
-                    row.verdict = r.agreement;
-                    if r.agreement == Agreement::Differs {
-                        let higher = r.ratio.ci.low > 1.0;
-                        row.direction = Some(if higher { "higher" } else { "lower" }.into());
-                    }
-                    row.reason = r.reason.to_string();
-                }
-                Err(e) => row.reason = format!("cannot compare: {e}"),
-            }
+            row.replicated(replicated);
             rows.push(row);
         }
     }
@@ -305,15 +323,22 @@ fn claims(
         .iter()
         .filter(|s| s.kind == StepKind::CLAIM)
         .map(|step| {
-            let json = records
-                .get(&step.definition_key)
-                .and_then(|v| v.first())
-                .and_then(|r| r.outputs.get(CLAIM_JSON))
-                .and_then(|blob| store.read_blob(blob).ok())
-                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+            let json = latest_output::<Value>(step, store, records, CLAIM_JSON);
             (step.name.clone(), json)
         })
         .collect()
+}
+
+/// The JSON output `name` of the latest record of `step`'s definition in `store`.
+fn latest_output<T: serde::de::DeserializeOwned>(
+    step: &cairn_graph::Step,
+    store: &Store,
+    records: &BTreeMap<String, Vec<Record>>,
+    name: &str,
+) -> Option<T> {
+    let record = records.get(&step.definition_key)?.first()?;
+    let bytes = store.read_blob(record.outputs.get(name)?).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// A claim's two sides as `replicate` reads them: the right side's values of its figure
@@ -398,24 +423,21 @@ fn claim_effects(
                 verdict: format!("claim {}", json["verdict"].as_str().unwrap_or("?")),
             }
         };
-        let mut row = EffectRow {
-            analysis: format!("claim \"{name}\""),
-            metric: json_a["metric"].as_str().unwrap_or_default().to_string(),
-            variant: text("left"),
-            baseline: text("right"),
-            at: if at.is_empty() {
-                "–".into()
-            } else {
-                at.join(", ")
-            },
-            published: Some(side(json_a, &base_a, &var_a)),
-            reproduced: None,
-            ratio: None,
-            ratio_ci: None,
-            verdict: Agreement::Undecided,
-            direction: None,
-            reason: String::new(),
+        let at = if at.is_empty() {
+            "–".into()
+        } else {
+            at.join(", ")
         };
+        let mut row = EffectRow::published(
+            [
+                &format!("claim \"{name}\""),
+                json_a["metric"].as_str().unwrap_or_default(),
+                &text("left"),
+                &text("right"),
+                &at,
+            ],
+            side(json_a, &base_a, &var_a),
+        );
         let json_b = here
             .1
             .iter()
@@ -444,19 +466,9 @@ fn claim_effects(
             baseline: &base_b,
             variant: &var_b,
         };
-        match replicate(published_effect, reproduced_effect, &criteria) {
-            Ok(r) => {
-                row.ratio = Some(r.ratio.ratio);
-                row.ratio_ci = Some((r.ratio.ci.low, r.ratio.ci.high));
-                row.verdict = r.agreement;
-                if r.agreement == Agreement::Differs {
-                    let higher = r.ratio.ci.low > 1.0;
-                    row.direction = Some(if higher { "higher" } else { "lower" }.into());
-                }
-                row.reason = r.reason.to_string();
-            }
-            Err(e) => row.reason = format!("cannot compare: {e}"),
-        }
+        row.replicated(
+            replicate(published_effect, reproduced_effect, &criteria).map_err(|e| e.to_string()),
+        );
         rows.push(row);
     }
     rows
