@@ -286,36 +286,36 @@ fn edge_tests(
         _ => *x,
     };
     let variant: Vec<f64> = samples.variant.iter().map(speed).collect();
-    // Some(p) when the variant's speed lies significantly above (or below) the baseline's
-    // times `edge`
-    let beyond = |edge: f64, above: bool| -> Result<Option<f64>, StatsError> {
+    // the test against one edge, once: Some(p, whether the variant's speed lies above the
+    // baseline's times `edge`) when it is significant; None for an open side's edge
+    let test_at = |edge: f64| -> Result<Option<(f64, bool)>, StatsError> {
+        if edge <= 0.0 || !edge.is_finite() {
+            return Ok(None);
+        }
         let scaled: Vec<f64> = samples.baseline.iter().map(|x| speed(x) * edge).collect();
         let test = mann_whitney(&scaled, &variant)?;
-        let higher = test.u > (test.n_baseline * test.n_variant) as f64 / 2.0;
-        Ok((test.p_value < alpha && higher == above).then_some(test.p_value))
+        Ok(Some((test.p_value, test.says_higher())).filter(|(p, _)| *p < alpha))
     };
+    let (at_low, at_high) = (test_at(low)?, test_at(high)?);
+    // an open side's edge is cleared by any speed-up
     let above_low = if low > 0.0 {
-        beyond(low, true)?
+        at_low.filter(|&(_, higher)| higher).map(|(p, _)| p)
     } else {
         Some(0.0)
     };
     let below_high = if high.is_finite() {
-        beyond(high, false)?
+        at_high.filter(|&(_, higher)| !higher).map(|(p, _)| p)
     } else {
         Some(0.0)
     };
     if let (Some(a), Some(b)) = (above_low, below_high) {
         return Ok(Some(EdgeTests::Inside { p: a.max(b) }));
     }
-    if low > 0.0 {
-        if let Some(p) = beyond(low, false)? {
-            return Ok(Some(EdgeTests::Beyond { edge: low, p }));
-        }
+    if let Some((p, false)) = at_low {
+        return Ok(Some(EdgeTests::Beyond { edge: low, p }));
     }
-    if high.is_finite() {
-        if let Some(p) = beyond(high, true)? {
-            return Ok(Some(EdgeTests::Beyond { edge: high, p }));
-        }
+    if let Some((p, true)) = at_high {
+        return Ok(Some(EdgeTests::Beyond { edge: high, p }));
     }
     Ok(None)
 }

@@ -375,7 +375,7 @@ pub fn compare(
     let evidence = Evidence {
         p: test.p_value,
         min_p: test.min_p,
-        ranks_say_higher: test.u > (test.n_baseline * test.n_variant) as f64 / 2.0,
+        ranks_say_higher: test.says_higher(),
     };
     let (verdict, reason) = decide(&evidence, &ratio, direction, criteria);
     let passes_needed = passes_needed(

@@ -57,6 +57,14 @@ pub struct MannWhitney {
     pub ties: bool,
 }
 
+impl MannWhitney {
+    /// Whether the ranks point to the variant above the baseline (U above its no-shift
+    /// centre).
+    pub fn says_higher(&self) -> bool {
+        self.u > (self.n_baseline * self.n_variant) as f64 / 2.0
+    }
+}
+
 /// Tests whether `variant` is shifted against `baseline` (two-sided).
 pub fn mann_whitney(baseline: &[f64], variant: &[f64]) -> Result<MannWhitney, StatsError> {
     check(baseline, "baseline")?;
