@@ -48,6 +48,11 @@ pub struct ClaimRow {
     /// never shown without the ratio and uncertainty behind it.
     pub estimate_a: Option<ClaimEstimate>,
     pub estimate_b: Option<ClaimEstimate>,
+    /// Each side's `claim.json`, as read (`reproduce`'s findings read its trials from it).
+    #[serde(skip)]
+    pub json_a: Option<Value>,
+    #[serde(skip)]
+    pub json_b: Option<Value>,
 }
 
 /// A claim's ratio of medians (left / right) with its CI, as `claim.json` holds it; absent
@@ -64,7 +69,7 @@ pub struct ClaimEstimate {
 
 impl ClaimEstimate {
     /// Reads the estimate from a claim's `claim.json`.
-    fn of(claim: &Value) -> Option<ClaimEstimate> {
+    pub(crate) fn of(claim: &Value) -> Option<ClaimEstimate> {
         let ci = claim.get("ratio_ci")?;
         Some(ClaimEstimate {
             ratio: claim.get("ratio")?.as_f64()?,
@@ -261,10 +266,8 @@ pub fn compare(
     }
     let mut claims = Vec::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::CLAIM) {
-        let claim_json = |m: &BTreeMap<String, Vec<Record>>, store: &Store| -> Option<Value> {
-            let r = m.get(&step.definition_key)?.first()?;
-            let blob = r.outputs.get(cairn_kinds::claim_step::CLAIM_JSON)?;
-            serde_json::from_slice(&store.read_blob(blob).ok()?).ok()
+        let claim_json = |m: &BTreeMap<String, Vec<Record>>, store: &Store| {
+            latest_output::<Value>(step, store, m, cairn_kinds::claim_step::CLAIM_JSON)
         };
         let (ja, jb) = (claim_json(&ra, a), claim_json(&rb, b));
         let verdict = |j: &Option<Value>| j.as_ref()?.get("verdict")?.as_str().map(String::from);
@@ -281,6 +284,8 @@ pub fn compare(
             b: vb,
             estimate_a: ja.as_ref().and_then(ClaimEstimate::of),
             estimate_b: jb.as_ref().and_then(ClaimEstimate::of),
+            json_a: ja,
+            json_b: jb,
         });
     }
     let mixes = if fps_a == fps_b {
@@ -355,6 +360,19 @@ pub(crate) fn cells_markdown(
     s
 }
 
+/// The JSON output `name` of the latest record of `step`'s definition in `store`
+/// (`records`: the store's records by definition key).
+pub(crate) fn latest_output<T: serde::de::DeserializeOwned>(
+    step: &cairn_graph::Step,
+    store: &Store,
+    records: &BTreeMap<String, Vec<Record>>,
+    name: &str,
+) -> Option<T> {
+    let record = records.get(&step.definition_key)?.first()?;
+    let bytes = store.read_blob(record.outputs.get(name)?).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
 /// One line per claim: each side's verdict with the estimate it rests on, then whether it
 /// holds on side `b` in `on_b`'s words (`holds on B too`, `holds here too`).
 pub(crate) fn claims_markdown(
@@ -426,6 +444,8 @@ mod tests {
             holds_on_b: Some(false),
             estimate_a: ClaimEstimate::of(&published),
             estimate_b: ClaimEstimate::of(&trend),
+            json_a: Some(published),
+            json_b: Some(trend),
         };
         assert_eq!(
             claims_markdown(&[row], "published", "here", &|w| format!("{w} here")),

@@ -13,14 +13,13 @@ use cairn_analysis::{
 };
 use cairn_graph::{StepGraph, StepKind};
 use cairn_kinds::analysis_step::{samples_seed, TABLE_JSON};
-use cairn_kinds::claim_step::CLAIM_JSON;
 use cairn_kinds::trial_points::point_of_record;
 use cairn_report::table::{Cell as TableCell, Table};
 use cairn_store::{Record, Store};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::comparison::{by_definition, ClaimRow, Comparison};
+use crate::comparison::{by_definition, ClaimEstimate, ClaimRow, Comparison};
 
 /// One side's effect as its report computed it: the ratio to the baseline with its CI.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,7 +137,8 @@ fn tables(
 ) -> BTreeMap<String, Table> {
     let mut out = BTreeMap::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::ANALYSIS) {
-        if let Some(t) = latest_output::<Table>(step, store, records, TABLE_JSON) {
+        if let Some(t) = crate::comparison::latest_output::<Table>(step, store, records, TABLE_JSON)
+        {
             // a faceted table's findings are each facet's: cells of one place per facet
             for (facet, part) in t.faceted() {
                 let name = match facet {
@@ -311,36 +311,6 @@ fn summary(effects: &[EffectRow], claims: &[ClaimRow]) -> Summary {
     s
 }
 
-/// Each claim's `claim.json` in `store` (the latest record of its definition), by name, in
-/// the plan's order.
-fn claims(
-    graph: &StepGraph,
-    store: &Store,
-    records: &BTreeMap<String, Vec<Record>>,
-) -> Vec<(String, Option<Value>)> {
-    graph
-        .steps
-        .iter()
-        .filter(|s| s.kind == StepKind::CLAIM)
-        .map(|step| {
-            let json = latest_output::<Value>(step, store, records, CLAIM_JSON);
-            (step.name.clone(), json)
-        })
-        .collect()
-}
-
-/// The JSON output `name` of the latest record of `step`'s definition in `store`.
-fn latest_output<T: serde::de::DeserializeOwned>(
-    step: &cairn_graph::Step,
-    store: &Store,
-    records: &BTreeMap<String, Vec<Record>>,
-    name: &str,
-) -> Option<T> {
-    let record = records.get(&step.definition_key)?.first()?;
-    let bytes = store.read_blob(record.outputs.get(name)?).ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
 /// A claim's two sides as `replicate` reads them: the right side's values of its figure
 /// (the baseline) and the left side's (the variant), in pass order, from the trials its
 /// `claim.json` names. `None` for a claim without one ratio (a trend, operations).
@@ -381,19 +351,23 @@ fn claim_trials(claim: &Value) -> Vec<String> {
 /// published vs here, by the same rule as the tables' effects. `covered` holds the trial
 /// keys (sorted) of every table effect already compared.
 fn claim_effects(
-    published: (&Store, &[(String, Option<Value>)]),
-    here: (&Store, &[(String, Option<Value>)]),
+    claims: &[ClaimRow],
+    published: &Store,
+    here: &Store,
     covered: &[Vec<String>],
 ) -> Vec<EffectRow> {
     let mut rows = Vec::new();
-    for (name, json_a) in published.1 {
-        let Some(json_a) = json_a else { continue };
-        let Some((base_a, var_a)) = claim_samples(published.0, json_a) else {
+    for claim in claims {
+        let Some(json_a) = &claim.json_a else {
+            continue;
+        };
+        let Some((base_a, var_a)) = claim_samples(published, json_a) else {
             continue;
         };
         if covered.contains(&claim_trials(json_a)) {
             continue;
         }
+        let name = &claim.claim;
         let text = |key: &str| {
             json_a["expect"][key]
                 .as_str()
@@ -410,18 +384,22 @@ fn claim_effects(
                     .collect()
             })
             .unwrap_or_default();
-        let side = |json: &Value, base: &[f64], var: &[f64]| {
-            let ci = &json["ratio_ci"];
-            SideEffect {
-                ratio: json["ratio"].as_f64().unwrap_or(f64::NAN),
-                ci: (
-                    ci["low"].as_f64().unwrap_or(f64::NAN),
-                    ci["high"].as_f64().unwrap_or(f64::NAN),
-                ),
-                level: ci["level"].as_f64().unwrap_or(0.95),
+        // the ratio and CI as the claim computed them (its `ClaimEstimate`), the passes of
+        // each side
+        let side = |estimate: &Option<ClaimEstimate>,
+                    verdict: &Option<String>,
+                    base: &[f64],
+                    var: &[f64]| {
+            estimate.as_ref().map(|e| SideEffect {
+                ratio: e.ratio,
+                ci: e.ci,
+                level: e.level,
                 passes: (base.len(), var.len()),
-                verdict: format!("claim {}", json["verdict"].as_str().unwrap_or("?")),
-            }
+                verdict: format!("claim {}", verdict.as_deref().unwrap_or("?")),
+            })
+        };
+        let Some(published_side) = side(&claim.estimate_a, &claim.a, &base_a, &var_a) else {
+            continue;
         };
         let at = if at.is_empty() {
             "–".into()
@@ -436,21 +414,15 @@ fn claim_effects(
                 &text("right"),
                 &at,
             ],
-            side(json_a, &base_a, &var_a),
+            published_side,
         );
-        let json_b = here
-            .1
-            .iter()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, j)| j.as_ref());
-        let Some((json_b, (base_b, var_b))) =
-            json_b.and_then(|j| Some((j, claim_samples(here.0, j)?)))
+        let Some((base_b, var_b)) = claim.json_b.as_ref().and_then(|j| claim_samples(here, j))
         else {
             row.reason = "not reproduced: the reproduction has no such claim".into();
             rows.push(row);
             continue;
         };
-        row.reproduced = Some(side(json_b, &base_b, &var_b));
+        row.reproduced = side(&claim.estimate_b, &claim.b, &base_b, &var_b);
         let criteria = Criteria {
             bootstrap: BootstrapSettings {
                 seed: samples_seed(&base_a, &var_a),
@@ -499,12 +471,13 @@ pub fn findings(graph: &StepGraph, published: &Store, here: &Store) -> Findings 
     let rb = by_definition(here, None);
     let tables_a = tables(graph, published, &ra);
     let mut effects = effects(&tables_a, &tables(graph, here, &rb));
+    let comparison = crate::comparison::compare(graph, published, here, None, None);
     effects.extend(claim_effects(
-        (published, &claims(graph, published, &ra)),
-        (here, &claims(graph, here, &rb)),
+        &comparison.claims,
+        published,
+        here,
         &table_effect_trials(&tables_a),
     ));
-    let comparison = crate::comparison::compare(graph, published, here, None, None);
     let note = format!(
         "Absolute throughput differs between machines as a matter of course: the published cells and these were measured apart, so each cell mixes {}, and a difference in it may be the machine's or the moment's, no finding about the study.",
         comparison.mixes
@@ -612,6 +585,8 @@ mod tests {
             },
             estimate_a: None,
             estimate_b: None,
+            json_a: None,
+            json_b: None,
         }
     }
 
