@@ -17,35 +17,49 @@ use crate::context::{self, Exit};
 use crate::{BAD_INPUT, FAILED, OK};
 
 /// Which of a trial's profiles a command reads.
-#[derive(Clone, Copy)]
-pub struct Of {
-    /// The record's output.
-    output: &'static str,
-    /// Its description in the record (`extra.<what>`).
-    what: &'static str,
-    /// What the block must ask for.
-    asks: &'static str,
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Of {
+    /// On-CPU stacks (`profile "cpu"`).
+    Cpu,
+    /// Wait events (`profile "waits"`).
+    Waits,
 }
 
 impl Of {
     pub fn new(waits: bool) -> Of {
         if waits {
-            Of {
-                output: cairn_kinds::trial_profile::WAITS,
-                what: "waits",
-                asks: "waits",
-            }
+            Of::Waits
         } else {
-            Of {
-                output: cairn_kinds::trial_profile::PROFILE,
-                what: "profile",
-                asks: "cpu",
-            }
+            Of::Cpu
         }
     }
 
     fn waits(self) -> bool {
-        self.what == "waits"
+        self == Of::Waits
+    }
+
+    /// The record's output.
+    fn output(self) -> &'static str {
+        match self {
+            Of::Cpu => cairn_kinds::trial_profile::PROFILE,
+            Of::Waits => cairn_kinds::trial_profile::WAITS,
+        }
+    }
+
+    /// Its description in the record (`extra.<what>`).
+    fn what(self) -> &'static str {
+        match self {
+            Of::Cpu => "profile",
+            Of::Waits => "waits",
+        }
+    }
+
+    /// What the block must ask for.
+    fn asks(self) -> &'static str {
+        match self {
+            Of::Cpu => "cpu",
+            Of::Waits => "waits",
+        }
     }
 }
 
@@ -141,19 +155,20 @@ fn add_trial(
     // missing key panics, so read it as null
     let described = record
         .extra
-        .get(of.what)
+        .get(of.what())
         .unwrap_or(&serde_json::Value::Null);
-    let Some(blob) = record.outputs.get(of.output) else {
+    let Some(blob) = record.outputs.get(of.output()) else {
         let why = described["absent"].as_str().map_or_else(
             || {
                 format!(
                     "its trials block asks for no {} (add `profile \"{}\"` to it)",
-                    of.what, of.asks
+                    of.what(),
+                    of.asks()
                 )
             },
             str::to_string,
         );
-        eprintln!("error: {} has no {}: {why}", record.address, of.what);
+        eprintln!("error: {} has no {}: {why}", record.address, of.what());
         return Err(Exit(FAILED));
     };
     let text = store.read_blob(blob).map_err(context::fail(FAILED))?;
