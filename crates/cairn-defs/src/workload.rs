@@ -103,6 +103,11 @@ impl ProfilesAsked {
             waits: has("waits"),
         }
     }
+
+    /// Whether anything is asked.
+    pub fn any(self) -> bool {
+        self.cpu || self.waits
+    }
 }
 
 /// A workload driver as plans name it (`sysbench "oltp_read_only"`, a dataset's

@@ -144,8 +144,7 @@ pub fn check(graph: &StepGraph, step: &Step, def: &AnalysisDef) -> Result<(), Ch
     baseline_of(def, &servers)?;
     for input in &step.inputs {
         let from = &graph.steps[input.from];
-        let asked = crate::trial_profile::asked(&from.definition);
-        if from.kind == StepKind::TRIAL && !asked.cpu && !asked.waits {
+        if from.kind == StepKind::TRIAL && !crate::trial_profile::asked(&from.definition).any() {
             let (trials, server, _) = parse_address(&from.address);
             return Err(CheckError::new(
                 "analysis",

@@ -909,12 +909,12 @@ fn block_design(
 /// must know which passes paid for it); `None` when none did.
 fn profile_words(trials: &[&TrialPoint]) -> Option<Inline> {
     // what was profiled, with whose passes, in first-seen order
-    let mut by_what: Vec<((bool, bool), Vec<String>)> = Vec::new();
+    let mut by_what: Vec<(cairn_defs::ProfilesAsked, Vec<String>)> = Vec::new();
     let mut servers: Vec<String> = Vec::new();
     for t in trials {
         trial_points::push_unique(&mut servers, t.server.clone());
-        let what = (t.profiles.cpu, t.profiles.waits);
-        if what == (false, false) {
+        let what = t.profiles;
+        if !what.any() {
             continue;
         }
         let i = match by_what.iter().position(|(w, _)| *w == what) {
@@ -931,8 +931,8 @@ fn profile_words(trials: &[&TrialPoint]) -> Option<Inline> {
     }
     let parts: Vec<String> = by_what
         .iter()
-        .map(|((cpu, waits), profiled)| {
-            let what = match (cpu, waits) {
+        .map(|(asked, profiled)| {
+            let what = match (asked.cpu, asked.waits) {
                 (true, true) => "on-CPU stacks and wait statistics",
                 (true, false) => "on-CPU stacks",
                 _ => "wait statistics",
