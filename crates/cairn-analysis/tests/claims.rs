@@ -287,6 +287,30 @@ fn a_band_on_times_is_read_as_a_speed_up() {
     assert_eq!(v.limit, Some(0.7));
 }
 
+/// "A stripped binary is up to 4% faster": a band from no difference to 4% (about 2% ± 2%).
+/// It holds on a clear small gain inside it, fails when the variant is slower or far
+/// faster, and stays inconclusive on no difference at all — the CI then straddles the
+/// band's edge at ×1, which the data cannot clear.
+#[test]
+fn a_band_from_no_difference_claims_a_direction_and_a_limit() {
+    let up_to_4 = band(ClaimDirection::Faster, 0.0, 0.04);
+    assert_eq!(up_to_4.to_string(), "faster by 0% to 4%");
+    let mut noise = Noise::new(41);
+    let o2 = noise.sample(10, 40.0, 0.002);
+    let verdict = |secs: f64, noise: &mut Noise| {
+        let variant = noise.sample(10, secs, 0.002);
+        check_on(&o2, &variant, Direction::LowerIsBetter, up_to_4)
+    };
+    let gain_2 = verdict(40.0 / 1.02, &mut noise);
+    assert_eq!(gain_2.verdict, ClaimVerdict::Holds, "{gain_2:?}");
+    let slower = verdict(41.0, &mut noise);
+    assert_eq!(slower.verdict, ClaimVerdict::Fails, "{slower:?}");
+    let gain_10 = verdict(40.0 / 1.10, &mut noise);
+    assert_eq!(gain_10.verdict, ClaimVerdict::Fails, "{gain_10:?}");
+    let same = check_on(&o2, &o2, Direction::LowerIsBetter, up_to_4);
+    assert_eq!(same.verdict, ClaimVerdict::Inconclusive, "{same:?}");
+}
+
 #[test]
 fn a_noisy_band_is_inconclusive_and_a_reversed_band_is_refused() {
     let c = comparison(

@@ -303,7 +303,8 @@ pub fn claim_spec(
 }
 
 /// A claim's band `(about, tolerance)`, checked: both written, beside `>` or `<` alone, the
-/// tolerance below its centre and (for `<`) the band above zero. `None` without `about`.
+/// tolerance at most its centre (a band may start at no difference: "up to 4%") and (for
+/// `<`) the band above zero. `None` without `about`.
 fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, CheckError> {
     let refuse = |m: String| Err(CheckError::new("claim", "expect", m));
     let (about, tolerance) = match (definition.about, definition.tolerance) {
@@ -320,9 +321,9 @@ fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, Ch
             op.symbol()
         ));
     }
-    if !(tolerance < about && about.is_finite()) {
+    if !(tolerance <= about && about > 0.0 && about.is_finite()) {
         return refuse(format!(
-            "a band of {}% ± {}% reaches no difference, so it claims no direction",
+            "a band of {}% ± {}% crosses no difference, so it claims no direction",
             about * 100.0,
             tolerance * 100.0
         ));

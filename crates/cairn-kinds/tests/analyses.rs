@@ -757,8 +757,11 @@ fn bad_bands_are_refused_at_the_expectation() {
     };
     let msg = refused(band_def("jemalloc >= system", 0.10, 0.05, "tps"));
     assert!(msg.contains("write `>` or `<`"), "{msg}");
-    let msg = refused(band_def("jemalloc > system", 0.10, 0.10, "tps"));
+    let msg = refused(band_def("jemalloc > system", 0.10, 0.15, "tps"));
     assert!(msg.contains("claims no direction"), "{msg}");
+    // a band from no difference ("up to 20% faster") claims a direction and a limit
+    let up_to = band_def("jemalloc > system", 0.10, 0.10, "tps");
+    assert!(claim_spec(&claim(&up_to), &servers(), &params()).is_ok());
     let msg = refused(band_def("jemalloc < system", 0.90, 0.20, "tps"));
     assert!(msg.contains("cannot fall that far"), "{msg}");
     let mut half = claim_def("jemalloc > system", None, "tps");

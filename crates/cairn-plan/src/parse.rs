@@ -1741,8 +1741,10 @@ impl FileParser<'_> {
     }
 
     /// A claim's band (`about="50%" tolerance="10%"`): both halves, on `>` or `<` alone, no
-    /// `by`/`within` beside it, and a tolerance below its centre — a band that reaches "no
-    /// difference" claims no direction (that is `>=`/`<=` with `within`).
+    /// `by`/`within` beside it, and a tolerance at most its centre — a band that crosses "no
+    /// difference" claims no direction (that is `>=`/`<=` with `within`); one that starts
+    /// there ("up to 4% faster": `about="2%" tolerance="2%"`) claims the direction and a
+    /// limit.
     fn claim_band(
         &mut self,
         expect: &Sp<String>,
@@ -1775,18 +1777,23 @@ impl FileParser<'_> {
                             .help("keep either the band or `by`/`within`"),
                     );
                 }
-                if t.value >= a.value {
+                if t.value > a.value {
                     self.push(
                         problem(
                             "bad_value",
                             format!(
-                                "a band of {} ± {} reaches no difference, so it claims no direction",
+                                "a band of {} ± {} crosses no difference, so it claims no direction",
                                 pct(a.value),
                                 pct(t.value)
                             ),
                         )
-                        .label(t.loc, "as wide as its centre")
-                        .help("make the tolerance smaller than `about`, or claim the absence of a difference with >= or <= and within=\"…\""),
+                        .label(t.loc, "wider than its centre")
+                        .help(format!(
+                            "make the tolerance at most `about` (\"up to {}\" is about=\"{}\" tolerance=\"{}\"), or claim the absence of a difference with >= or <= and within=\"…\"",
+                            pct(a.value + t.value),
+                            pct((a.value + t.value) / 2.0),
+                            pct((a.value + t.value) / 2.0)
+                        )),
                     );
                 }
                 if expect.value.contains(">=") || expect.value.contains("<=") {
