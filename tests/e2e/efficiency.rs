@@ -1,4 +1,4 @@
-//! End-to-end: a real trial records what its server spent per query in the measured window — server CPU and context switches read through the runtime (a container's cgroup, a host process's `/proc`) — beside the driver's client CPU per query, for the native driver, the external sysbench tool and the process executor; `cairn results` shows the figures and a `table` analysis reads them.
+//! End-to-end: a real trial records what its server spent per query in the measured window — server CPU and context switches read through the runtime (a container's cgroup, a host process's `/proc`) — beside the driver's client CPU per query and the machine's other work, for the native driver, the external sysbench tool and the process executor; `cairn results` shows the figures and a `table` analysis reads them.
 
 use std::time::Duration;
 
@@ -48,6 +48,11 @@ fn efficient(sb: &Sandbox, address: &str) -> Value {
     }
     let e = rec["extra"]["efficiency"].clone();
     eprintln!("{address} efficiency: {e}");
+    // the machine beside the server: its CPUs read, the other work's share a percentage
+    let other = f["other_cpu_pct"].as_f64().unwrap_or(-1.0);
+    assert!((0.0..=100.0).contains(&other), "{address}: {f} {e}");
+    assert!(e["machine"]["cpus"].as_u64().unwrap_or(0) >= 1, "{e}");
+    assert!(e["machine"]["busy_s"].as_f64().unwrap() > 0.0, "{e}");
     assert_eq!(e["queries_from"], "Questions", "{address}: {e}");
     assert!(e["queries"].as_f64().unwrap() > 0.0, "{e}");
     // no hardware counters are read: the record says why
@@ -106,6 +111,13 @@ analysis "cpu" {{ table metric="server_cpu_us_per_query" rows="server" columns="
         assert_eq!(e["window"]["from"], "warmup end (by the clock)", "{e}");
         // root may run the window's timer real-time (the tests run as root here)
         assert!(e["window"]["timer"].as_str().is_some(), "{e}");
+        // an external tool's CPU is the client's, not other work; a native driver's is cairn's
+        let tool = &e["machine"]["external_client_s"];
+        if address.contains("external") {
+            assert!(tool.as_f64().unwrap() > 0.0, "{e}");
+        } else {
+            assert!(tool.is_null(), "{e}");
+        }
     }
     let table = sb.cairn(["results", "plan.kdl"]).guard(GUARD).run();
     table.expect_code(0);

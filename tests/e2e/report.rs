@@ -163,6 +163,14 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
     assert!(ev.finished().is_empty(), "{:?}", ev.finished());
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("- plan: `plan.kdl`, blake3 "), "{md}");
+    // Data quality says how much other work the machine did beside the trials (quiet or
+    // not, which this run cannot choose)
+    assert!(
+        md.contains("- the machine was otherwise quiet: ")
+            || md.contains("- ⚠ other work on the machine: "),
+        "{md}"
+    );
+    assert!(md.contains("(`other_cpu_pct`"), "{md}");
     assert_snapshot("report_md", &redact(&normalize(&md, Some(sb.path()))));
     // its headline (the findings under the title and what they rest on) states only numbers
     // data.json holds
@@ -180,7 +188,15 @@ fn a_study_ends_with_its_table_and_verdict_and_reports_from_records() {
     let csv = std::fs::read_to_string(dir.join("data.csv")).unwrap();
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    for col in ["address", "server", "pass", "key", "threads", "tps"] {
+    for col in [
+        "address",
+        "server",
+        "pass",
+        "key",
+        "threads",
+        "tps",
+        "other_cpu_pct",
+    ] {
         assert!(header.contains(&col), "{col} in {header:?}");
     }
     assert_eq!(lines.count(), 6);

@@ -31,6 +31,8 @@ pub enum Unit {
     MicrosecondsPerQuery,
     /// A count of things (context switches, …) per query.
     PerQuery,
+    /// A share of a whole, in percent.
+    Percent,
 }
 
 impl Unit {
@@ -44,6 +46,7 @@ impl Unit {
             Unit::MillisecondsPer1kQueries => "ms/1k queries",
             Unit::MicrosecondsPerQuery => "µs/query",
             Unit::PerQuery => "/query",
+            Unit::Percent => "%",
         }
     }
 
@@ -57,6 +60,7 @@ impl Unit {
             Unit::MillisecondsPer1kQueries => 2,
             Unit::MicrosecondsPerQuery => 1,
             Unit::PerQuery => 2,
+            Unit::Percent => 1,
         }
     }
 }
@@ -321,6 +325,15 @@ pub const CTX_SWITCHES_PER_QUERY: Figure = shared(
     "server context switches (voluntary + involuntary, all threads) per query",
 );
 
+// -- the machine around the trial (read by the trial from `/proc/stat`, for every driver)
+pub const OTHER_CPU_PCT: Figure = shared(
+    "other_cpu_pct",
+    Unit::Percent,
+    Lower,
+    Cpu,
+    "share of the machine's CPU time (all CPUs, the measured window) busy with work other than the trial's server and client",
+);
+
 // -- rate-limited runs (arrivals on a schedule)
 pub const RATE: Figure = shared(
     "rate",
@@ -461,6 +474,7 @@ pub const ALL: &[&Figure] = &[
     &SERVER_CPU_US_PER_QUERY,
     &CTX_SWITCHES_PER_QUERY,
     &INSTRUCTIONS_PER_QUERY,
+    &OTHER_CPU_PCT,
     &RATE,
     &CLIENTS,
     &ROUNDS,

@@ -10,6 +10,7 @@ pub mod cpu_sets;
 pub mod datadir;
 pub mod docker;
 pub mod elf;
+pub mod host_cpu;
 pub mod host_server;
 pub mod host_settings;
 pub mod machine;

@@ -205,7 +205,7 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 /// `sysconf(_SC_CLK_TCK)`: the unit of `/proc/<pid>/stat` times and `cpuacct.stat`.
-fn clock_ticks_per_second() -> f64 {
+pub(crate) fn clock_ticks_per_second() -> f64 {
     // SAFETY: sysconf reads a constant of the system; no memory is touched
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz > 0 {

@@ -19,6 +19,7 @@ pub mod plot_analysis;
 pub mod profile_analysis;
 pub mod report_document;
 pub mod report_lifecycle;
+pub mod report_other_work;
 pub mod report_step;
 pub mod series_csv;
 pub mod series_plot;

@@ -1091,7 +1091,8 @@ fn differing_settings(trials: &[TrialPoint]) -> Vec<(String, Vec<(String, String
 
 /// The data's quality, each fact once: the noisy cells (one line per cell, however many
 /// analyses show it), the drift and outlier flags with their numbers, the machines and the
-/// campaigns where a comparison mixes them.
+/// campaigns where a comparison mixes them, and the other work the machine did beside the
+/// trials.
 fn data_quality(inputs: &Inputs, reused: &BTreeMap<String, String>) -> Vec<Block> {
     let mut noisy = Vec::new();
     let mut seen = BTreeSet::new();
@@ -1158,6 +1159,7 @@ fn data_quality(inputs: &Inputs, reused: &BTreeMap<String, String>) -> Vec<Block
         blocks.push(Block::List(flags));
     }
     let mut facts = measured_in(&inputs.trials, reused);
+    facts.extend(crate::report_other_work::other_work(&inputs.trials));
     if trial_points::machine_classes(&inputs.trials) > 1 {
         facts.push(Item::new(Inline::plain(
             "⚠ the trials were measured on more than one class of machine: comparisons across them are inconclusive",

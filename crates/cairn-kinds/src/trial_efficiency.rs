@@ -16,6 +16,12 @@
 //! says where each number came from, and why a figure is absent (a runtime that cannot read
 //! its server, a machine without hardware counters for `instructions_per_query`).
 //!
+//! The machine around the server is read at the same two moments (`/proc/stat`, every CPU):
+//! `other_cpu_pct` is the share of its CPU time busy with anything but the server, cairn's
+//! own process (where native drivers run) and an external tool's client (its
+//! `client_cpu_s`). Other work beside a trial (a compile, a neighbour's job) shows there,
+//! while the server's own CPU figures barely move; the record's `machine` keeps the parts.
+//!
 //! Client CPU per query is the driver's own figure (`client_cpu_ms_per_1k_queries`, the same
 //! number as µs per query): the driver measures its threads, or the tool's container.
 
@@ -26,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use cairn_defs::figures::{self, Figures};
 use cairn_defs::ProfilesAsked;
+use cairn_exec::host_cpu::HostCpuReading;
 use cairn_exec::profiler::Recording;
 use cairn_exec::usage::{ResourceProbe, UsageReading};
 use cairn_workload::server::StatusSession;
@@ -37,6 +44,8 @@ use serde_json::{json, Value};
 /// how long the `Questions` took to read (the two are only comparable if that is short).
 struct StartReading {
     usage: Result<UsageReading, String>,
+    /// The whole machine's counters, read right after the server's.
+    machine: Result<HostCpuReading, String>,
     questions: Option<f64>,
     at: Instant,
     questions_lag: Duration,
@@ -61,12 +70,14 @@ impl StartReading {
             .as_ref()
             .map_err(Clone::clone)
             .and_then(ResourceProbe::read);
+        let machine = HostCpuReading::read();
         let questions = match status {
             Some(s) => s.read().ok().and_then(|s| questions(&s)),
             None => questions(before),
         };
         StartReading {
             usage,
+            machine,
             questions,
             at,
             questions_lag: at.elapsed(),
@@ -130,6 +141,9 @@ pub struct WindowMeter {
     session: Option<StatusSession>,
     /// Where the status connection goes (for a new one if the timer thread was lost).
     target: Target,
+    /// The client runs outside cairn's process (an external tool's container): its CPU is
+    /// the driver's `client_cpu_s`, not part of cairn's own.
+    client_outside: bool,
 }
 
 /// The window's second reading, taken as the workload returned.
@@ -145,6 +159,9 @@ pub struct WindowEnd {
     probe_error: Option<String>,
     start: Option<StartReading>,
     end: Option<UsageReading>,
+    /// The whole machine's counters at the window's end.
+    machine_end: Result<HostCpuReading, String>,
+    client_outside: bool,
     at: Instant,
     from: &'static str,
 }
@@ -160,13 +177,15 @@ impl WindowMeter {
     /// the readings at the warmup's end and after the workload (connected now, before the
     /// workload, so a reading costs a query and not a connect).
     /// With `profiles`, the server's on-CPU stacks are sampled and its waits read over the
-    /// window too.
+    /// window too. `client_outside`: the workload's client runs outside cairn's process (an
+    /// external tool), so the machine's other work is counted less its `client_cpu_s`.
     pub fn start(
         probe: Result<ResourceProbe, String>,
         before: &BTreeMap<String, String>,
         warmup: Duration,
         status: &Target,
         profiles: ProfilesAsked,
+        client_outside: bool,
     ) -> WindowMeter {
         let mut session = StatusSession::open(status);
         // counting starts before the workload, so the connection threads it makes inherit it
@@ -181,6 +200,7 @@ impl WindowMeter {
                 from: "workload start",
                 session: Some(session),
                 target: status.clone(),
+                client_outside,
             };
         }
         let (workload_done, done) = mpsc::channel::<()>();
@@ -215,6 +235,7 @@ impl WindowMeter {
             from: "warmup end (by the clock)",
             session: None,
             target: status.clone(),
+            client_outside,
         }
     }
 
@@ -225,6 +246,7 @@ impl WindowMeter {
             Ok(p) => (p.read().ok(), None),
             Err(e) => (None, Some(e.clone())),
         };
+        let machine_end = HostCpuReading::read();
         let (start, session, recording) = match self.start {
             Start::Taken(s, recording) => (Some(s), self.session, *recording),
             Start::Pending {
@@ -257,6 +279,8 @@ impl WindowMeter {
             probe_error,
             start,
             end,
+            machine_end,
+            client_outside: self.client_outside,
             at,
             from: self.from,
         }
@@ -302,6 +326,7 @@ impl WindowEnd {
         }
         let Some(StartReading {
             usage: start_usage,
+            machine: start_machine,
             questions: start_questions,
             at: start_at,
             questions_lag: start_lag,
@@ -352,6 +377,7 @@ impl WindowEnd {
             "server": delta,
             "threads": end.threads,
         });
+        rec["machine"] = self.machine_beside(start_machine, delta.cpu_s, figures);
         if *start_lag + end_lag > lag_allowed(window) {
             // the queries would be another span's than the CPU: no per-query figure
             rec["absent"] = json!(format!(
@@ -401,6 +427,46 @@ impl WindowEnd {
     }
 }
 
+impl WindowEnd {
+    /// The machine's CPU over the window beside the trial's: sets `other_cpu_pct` (the share
+    /// busy with anything but the server, cairn's process — the native drivers' threads —
+    /// and an external tool's client) and returns every part for the record, or why the
+    /// machine could not be read.
+    fn machine_beside(
+        &self,
+        start: &Result<HostCpuReading, String>,
+        server_cpu_s: f64,
+        figures: &mut Figures,
+    ) -> Value {
+        let (start, end) = match (start, &self.machine_end) {
+            (Ok(s), Ok(e)) => (s, e),
+            (Err(e), _) | (_, Err(e)) => return json!({"absent": e}),
+        };
+        let machine = end.since(start);
+        let client_s = if self.client_outside {
+            figures.get(&figures::CLIENT_CPU_S)
+        } else {
+            None
+        };
+        let trial_s = server_cpu_s + machine.own_s + client_s.unwrap_or(0.0);
+        let other = machine.other_pct(trial_s);
+        if let Some(pct) = other {
+            figures.set(&figures::OTHER_CPU_PCT, pct);
+        }
+        json!({
+            "from": "/proc/stat (every CPU) and /proc/self/stat",
+            "cpus": machine.cpus,
+            "cpu_s": machine.total_s,
+            "busy_s": machine.busy_s,
+            "steal_s": machine.steal_s,
+            "server_s": server_cpu_s,
+            "cairn_s": machine.own_s,
+            "external_client_s": client_s,
+            "other_pct": other,
+        })
+    }
+}
+
 const COUNTED_FROM: &str = "perf_event, per server thread (inherited by new threads)";
 
 /// What the record says of instructions counted over a window that has no per-query
@@ -433,6 +499,7 @@ mod tests {
             warmup,
             &Target::tcp("127.0.0.1", 1, "x"),
             ProfilesAsked::default(),
+            false,
         )
     }
 
@@ -462,6 +529,45 @@ mod tests {
         );
         assert!(f.contains(&figures::CTX_SWITCHES_PER_QUERY));
         assert!(rec["instructions_per_query"]["absent"].is_string());
+        // the machine beside it: its CPUs counted, this process counted once as cairn's
+        assert!(rec["machine"]["cpus"].as_u64().unwrap() >= 1, "{rec}");
+        assert!(rec["machine"]["cairn_s"].as_f64().unwrap() > 0.0, "{rec}");
+        assert_eq!(rec["machine"]["external_client_s"], Value::Null);
+        let other = f.get(&figures::OTHER_CPU_PCT).unwrap();
+        assert!((0.0..=100.0).contains(&other), "{rec}");
+    }
+
+    #[test]
+    fn an_external_clients_cpu_is_not_the_machines_other_work() {
+        let probe = ResourceProbe::process(std::process::id());
+        let mut end = WindowMeter::start(
+            Ok(probe),
+            &status(1),
+            Duration::ZERO,
+            &Target::tcp("127.0.0.1", 1, "x"),
+            ProfilesAsked::default(),
+            true,
+        )
+        .stop();
+        // as if the machine had been busy 10 of its 20 CPU-seconds, 4 of them the tool's
+        let start = end.start.as_ref().unwrap().machine.clone();
+        end.machine_end = start.map(|m| HostCpuReading {
+            busy_s: m.busy_s + 10.0,
+            total_s: m.total_s + 20.0,
+            ..m
+        });
+        let mut f = Figures::new();
+        f.set(&figures::CLIENT_CPU_S, 4.0);
+        let rec = end.record(&status(2), Instant::now(), &mut f);
+        assert_eq!(rec["machine"]["external_client_s"], json!(4.0), "{rec}");
+        let server = f.get(&figures::SERVER_CPU_S).unwrap();
+        let cairn = rec["machine"]["cairn_s"].as_f64().unwrap();
+        let expected = (100.0 * (10.0 - 4.0 - server - cairn) / 20.0).max(0.0);
+        let other = f.get(&figures::OTHER_CPU_PCT).unwrap();
+        assert!(
+            (other - expected).abs() < 1e-9,
+            "{other} vs {expected}: {rec}"
+        );
     }
 
     #[test]

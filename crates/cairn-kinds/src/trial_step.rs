@@ -425,6 +425,7 @@ fn run_workload(
         warmup,
         status_target,
         setup.profiles,
+        setup.is_external(),
     );
     let t_run = Instant::now();
     let watchdog = Watchdog::start(workload, setup.timeout);
