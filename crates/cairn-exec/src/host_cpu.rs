@@ -8,23 +8,32 @@
 //! (network softirqs, a proxy on the connection's path): the record keeps every part.
 //!
 //! `/proc/stat`'s `cpu` line sums every CPU: user, nice, system, idle, iowait, irq, softirq,
-//! steal (guest time is already inside user). Busy is user + nice + system + irq + softirq;
-//! steal, the time a hypervisor gave to other machines, is kept apart: it is neither this
-//! machine's work nor idle.
+//! steal (guest time is already inside user). Its idle time is exact (a tickless kernel
+//! measures each idle period), but user and system are sampled at the timer tick: under a
+//! server that sleeps and wakes thousands of times a second they fall short — here 6% of the
+//! machine over a 46 s window, more than the other work itself, while the server's cgroup
+//! counts its own CPU exactly. So the machine's busy time is the wall-clock window on every
+//! CPU less its idle, iowait and steal time, not the sum of the sampled fields. Steal, the
+//! time a hypervisor gave to other machines, is kept apart: it is neither this machine's work
+//! nor idle.
 
 use std::path::Path;
+use std::time::Instant;
 
 use crate::usage::{clock_ticks_per_second, parse_proc_stat_times};
 
 /// One reading of the machine's CPU counters and this process's.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HostCpuReading {
-    /// Busy seconds summed over every CPU since boot.
-    pub busy_s: f64,
+    /// When it was read.
+    pub at: Instant,
+    /// Idle and iowait seconds summed over every CPU since boot (exact).
+    pub idle_s: f64,
     /// Seconds a hypervisor ran something else while this machine's CPUs wanted to run.
     pub steal_s: f64,
-    /// Every second of every CPU counted (busy, idle, iowait and steal).
-    pub total_s: f64,
+    /// Busy seconds as the tick sampled them (user, nice, system, irq, softirq): for the
+    /// record, they fall short under many short sleeps.
+    pub sampled_busy_s: f64,
     /// CPUs the `cpu<N>` lines list (online ones).
     pub cpus: usize,
     /// CPU seconds of this process (all its threads, exited ones too): cairn, and the
@@ -35,10 +44,15 @@ pub struct HostCpuReading {
 /// What the machine did between two readings.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct HostCpuDelta {
-    pub busy_s: f64,
-    pub steal_s: f64,
-    pub total_s: f64,
+    /// The wall-clock seconds between the readings.
+    pub wall_s: f64,
     pub cpus: usize,
+    /// Busy seconds over every CPU: the window on every CPU less idle, iowait and steal.
+    pub busy_s: f64,
+    pub idle_s: f64,
+    pub steal_s: f64,
+    /// The tick's busy seconds, for the record.
+    pub sampled_busy_s: f64,
     pub own_s: f64,
 }
 
@@ -58,9 +72,10 @@ impl HostCpuReading {
         let (utime, stime) = parse_proc_stat_times(&read(own)?)
             .ok_or_else(|| format!("no utime/stime in {}", own.display()))?;
         Ok(HostCpuReading {
-            busy_s: ticks.busy as f64 / hz,
+            at: Instant::now(),
+            idle_s: ticks.idle as f64 / hz,
             steal_s: ticks.steal as f64 / hz,
-            total_s: ticks.total as f64 / hz,
+            sampled_busy_s: ticks.busy as f64 / hz,
             cpus: ticks.cpus,
             own_s: (utime + stime) as f64 / hz,
         })
@@ -68,31 +83,44 @@ impl HostCpuReading {
 
     /// What the machine did from `before` to this reading (counters never go back).
     pub fn since(&self, before: &HostCpuReading) -> HostCpuDelta {
+        let wall_s = self.at.saturating_duration_since(before.at).as_secs_f64();
+        let idle_s = (self.idle_s - before.idle_s).max(0.0);
+        let steal_s = (self.steal_s - before.steal_s).max(0.0);
         HostCpuDelta {
-            busy_s: (self.busy_s - before.busy_s).max(0.0),
-            steal_s: (self.steal_s - before.steal_s).max(0.0),
-            total_s: (self.total_s - before.total_s).max(0.0),
+            wall_s,
             cpus: self.cpus,
+            busy_s: (wall_s * self.cpus as f64 - idle_s - steal_s).max(0.0),
+            idle_s,
+            steal_s,
+            sampled_busy_s: (self.sampled_busy_s - before.sampled_busy_s).max(0.0),
             own_s: (self.own_s - before.own_s).max(0.0),
         }
     }
 }
 
 impl HostCpuDelta {
+    /// The machine's CPU seconds over the window: the wall clock on every CPU.
+    pub fn capacity_s(&self) -> f64 {
+        self.wall_s * self.cpus as f64
+    }
+
     /// The share of the machine's CPU time over the window (every CPU's) that was busy with
     /// work other than `trial_s` (the seconds the trial's server and client used), in
     /// percent, never below zero: counters read a few milliseconds apart can overlap.
     pub fn other_pct(&self, trial_s: f64) -> Option<f64> {
-        (self.total_s > 0.0).then(|| (100.0 * (self.busy_s - trial_s) / self.total_s).max(0.0))
+        let capacity = self.capacity_s();
+        (capacity > 0.0).then(|| (100.0 * (self.busy_s - trial_s) / capacity).max(0.0))
     }
 }
 
 /// Clock ticks of `/proc/stat`'s summed `cpu` line, and the number of `cpu<N>` lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct MachineTicks {
+    /// user + nice + system + irq + softirq, as the tick sampled them.
     busy: u64,
+    /// idle + iowait.
+    idle: u64,
     steal: u64,
-    total: u64,
     cpus: usize,
 }
 
@@ -121,8 +149,8 @@ fn parse_machine_stat(text: &str) -> Option<MachineTicks> {
         .count();
     Some(MachineTicks {
         busy,
+        idle: idle + iowait,
         steal,
-        total: busy + idle + iowait + steal,
         cpus,
     })
 }
@@ -140,44 +168,50 @@ mod tests {
     fn busy_is_the_work_steal_and_waiting_are_apart() {
         let t = parse_machine_stat(STAT).unwrap();
         assert_eq!(t.busy, 1000 + 20 + 300 + 5 + 15);
+        assert_eq!(t.idle, 8000 + 100);
         assert_eq!(t.steal, 60);
-        assert_eq!(t.total, t.busy + 8000 + 100 + 60);
         assert_eq!(t.cpus, 2);
     }
 
     #[test]
     fn an_old_kernels_line_without_steal_reads_as_none() {
         let t = parse_machine_stat("cpu 10 0 5 100\ncpu0 10 0 5 100\n").unwrap();
-        assert_eq!((t.busy, t.steal, t.total, t.cpus), (15, 0, 115, 1));
+        assert_eq!((t.busy, t.idle, t.steal, t.cpus), (15, 100, 0, 1));
         assert!(parse_machine_stat("intr 1\n").is_none());
         assert!(parse_machine_stat("cpu 1 x 2 3\n").is_none());
     }
 
+    fn reading(at: Instant, idle_s: f64, sampled_busy_s: f64) -> HostCpuReading {
+        HostCpuReading {
+            at,
+            idle_s,
+            steal_s: 0.0,
+            sampled_busy_s,
+            cpus: 2,
+            own_s: 0.0,
+        }
+    }
+
     #[test]
-    fn the_other_share_is_the_busy_time_less_the_trials() {
-        let before = HostCpuReading {
-            busy_s: 100.0,
-            total_s: 1000.0,
-            cpus: 2,
-            ..Default::default()
-        };
-        // a 10 s window on 2 CPUs: 20 CPU-seconds, 12 busy, of which the trial used 9
-        let after = HostCpuReading {
-            busy_s: 112.0,
-            total_s: 1020.0,
-            cpus: 2,
-            ..Default::default()
-        };
+    fn the_busy_time_is_the_window_less_the_exact_idle_not_the_ticks_sample() {
+        let t0 = Instant::now();
+        let before = reading(t0, 500.0, 100.0);
+        // a 10 s window on 2 CPUs: 20 CPU-seconds, 8 of them idle, so 12 busy — although
+        // the tick sampled only 9 busy ones
+        let after = reading(t0 + std::time::Duration::from_secs(10), 508.0, 109.0);
         let d = after.since(&before);
+        assert_eq!((d.wall_s, d.capacity_s()), (10.0, 20.0));
+        assert_eq!((d.busy_s, d.idle_s, d.sampled_busy_s), (12.0, 8.0, 9.0));
+        // the trial's server and client used 9 of the 12: the other work is 3 of 20
         assert_eq!(d.other_pct(9.0), Some(15.0));
         // readings a little apart can count the trial beyond the machine: never below zero
         assert_eq!(d.other_pct(12.5), Some(0.0));
-        assert_eq!(after.since(&after).other_pct(0.0), None);
+        assert_eq!(before.since(&before).other_pct(0.0), None);
     }
 
     #[test]
     fn this_machine_reads() {
         let r = HostCpuReading::read().unwrap();
-        assert!(r.cpus >= 1 && r.total_s >= r.busy_s && r.own_s >= 0.0);
+        assert!(r.cpus >= 1 && r.idle_s > 0.0 && r.own_s >= 0.0);
     }
 }

@@ -454,11 +454,13 @@ impl WindowEnd {
             figures.set(&figures::OTHER_CPU_PCT, pct);
         }
         json!({
-            "from": "/proc/stat (every CPU) and /proc/self/stat",
+            "from": "/proc/stat (every CPU; busy = the wall clock on every CPU less idle, iowait and steal) and /proc/self/stat",
             "cpus": machine.cpus,
-            "cpu_s": machine.total_s,
+            "wall_s": machine.wall_s,
             "busy_s": machine.busy_s,
+            "idle_s": machine.idle_s,
             "steal_s": machine.steal_s,
+            "sampled_busy_s": machine.sampled_busy_s,
             "server_s": server_cpu_s,
             "cairn_s": machine.own_s,
             "external_client_s": client_s,
@@ -549,11 +551,13 @@ mod tests {
             true,
         )
         .stop();
-        // as if the machine had been busy 10 of its 20 CPU-seconds, 4 of them the tool's
+        // as if the machine had been busy 10 of its 20 CPU-seconds (a 10 s window on 2
+        // CPUs, 10 idle), 4 of them the tool's
         let start = end.start.as_ref().unwrap().machine.clone();
         end.machine_end = start.map(|m| HostCpuReading {
-            busy_s: m.busy_s + 10.0,
-            total_s: m.total_s + 20.0,
+            at: m.at + Duration::from_secs(10),
+            idle_s: m.idle_s + 10.0,
+            cpus: 2,
             ..m
         });
         let mut f = Figures::new();
