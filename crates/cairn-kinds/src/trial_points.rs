@@ -254,11 +254,21 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
         .get("params")
         .and_then(|p| serde_json::from_value(p.clone()).ok())
         .unwrap_or_default();
-    let figures: Figures = record
+    let mut figures: Figures = record
         .extra
         .get("figures")
         .and_then(|f| serde_json::from_value(f.clone()).ok())
         .unwrap_or_default();
+    // a share the machine's first reader recorded too low is re-read from its parts
+    if figures.contains(&cairn_defs::figures::OTHER_CPU_PCT) {
+        if let Some(pct) = record
+            .extra
+            .get("efficiency")
+            .and_then(crate::trial_efficiency::other_cpu_pct_of_first_reader)
+        {
+            figures.set(&cairn_defs::figures::OTHER_CPU_PCT, pct);
+        }
+    }
     let settings = record
         .definition
         .get("server")
