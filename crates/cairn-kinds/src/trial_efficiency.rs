@@ -377,7 +377,6 @@ impl WindowEnd {
             "server": delta,
             "threads": end.threads,
         });
-        rec["machine"] = self.machine_beside(start_machine, delta.cpu_s, figures);
         if *start_lag + end_lag > lag_allowed(window) {
             // the queries would be another span's than the CPU: no per-query figure
             rec["absent"] = json!(format!(
@@ -389,6 +388,7 @@ impl WindowEnd {
                 "not per query: the Questions of the window were read too late (see absent)",
                 instructions,
             );
+            rec["machine"] = self.machine_beside(start_machine, delta.cpu_s, None, figures);
             return rec;
         }
         let window_questions = start_questions
@@ -420,6 +420,7 @@ impl WindowEnd {
                 delta.ctx_switches as f64 / q,
             );
         }
+        rec["machine"] = self.machine_beside(start_machine, delta.cpu_s, queries, figures);
         rec["queries"] = json!(queries);
         rec["queries_from"] = json!(queries_from);
         rec["instructions_per_query"] = instructions;
@@ -431,11 +432,13 @@ impl WindowEnd {
     /// The machine's CPU over the window beside the trial's: sets `other_cpu_pct` (the share
     /// busy with anything but the server, cairn's process — the native drivers' threads —
     /// and an external tool's client) and returns every part for the record, or why the
-    /// machine could not be read.
+    /// machine could not be read. `queries`: the window's, for an external client whose CPU
+    /// was measured only as a rate per query (its container's CPU covers the warmup too).
     fn machine_beside(
         &self,
         start: &Result<HostCpuReading, String>,
         server_cpu_s: f64,
+        queries: Option<f64>,
         figures: &mut Figures,
     ) -> Value {
         let (start, end) = match (start, &self.machine_end) {
@@ -443,17 +446,19 @@ impl WindowEnd {
             (Err(e), _) | (_, Err(e)) => return json!({"absent": e}),
         };
         let machine = end.since(start);
-        let client_s = if self.client_outside {
-            figures.get(&figures::CLIENT_CPU_S)
+        let (client_s, client_from) = if !self.client_outside {
+            (None, None)
+        } else if let Some(s) = figures.get(&figures::CLIENT_CPU_S) {
+            (Some(s), Some("client_cpu_s"))
         } else {
-            None
+            let per_1k = figures.get(&figures::CLIENT_CPU_MS_PER_1K_QUERIES);
+            let s = per_1k.zip(queries).map(|(ms, q)| ms * q / 1e6);
+            (
+                s,
+                s.map(|_| "client_cpu_ms_per_1k_queries × the window's queries"),
+            )
         };
-        let trial_s = server_cpu_s + machine.own_s + client_s.unwrap_or(0.0);
-        let other = machine.other_pct(trial_s);
-        if let Some(pct) = other {
-            figures.set(&figures::OTHER_CPU_PCT, pct);
-        }
-        json!({
+        let mut parts = json!({
             "from": "/proc/stat (every CPU; busy = the wall clock on every CPU less idle, iowait and steal) and /proc/self/stat",
             "cpus": machine.cpus,
             "wall_s": machine.wall_s,
@@ -464,8 +469,20 @@ impl WindowEnd {
             "server_s": server_cpu_s,
             "cairn_s": machine.own_s,
             "external_client_s": client_s,
-            "other_pct": other,
-        })
+            "external_client_from": client_from,
+        });
+        if self.client_outside && client_s.is_none() {
+            // the tool's CPU would pass for other work
+            parts["absent"] = json!("the external client's CPU over the window is unknown, so the machine's other work cannot be told from it");
+            return parts;
+        }
+        let trial_s = server_cpu_s + machine.own_s + client_s.unwrap_or(0.0);
+        let other = machine.other_pct(trial_s);
+        if let Some(pct) = other {
+            figures.set(&figures::OTHER_CPU_PCT, pct);
+        }
+        parts["other_pct"] = json!(other);
+        parts
     }
 }
 
@@ -559,6 +576,36 @@ mod tests {
         assert!((0.0..=100.0).contains(&other), "{rec}");
     }
 
+    /// An external tool with a warmup measures its CPU only as a rate per query (its
+    /// container's CPU covers the warmup too): the window's share is that rate times the
+    /// window's queries; without either, the other work is not told.
+    #[test]
+    fn an_external_clients_rate_per_query_counts_over_the_windows_queries() {
+        let external = |status_before: u64| {
+            WindowMeter::start(
+                Ok(ResourceProbe::process(std::process::id())),
+                &status(status_before),
+                Duration::ZERO,
+                &Target::tcp("127.0.0.1", 1, "x"),
+                ProfilesAsked::default(),
+                true,
+            )
+            .stop()
+        };
+        let mut f = Figures::new();
+        f.set(&figures::CLIENT_CPU_MS_PER_1K_QUERIES, 2000.0);
+        let rec = external(1).record(&status(1001), Instant::now(), &mut f);
+        assert_eq!(rec["machine"]["external_client_s"], json!(2.0), "{rec}");
+        assert!(f.contains(&figures::OTHER_CPU_PCT), "{rec}");
+        let mut unmeasured = Figures::new();
+        let rec = external(1).record(&status(1001), Instant::now(), &mut unmeasured);
+        assert!(rec["machine"]["absent"]
+            .as_str()
+            .unwrap()
+            .contains("external client"));
+        assert!(!unmeasured.contains(&figures::OTHER_CPU_PCT), "{rec}");
+    }
+
     #[test]
     fn a_first_readers_share_is_re_read_from_its_parts() {
         // trial/flags/o2#3 of build-and-link: a 45.57 s window on 2 CPUs, 85.23 CPU-seconds
@@ -601,6 +648,7 @@ mod tests {
         f.set(&figures::CLIENT_CPU_S, 4.0);
         let rec = end.record(&status(2), Instant::now(), &mut f);
         assert_eq!(rec["machine"]["external_client_s"], json!(4.0), "{rec}");
+        assert_eq!(rec["machine"]["external_client_from"], "client_cpu_s");
         let server = f.get(&figures::SERVER_CPU_S).unwrap();
         let cairn = rec["machine"]["cairn_s"].as_f64().unwrap();
         let expected = (100.0 * (10.0 - 4.0 - server - cairn) / 20.0).max(0.0);
