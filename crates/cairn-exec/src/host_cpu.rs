@@ -42,13 +42,12 @@ pub struct HostCpuReading {
 }
 
 /// What the machine did between two readings.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HostCpuDelta {
     /// The wall-clock seconds between the readings.
     pub wall_s: f64,
     pub cpus: usize,
-    /// Busy seconds over every CPU: the window on every CPU less idle, iowait and steal.
-    pub busy_s: f64,
+    /// Idle and iowait seconds over every CPU.
     pub idle_s: f64,
     pub steal_s: f64,
     /// The tick's busy seconds, for the record.
@@ -83,15 +82,11 @@ impl HostCpuReading {
 
     /// What the machine did from `before` to this reading (counters never go back).
     pub fn since(&self, before: &HostCpuReading) -> HostCpuDelta {
-        let wall_s = self.at.saturating_duration_since(before.at).as_secs_f64();
-        let idle_s = (self.idle_s - before.idle_s).max(0.0);
-        let steal_s = (self.steal_s - before.steal_s).max(0.0);
         HostCpuDelta {
-            wall_s,
+            wall_s: self.at.saturating_duration_since(before.at).as_secs_f64(),
             cpus: self.cpus,
-            busy_s: (wall_s * self.cpus as f64 - idle_s - steal_s).max(0.0),
-            idle_s,
-            steal_s,
+            idle_s: (self.idle_s - before.idle_s).max(0.0),
+            steal_s: (self.steal_s - before.steal_s).max(0.0),
             sampled_busy_s: (self.sampled_busy_s - before.sampled_busy_s).max(0.0),
             own_s: (self.own_s - before.own_s).max(0.0),
         }
@@ -104,12 +99,17 @@ impl HostCpuDelta {
         self.wall_s * self.cpus as f64
     }
 
+    /// Busy seconds over every CPU: the window on every CPU less idle, iowait and steal.
+    pub fn busy_s(&self) -> f64 {
+        (self.capacity_s() - self.idle_s - self.steal_s).max(0.0)
+    }
+
     /// The share of the machine's CPU time over the window (every CPU's) that was busy with
     /// work other than `trial_s` (the seconds the trial's server and client used), in
     /// percent, never below zero: counters read a few milliseconds apart can overlap.
     pub fn other_pct(&self, trial_s: f64) -> Option<f64> {
         let capacity = self.capacity_s();
-        (capacity > 0.0).then(|| (100.0 * (self.busy_s - trial_s) / capacity).max(0.0))
+        (capacity > 0.0).then(|| (100.0 * (self.busy_s() - trial_s) / capacity).max(0.0))
     }
 }
 
@@ -201,7 +201,7 @@ mod tests {
         let after = reading(t0 + std::time::Duration::from_secs(10), 508.0, 109.0);
         let d = after.since(&before);
         assert_eq!((d.wall_s, d.capacity_s()), (10.0, 20.0));
-        assert_eq!((d.busy_s, d.idle_s, d.sampled_busy_s), (12.0, 8.0, 9.0));
+        assert_eq!((d.busy_s(), d.idle_s, d.sampled_busy_s), (12.0, 8.0, 9.0));
         // the trial's server and client used 9 of the 12: the other work is 3 of 20
         assert_eq!(d.other_pct(9.0), Some(15.0));
         // readings a little apart can count the trial beyond the machine: never below zero

@@ -12,7 +12,7 @@ use crate::trial_points::TrialPoint;
 
 /// Other work above this share of the machine's CPU (every CPU over the window) flags a
 /// pass: on 2 CPUs, a fifth of one core.
-pub const BUSY_PCT: f64 = 10.0;
+const BUSY_PCT: f64 = 10.0;
 
 /// How many flagged passes the line names, the busiest first.
 const NAMED: usize = 5;

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use cairn_defs::figures::{self, Figures};
 use cairn_defs::ProfilesAsked;
-use cairn_exec::host_cpu::HostCpuReading;
+use cairn_exec::host_cpu::{HostCpuDelta, HostCpuReading};
 use cairn_exec::profiler::Recording;
 use cairn_exec::usage::{ResourceProbe, UsageReading};
 use cairn_workload::server::StatusSession;
@@ -462,7 +462,7 @@ impl WindowEnd {
             "from": "/proc/stat (every CPU; busy = the wall clock on every CPU less idle, iowait and steal) and /proc/self/stat",
             "cpus": machine.cpus,
             "wall_s": machine.wall_s,
-            "busy_s": machine.busy_s,
+            "busy_s": machine.busy_s(),
             "idle_s": machine.idle_s,
             "steal_s": machine.steal_s,
             "sampled_busy_s": machine.sampled_busy_s,
@@ -490,20 +490,28 @@ impl WindowEnd {
 /// took the busy time from `/proc/stat`'s tick-sampled fields, which fall short under a
 /// server's many short sleeps, so its share read 0 where the machine did 3–5% other work.
 /// Its parts are in the record (`machine`: `cpu_s` counted, `busy_s` sampled, the window's
-/// `seconds`): the busy time is re-read as the window on every CPU less the counted idle and
-/// steal, as the reader now does. `None` for any other record (the figure stands as made).
+/// `seconds`): they are read back into a [`HostCpuDelta`] — counted less sampled busy is
+/// the idle and steal — whose share is the reader's now. `None` for any other record (the
+/// figure stands as made).
 pub fn other_cpu_pct_of_first_reader(efficiency: &Value) -> Option<f64> {
     let machine = efficiency.get("machine")?;
     if machine.get("wall_s").is_some() {
         return None;
     }
     let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
-    let capacity = num(&efficiency["window"], "seconds")? * num(machine, "cpus")?;
-    let idle_and_steal = num(machine, "cpu_s")? - num(machine, "busy_s")?;
-    let trial = num(machine, "server_s")?
-        + num(machine, "cairn_s")?
-        + num(machine, "external_client_s").unwrap_or(0.0);
-    (capacity > 0.0).then(|| (100.0 * (capacity - idle_and_steal - trial) / capacity).max(0.0))
+    let sampled_busy_s = num(machine, "busy_s")?;
+    let cairn_s = num(machine, "cairn_s")?;
+    let parts = HostCpuDelta {
+        wall_s: num(&efficiency["window"], "seconds")?,
+        cpus: machine.get("cpus").and_then(Value::as_u64)? as usize,
+        idle_s: num(machine, "cpu_s")? - sampled_busy_s,
+        steal_s: 0.0,
+        sampled_busy_s,
+        own_s: cairn_s,
+    };
+    let trial =
+        num(machine, "server_s")? + cairn_s + num(machine, "external_client_s").unwrap_or(0.0);
+    parts.other_pct(trial)
 }
 
 const COUNTED_FROM: &str = "perf_event, per server thread (inherited by new threads)";
