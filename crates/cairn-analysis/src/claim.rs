@@ -41,6 +41,12 @@
 //! whole CI lies inside the band (and the shift is significant), fails when the whole CI
 //! lies outside it (either side), and is inconclusive otherwise. Its noise guard asks for
 //! the passes that resolve the band's half-width.
+//!
+//! **The same** ([`ClaimDirection::Same`], a published "about the same") is a band around no
+//! difference, `[1 - at_least, 1 + at_most]`: it holds when the whole CI lies inside it, and
+//! needs no significant shift (it claims none): the rank tests against both edges are the
+//! two one-sided tests of equivalence. It fails when the whole CI lies outside, and is
+//! inconclusive otherwise, behind the same gates (too few passes, too noisy for the band).
 
 use std::fmt;
 
@@ -60,6 +66,8 @@ use crate::StatsError;
 pub enum ClaimDirection {
     Faster,
     Slower,
+    /// Neither faster nor slower beyond a band: `at_least` slower to `at_most` faster.
+    Same,
 }
 
 /// A claim: "the variant is `direction` than the baseline by at least `at_least`" — or, with
@@ -84,11 +92,20 @@ impl Claim {
         }
     }
 
-    /// The speed-up the claim's far bound stands at, for a band: 1 + at_most (faster) or
-    /// 1 - at_most (slower).
+    /// "the same, from `slower` slower to `faster` faster" (both fractions of the speed-up).
+    pub fn same(slower: f64, faster: f64) -> Claim {
+        Claim {
+            direction: ClaimDirection::Same,
+            at_least: slower,
+            at_most: Some(faster),
+        }
+    }
+
+    /// The speed-up the claim's far bound stands at, for a band: 1 + at_most (faster, and
+    /// the same's upper edge) or 1 - at_most (slower).
     fn limit(&self) -> Option<f64> {
         self.at_most.map(|m| match self.direction {
-            ClaimDirection::Faster => 1.0 + m,
+            ClaimDirection::Faster | ClaimDirection::Same => 1.0 + m,
             ClaimDirection::Slower => 1.0 - m,
         })
     }
@@ -99,6 +116,14 @@ impl fmt::Display for Claim {
         let word = match self.direction {
             ClaimDirection::Faster => "faster",
             ClaimDirection::Slower => "slower",
+            ClaimDirection::Same => {
+                return write!(
+                    f,
+                    "the same, from {}% slower to {}% faster",
+                    percent(self.at_least),
+                    percent(self.at_most.unwrap_or(self.at_least))
+                )
+            }
         };
         if let Some(most) = self.at_most {
             write!(
@@ -326,16 +351,25 @@ fn check(
     samples: Option<Samples<'_>>,
 ) -> Result<ClaimCheck, StatsError> {
     let size = claim.at_least;
+    let same = claim.direction == ClaimDirection::Same;
     let size_ok = |size: f64| match claim.direction {
         ClaimDirection::Faster => size >= 0.0 && size.is_finite(),
         ClaimDirection::Slower => (0.0..1.0).contains(&size),
+        ClaimDirection::Same => size > 0.0 && size < 1.0,
     };
     if !size_ok(size) {
         return Err(StatsError::Setting(format!(
-            "a claim's size must be at least 0 (and below 1 for slower), e.g. 0.1 for 10%, not {size}"
+            "a claim's size must be at least 0 (and below 1 for slower; above 0 for the same), e.g. 0.1 for 10%, not {size}"
         )));
     }
-    if let Some(most) = claim.at_most {
+    if same {
+        if !claim.at_most.is_some_and(|m| m > 0.0 && m.is_finite()) {
+            return Err(StatsError::Setting(format!(
+                "\"the same\" needs its band's faster edge above 0, not {:?}",
+                claim.at_most
+            )));
+        }
+    } else if let Some(most) = claim.at_most {
         if !size_ok(most) || most <= size {
             return Err(StatsError::Setting(format!(
                 "a band's far edge must be beyond its near one ({size}) and a valid size, not {most}"
@@ -357,16 +391,21 @@ fn check(
         Direction::Neither => return Err(StatsError::NoDirection),
     };
     // the comparison's verdict for the claimed shift, and for a shift against it
+    // (the same claims no shift: the opposed verdicts are never claimed, see `supported`)
     let (threshold, claimed_verdict, opposed_verdict) = match claim.direction {
         ClaimDirection::Faster => (1.0 + size, Verdict::Faster, Verdict::Slower),
-        ClaimDirection::Slower => (1.0 - size, Verdict::Slower, Verdict::Faster),
+        ClaimDirection::Slower | ClaimDirection::Same => {
+            (1.0 - size, Verdict::Slower, Verdict::Faster)
+        }
     };
     // a claim of a shift of any size asks exactly what the comparison answers
     let any_shift = size == 0.0 && claim.at_most.is_none();
     let limit = claim.limit();
     // the claimed speed-ups as an interval [near, far] in increasing order
     let (band_low, band_high) = match claim.direction {
-        ClaimDirection::Faster => (threshold, limit.unwrap_or(f64::INFINITY)),
+        ClaimDirection::Faster | ClaimDirection::Same => {
+            (threshold, limit.unwrap_or(f64::INFINITY))
+        }
         ClaimDirection::Slower => (limit.unwrap_or(0.0), threshold),
     };
     let supports = speedup_ci.low >= band_low && speedup_ci.high <= band_high;
@@ -375,6 +414,7 @@ fn check(
     let test = &comparison.test;
     // a band is resolved when the noise resolves its half-width: the CI must fit inside it
     let difference = match claim.at_most {
+        Some(most) if same => (most + size) / 2.0,
         Some(most) => (most - size) / 2.0,
         None if size > 0.0 => size,
         None => comparison.criteria.equivalence,
@@ -461,7 +501,8 @@ fn check(
                 },
             ),
         }
-    } else if supports && comparison.verdict == claimed_verdict {
+    } else if supports && (same || comparison.verdict == claimed_verdict) {
+        // the same claims no shift: its CI inside the band is the whole of it
         (ClaimVerdict::Holds, ClaimReason::Supported)
     } else if supports {
         (

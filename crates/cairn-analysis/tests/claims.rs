@@ -311,6 +311,50 @@ fn a_band_from_no_difference_claims_a_direction_and_a_limit() {
     assert_eq!(same.verdict, ClaimVerdict::Inconclusive, "{same:?}");
 }
 
+/// "About the same" (within 5% either way) holds on equal figures measured precisely, with
+/// no significant shift to show (it claims none); fails on a 15% gain or loss; and stays
+/// inconclusive where the CI reaches past an edge or the noise is too large for the band.
+#[test]
+fn the_same_holds_inside_its_band_without_a_shift_and_fails_outside_either_edge() {
+    let within_5 = Claim::same(0.05, 0.05);
+    assert_eq!(
+        within_5.to_string(),
+        "the same, from 5% slower to 5% faster"
+    );
+    let mut noise = Noise::new(43);
+    let base = noise.sample(10, 1000.0, 0.005);
+    let verdict = |tps: f64, sd: f64, noise: &mut Noise| {
+        let variant = noise.sample(10, tps, sd);
+        check_on(&base, &variant, Direction::HigherIsBetter, within_5)
+    };
+    let equal = verdict(1000.0, 0.005, &mut noise);
+    assert_eq!(equal.verdict, ClaimVerdict::Holds, "{equal:?}");
+    // a small real gain, well inside the band, still holds: "the same" within 5%
+    let near = verdict(1020.0, 0.005, &mut noise);
+    assert_eq!(near.verdict, ClaimVerdict::Holds, "{near:?}");
+    let faster = verdict(1150.0, 0.005, &mut noise);
+    assert_eq!(faster.verdict, ClaimVerdict::Fails, "{faster:?}");
+    let slower = verdict(850.0, 0.005, &mut noise);
+    assert_eq!(slower.verdict, ClaimVerdict::Fails, "{slower:?}");
+    let at_edge = verdict(1050.0, 0.005, &mut noise);
+    assert_eq!(at_edge.verdict, ClaimVerdict::Inconclusive, "{at_edge:?}");
+    let noisy = verdict(1000.0, 0.15, &mut noise);
+    assert_eq!(noisy.verdict, ClaimVerdict::Inconclusive, "{noisy:?}");
+    // on a time, the band is the speed-up's: 1/1.05 to 1/0.95 of the baseline's seconds
+    let secs = Claim::same(1.0 - 1.0 / 1.05, 1.0 / 0.95 - 1.0);
+    let t_base = noise.sample(10, 40.0, 0.005);
+    let t_same = noise.sample(10, 40.2, 0.005);
+    let t = check_on(&t_base, &t_same, Direction::LowerIsBetter, secs);
+    assert_eq!(t.verdict, ClaimVerdict::Holds, "{t:?}");
+    assert!(matches!(
+        check_claim(
+            &comparison(&base, &base, Direction::HigherIsBetter),
+            Claim::same(0.0, 0.05)
+        ),
+        Err(StatsError::Setting(_))
+    ));
+}
+
 #[test]
 fn a_noisy_band_is_inconclusive_and_a_reversed_band_is_refused() {
     let c = comparison(

@@ -42,7 +42,8 @@ impl StepKind {
     // 4: the bootstrap is seeded from the samples, as a table's cell is
     // 5: a claim states its meaning in words (`meaning`); bands (`about`, `tolerance`); sides
     // may name cells (`server[k=v]`, `block:server`)
-    pub const CLAIM: StepKind = StepKind::new("claim", "claim/9");
+    // 10: a claim over operations prints its α with three significant digits; `==` within
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/10");
     // 2: report.html, series.csv and the plot files joined the outputs
     // 3: data.json's trials say which campaign measured each
     // 4: data.json's campaigns name the run

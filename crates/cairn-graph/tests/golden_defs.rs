@@ -494,8 +494,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // gives its comparison's reason), report/11 (a trend's change as a ratio with its CI),
     // report/12 (a server's `profile` among the settings that differ), claim/8 (the rank
     // test against a claim's edges decides it where the passes are too few for the CI),
-    // report/13 (a block's design says what its trials profiled) and claim/9 (that test's
-    // edge said as the ratio of medians)
+    // report/13 (a block's design says what its trials profiled), claim/9 (that test's
+    // edge said as the ratio of medians) and claim/10 (α of a claim over operations with
+    // three significant digits; `==` within a tolerance)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -511,17 +512,17 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "4bfffe7bd686dec7f69862e70b7bb9c1e24b8a26fc35dffb5b7dcba293454717",
+            "e476ff338f94bcd50d4eaa4e3eaf5feae164bfa58fe8a032c7cf28e9b5962c61",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "2c24a595a0258e8f81e0e17fed790bdf045847faffcc2ae16be75ad7a7c98dcd",
+            "ce489e77caeeff7dae513f86c0cd2b0092f30553c9a5396e643e105d55fba535",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "4b83d3064055c4c2243ef734326ae585a1354d6c521db727259914e29677fbc9",
+            "fb63c816543ea876b0b080100fb8ce0c62c509b767b7e846ecbca7f3285e1de3",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (

@@ -328,7 +328,10 @@ pub fn check_operations(
         operations: Some(OperationsResult {
             quantifier: quantifier.to_string(),
             tests: tests.clone(),
-            correction: format!("Holm's step-down over the {m} operations (α = {alpha})"),
+            correction: format!(
+                "Holm's step-down over the {m} operations (α = {})",
+                cairn_analysis::sequential::alpha_text(alpha)
+            ),
             holds,
             fails,
             inconclusive,

@@ -57,7 +57,7 @@ pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let [left, op, right] = words.as_slice() else {
         return Err(format!(
-            "`{text}` is not an expectation: write two servers around one of >=, <=, >, <, e.g. \"jemalloc >= system\""
+            "`{text}` is not an expectation: write two servers around one of >=, <=, >, <, ==, e.g. \"jemalloc >= system\""
         ));
     };
     let operator = match *op {
@@ -65,9 +65,10 @@ pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
         "<" => Operator::Less,
         ">=" => Operator::AtLeast,
         "<=" => Operator::AtMost,
+        "==" => Operator::Same,
         other => {
             return Err(format!(
-                "`{other}` is not an operator of an expectation; use one of >=, <=, >, <"
+                "`{other}` is not an operator of an expectation; use one of >=, <=, >, <, =="
             ))
         }
     };
@@ -267,7 +268,7 @@ pub fn claim_spec(
             }
             by.unwrap_or(0.0)
         }
-        Operator::AtLeast | Operator::AtMost => {
+        Operator::AtLeast | Operator::AtMost | Operator::Same => {
             if by.is_some() {
                 return Err(CheckError::new(
                     "claim",
@@ -278,7 +279,18 @@ pub fn claim_spec(
                     ),
                 ));
             }
-            within.unwrap_or(0.0)
+            match within {
+                Some(w) if w > 0.0 => w,
+                _ if expectation.operator == Operator::Same => {
+                    return Err(CheckError::new(
+                        "claim",
+                        "expect",
+                        "`==` claims the same within a tolerance: add within=\"5%\" (how close counts as the same)"
+                            .to_string(),
+                    ))
+                }
+                _ => within.unwrap_or(0.0),
+            }
         }
     };
     if !(0.0..1.0).contains(&size) {
@@ -380,18 +392,29 @@ fn claim_point(
 /// The claim for cairn-analysis and whether its verdict is to be turned around (`>=`, `<=`).
 fn analysis_claim(spec: &ClaimSpec) -> (cairn_analysis::Claim, bool) {
     let (op, size) = (spec.expectation.operator, spec.size);
+    let higher_better = spec.metric.direction == Direction::HigherIsBetter;
+    if op == Operator::Same {
+        // the ratio r of the numbers within [1 − x, 1 + x]; for a time the speed-up 1/r
+        // lies within [1/(1 + x), 1/(1 − x)]
+        let claim = if higher_better {
+            cairn_analysis::Claim::same(size, size)
+        } else {
+            cairn_analysis::Claim::same(1.0 - 1.0 / (1.0 + size), 1.0 / (1.0 - size) - 1.0)
+        };
+        return (claim, false);
+    }
     // the strict form whose verdict decides: `>=` within x is "not (< by x)"
     let (strict_greater, negated) = match op {
         Operator::Greater => (true, false),
         Operator::Less => (false, false),
         Operator::AtLeast => (false, true),
         Operator::AtMost => (true, true),
+        Operator::Same => unreachable!("the same is its own claim, above"),
     };
     // what it says of the ratio r of the numbers: greater → r ≥ 1 + x, less → r ≤ 1 − x;
     // a band bounds the far side too
     let far = spec.tolerance.map(|t| size + t);
     let near = size - spec.tolerance.unwrap_or(0.0);
-    let higher_better = spec.metric.direction == Direction::HigherIsBetter;
     let claim = match (strict_greater, higher_better) {
         (true, true) => cairn_analysis::Claim {
             direction: ClaimDirection::Faster,
@@ -468,6 +491,10 @@ pub fn meaning(spec: &ClaimSpec) -> String {
             "{left}'s {figure} at most {} above {right}'s, so {left} is not {} by more than that",
             pct(spec.size),
             if time { "slower" } else { "faster" }
+        ),
+        (Operator::Same, _) => format!(
+            "{left}'s {figure} within {} of {right}'s either way, so {left} and {right} are about the same",
+            pct(spec.size)
         ),
     }
 }

@@ -772,6 +772,37 @@ fn bad_bands_are_refused_at_the_expectation() {
     assert!(refused(both).contains("drop `by`"));
 }
 
+/// "About the same" (`==` within 5%): holds on equal figures, fails on a 10% gain, says so
+/// in words, and needs its tolerance.
+#[test]
+fn the_same_within_a_tolerance_is_a_two_sided_claim() {
+    let same = claim_def("jemalloc == system", Some(("within", 0.05)), "tps");
+    let c = claim_verdict(&study(6, 1.0), &same);
+    assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    assert!(!c.opposite_checked);
+    assert_eq!(
+        c.meaning,
+        "jemalloc's tps within 5% of system's either way, so jemalloc and system are about the same"
+    );
+    let c = claim_verdict(&study(6, 1.10), &same);
+    assert_eq!(c.verdict, ClaimVerdict::Fails, "{}", c.reason);
+    // on a time (latency), the same band in seconds
+    let latency = claim_def(
+        "jemalloc == system",
+        Some(("within", 0.05)),
+        "latency_p95_ms",
+    );
+    let c = claim_verdict(&study(6, 1.0), &latency);
+    assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
+    let refused = |def: Value| claim_spec(&claim(&def), &servers(), &params()).unwrap_err();
+    let e = refused(claim_def("jemalloc == system", None, "tps"));
+    assert!(e.message.contains("add within="), "{}", e.message);
+    let e = refused(claim_def("jemalloc == system", Some(("by", 0.05)), "tps"));
+    assert!(e.message.contains("within="), "{}", e.message);
+    let e = refused(band_def("jemalloc == system", 0.10, 0.05, "tps"));
+    assert!(e.message.contains("write `>` or `<`"), "{}", e.message);
+}
+
 /// Any two cells: a side names a server at other parameter values (`jemalloc[threads=4] >
 /// jemalloc[threads=1]`) or in another trials block (`ro:jemalloc > rw:jemalloc`).
 #[test]

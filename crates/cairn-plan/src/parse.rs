@@ -1719,7 +1719,10 @@ impl FileParser<'_> {
                 .help("claim the trend of one figure (`metric`), or drop `trend`"),
             );
         }
-        if expect.value.contains(">=") || expect.value.contains("<=") {
+        if [">=", "<=", "=="]
+            .iter()
+            .any(|op| expect.value.contains(op))
+        {
             self.push(
                 problem("bad_value", "a trend is of a gain: it goes with `>` or `<`")
                     .label(expect.loc, "a tolerance operator")
@@ -1796,7 +1799,7 @@ impl FileParser<'_> {
                         )),
                     );
                 }
-                if expect.value.contains(">=") || expect.value.contains("<=") {
+                if [">=", "<=", "=="].iter().any(|op| expect.value.contains(op)) {
                     self.push(
                         problem("bad_value", "a band sizes a difference: it goes with `>` or `<`")
                             .label(expect.loc, "a tolerance operator")

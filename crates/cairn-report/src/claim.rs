@@ -21,6 +21,9 @@ pub enum Operator {
     AtLeast,
     #[serde(rename = "<=")]
     AtMost,
+    /// The same within a tolerance: `a == b` within="5%".
+    #[serde(rename = "==")]
+    Same,
 }
 
 impl Operator {
@@ -30,6 +33,7 @@ impl Operator {
             Operator::Less => "<",
             Operator::AtLeast => ">=",
             Operator::AtMost => "<=",
+            Operator::Same => "==",
         }
     }
 }
