@@ -314,7 +314,59 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
         e["reason"].as_str().unwrap().starts_with("too few passes"),
         "{e}"
     );
-    // --json: stdout holds JSON lines only (the bundle's check, then the findings)
+    // a reproduction in parts: one block first, its comparison saying so
+    let part = sb
+        .cairn([
+            "reproduce",
+            "study.tar.zst",
+            "--into",
+            "repro-json",
+            "--only",
+            "trial/one/*",
+        ])
+        .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
+        .guard(GUARD)
+        .success();
+    let part_md = std::fs::read_to_string(sb.path().join("repro-json/comparison.md")).unwrap();
+    assert!(
+        part_md.starts_with("**A reproduction in parts**: this part ran only `trial/one/*`"),
+        "{part_md}"
+    );
+    assert!(part.stdout.contains(&part_md), "{}", part.stdout);
+    let part_cmp: Value = serde_json::from_slice(
+        &std::fs::read(sb.path().join("repro-json/comparison.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        part_cmp["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["reason"].as_str().unwrap().starts_with("not reproduced")),
+        "{part_cmp}"
+    );
+    let reproduced_trials = || {
+        crate::support::files_under(&sb.path().join("repro-json/reproduced/store/records"))
+            .into_iter()
+            .map(|p| serde_json::from_slice::<Value>(&std::fs::read(p).unwrap()).unwrap())
+            .filter(|r| r["kind"] == "trial")
+            .count()
+    };
+    assert_eq!(reproduced_trials(), 2, "only block `one`");
+    // a folder holding anything but a reproduction of this bundle is refused
+    sb.write("elsewhere/notes.txt", "mine");
+    let other = sb
+        .cairn(["reproduce", "study.tar.zst", "--into", "elsewhere"])
+        .guard(GUARD)
+        .run();
+    assert_eq!(other.code, Some(2), "{}", other.stderr);
+    assert!(
+        other.stderr.contains("is not a reproduction of"),
+        "{}",
+        other.stderr
+    );
+    // the rest, continued into the same folder, with --json: stdout holds JSON lines only
+    // (the bundle's check, then the findings); block `one` is served, not measured again
     let j = sb
         .cairn([
             "--json",
@@ -326,6 +378,15 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
         .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
         .guard(GUARD)
         .success();
+    assert_eq!(
+        reproduced_trials(),
+        6,
+        "block `one` served from the first part"
+    );
+    assert!(sb
+        .path()
+        .join("repro-json/reproduced/e2e-repro/report.md")
+        .is_file());
     let lines: Vec<Value> = j
         .stdout
         .lines()
@@ -429,6 +490,58 @@ fn bundle_verify_alter_and_reproduce_on_a_simulated_second_machine() {
     assert!(h.stdout.contains("trial/r/jemalloc (tps):"), "{}", h.stdout);
     assert!(h.stdout.contains("of 2"), "{}", h.stdout);
     assert!(h.stdout.contains("the tables' rule"), "{}", h.stdout);
+}
+
+/// A study measured in parts on two machines (its `r` block here, its `one` block on a
+/// simulated second machine, as two sittings on two machines would): no one class holds it
+/// all, so `report` and `bundle` read each block from the machine that measured it and say
+/// so; the claim comparing across the blocks is inconclusive (mixed machines); the bundle
+/// verifies.
+#[test]
+fn a_study_measured_in_parts_on_two_machines_reports_and_bundles() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    write_study(&sb);
+    sb.cairn(["run", "plan.kdl", "--only", "trial/r/*"])
+        .guard(GUARD)
+        .success();
+    sb.cairn(["run", "plan.kdl", "--only", "trial/one/*"])
+        .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
+        .guard(GUARD)
+        .success();
+    let r = sb.cairn(["report", "plan.kdl"]).guard(GUARD).success();
+    assert!(
+        r.stderr
+            .contains("e2e-repro was measured in parts, on 2 machine classes"),
+        "{}",
+        r.stderr
+    );
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("one: "))
+        .unwrap_or_else(|| panic!("a line for block `one`: {}", r.stderr));
+    assert!(line.contains("Simulated CPU for reproduction"), "{line}");
+    let data: Value =
+        serde_json::from_slice(&std::fs::read(sb.results().join("e2e-repro/data.json")).unwrap())
+            .unwrap();
+    let text = data.to_string();
+    assert!(
+        text.contains("Simulated CPU for reproduction"),
+        "both machines' trials"
+    );
+    let md = std::fs::read_to_string(sb.results().join("e2e-repro/report.md")).unwrap();
+    let across = md
+        .lines()
+        .find(|l| l.contains("a second client thread is not slower") && l.contains("**"))
+        .unwrap_or_else(|| panic!("the claim across the blocks in:\n{md}"));
+    assert!(across.contains("**inconclusive**"), "{across}");
+    sb.cairn(["bundle", "plan.kdl", "-o", "parts.tar.zst"])
+        .guard(GUARD)
+        .success();
+    let v = sb.cairn(["verify", "parts.tar.zst"]).guard(GUARD).success();
+    assert!(v.stdout.contains("bundle is intact"), "{}", v.stdout);
 }
 
 #[test]

@@ -241,7 +241,7 @@ pub enum Command {
     /// Verify a bundle (a `.tar.zst` or an unpacked folder), re-run every trial of it on
     /// this machine into a fresh store, and compare: `<into>/comparison.md` and `.json`.
     #[command(
-        after_help = "Examples:\n  cairn reproduce quickstart.tar.zst\n  cairn reproduce --into /tmp/again quickstart.tar.zst"
+        after_help = "Examples:\n  cairn reproduce quickstart.tar.zst\n  cairn reproduce --into /tmp/again quickstart.tar.zst\n  cairn reproduce --into bl --only 'trial/flags/*' build-and-link.tar.zst   one part now, the rest later into the same folder"
     )]
     Reproduce {
         /// The bundle (`.tar.zst` or an unpacked folder).
@@ -252,6 +252,12 @@ pub enum Command {
         /// Run the plan's `step`s, commands on this host; refused without it.
         #[arg(long)]
         allow_host_steps: bool,
+        /// Reproduce only these steps and what they need (as `cairn run --only`), to
+        /// reproduce a long study in parts: a later `cairn reproduce` of the same bundle
+        /// `--into` the same folder continues it, and the report is rendered once a run
+        /// without `--only` has every step.
+        #[arg(long, value_name = "STEP")]
+        only: Vec<String>,
     },
     /// Compare two result sets of one plan cell by cell: each a bundle (archive or folder)
     /// or a results directory (with --plan); or, with --measured-on-a/-b, two machine

@@ -124,7 +124,8 @@ pub fn dispatch(cli: Cli) -> i32 {
             bundle,
             into,
             allow_host_steps,
-        } => crate::study_bundle::reproduce(&cli, bundle, into.as_deref(), *allow_host_steps),
+            only,
+        } => crate::study_bundle::reproduce(&cli, bundle, into.as_deref(), *allow_host_steps, only),
         Command::Compare {
             a,
             b,

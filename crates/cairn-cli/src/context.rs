@@ -295,6 +295,7 @@ impl Machine {
             study: &graph.study,
             store,
             fingerprint,
+            read_classes: None,
             machine: self.details(),
             kinds: &self.kinds,
             lock: graph.lock.as_ref(),

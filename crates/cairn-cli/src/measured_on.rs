@@ -4,15 +4,23 @@
 //! study, the one other machine class whose complete results the store holds (a clone of a
 //! published study, measured elsewhere, renders and bundles as published).
 //!
+//! A study too long for one sitting may be measured in parts, on whatever machine each
+//! sitting had: when no one class holds all of it, each trials block at each point is read
+//! from the class that measured it whole ([`Reading::elsewhere`]), and a note says which.
+//! A block is compared within itself, so no comparison crosses machines; one that would is
+//! flagged as mixing them, as ever.
+//!
 //! Measurement keys hold the machine's class, so on a machine of another class the same
 //! plan asks for other keys: reading commands must be told (or find) whose results to read.
 //! Nothing is ever measured here; this only picks the keys to read.
 
+use std::collections::{BTreeMap, HashMap};
+
 use cairn_graph::fingerprint::{class_id, CLASS_ID_LEN};
-use cairn_graph::{Fingerprint, StepGraph};
+use cairn_graph::{Fingerprint, StepGraph, StepId};
 use cairn_store::Store;
 
-use crate::bundle::chain::Link;
+use crate::bundle::chain::{walk, Link};
 use crate::context::{self, Exit, Machine};
 use crate::{BAD_INPUT, FAILED};
 
@@ -159,28 +167,125 @@ fn plan_trial_classes(store: &Store, graph: &StepGraph) -> Result<Vec<Fingerprin
     })
 }
 
-/// The fingerprint whose measurements to read (see the module's doc). `explicit` is the
-/// `--measured-on` JSON, as `cairn machine --json` prints a class.
-pub fn reading_fingerprint(
+/// Whose measurements a reading command reads: one machine class for the whole study, or a
+/// class per block for a study measured in parts.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// The class the study is read from: this machine's unless another holds all of it.
+    pub fingerprint: Fingerprint,
+    /// The measured steps read from another class than `fingerprint`.
+    pub elsewhere: HashMap<StepId, Fingerprint>,
+}
+
+impl Reading {
+    fn one(fingerprint: Fingerprint) -> Reading {
+        Reading {
+            fingerprint,
+            elsewhere: HashMap::new(),
+        }
+    }
+
+    /// The class step `id`'s measurement is read from.
+    pub fn class_of(&self, id: StepId) -> &Fingerprint {
+        self.elsewhere.get(&id).unwrap_or(&self.fingerprint)
+    }
+}
+
+/// Each trials block at each point (its `together` group) of a study measured in parts,
+/// read from the first of `classes` (this machine's first) under which every pass chains to
+/// the plan and some pass was measured (a pass a sequential design did not need counts as
+/// had). `None` unless every block is found so; the map holds the steps not read from
+/// `classes[0]`.
+fn assembled(
+    graph: &StepGraph,
+    store: &Store,
+    classes: &[Fingerprint],
+) -> Option<HashMap<StepId, Fingerprint>> {
+    let walks: Vec<Vec<Link>> = classes
+        .iter()
+        .map(|fp| walk(graph, store, &|_| Some(fp.clone())))
+        .collect();
+    let mut blocks: BTreeMap<&str, Vec<StepId>> = BTreeMap::new();
+    for s in graph.steps.iter().filter(|s| s.measure) {
+        let block = s.together.as_deref().unwrap_or(s.address.as_str());
+        blocks.entry(block).or_default().push(s.id);
+    }
+    let mut out = HashMap::new();
+    for ids in blocks.values() {
+        let whole = |links: &[Link]| {
+            ids.iter()
+                .all(|&id| !matches!(links[id], Link::Missing { .. }))
+                && ids.iter().any(|&id| matches!(links[id], Link::Record(_)))
+        };
+        let at = walks.iter().position(|links| whole(links))?;
+        if at > 0 {
+            out.extend(ids.iter().map(|&id| (id, classes[at].clone())));
+        }
+    }
+    Some(out)
+}
+
+/// The note of a study read in parts: which blocks each other class measured.
+fn parts_note(graph: &StepGraph, here: &Fingerprint, elsewhere: &HashMap<StepId, Fingerprint>) {
+    let mut by_class: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for (&id, fp) in elsewhere {
+        // `trial/flags/o2#1` → `flags`
+        let address = graph.steps[id].address.as_str();
+        let block = address.split('/').nth(1).unwrap_or(address);
+        by_class.entry(class_line(fp)).or_default().insert(block);
+    }
+    eprintln!(
+        "note: {} was measured in parts, on {} machine classes; each block is read from the machine that measured it:",
+        graph.study,
+        by_class.len() + 1
+    );
+    for (class, blocks) in &by_class {
+        let blocks: Vec<&str> = blocks.iter().copied().collect();
+        eprintln!("  {}: {class}", blocks.join(", "));
+    }
+    eprintln!("  the rest: {} (this machine)", class_line(here));
+}
+
+/// What to read (see the module's doc). `explicit` is the `--measured-on` JSON, as `cairn
+/// machine --json` prints a class.
+pub fn reading_classes(
     machine: &Machine,
     graph: &StepGraph,
     store: &Store,
     explicit: Option<&str>,
-) -> Result<Fingerprint, Exit> {
+) -> Result<Reading, Exit> {
     if let Some(text) = explicit {
-        return parse_class("--measured-on", text, &known_classes(machine, store)?);
+        let fp = parse_class("--measured-on", text, &known_classes(machine, store)?)?;
+        return Ok(Reading::one(fp));
     }
     let here = machine.fingerprint(graph);
     if complete_on(graph, store, &here) {
-        return Ok(here);
+        return Ok(Reading::one(here));
     }
-    let complete: Vec<Fingerprint> = store_classes(store, Some(&graph.study))?
+    let others: Vec<Fingerprint> = store_classes(store, Some(&graph.study))?
         .into_iter()
         .filter(|fp| fp != &here)
+        .collect();
+    let complete: Vec<Fingerprint> = others
+        .iter()
         .filter(|fp| complete_on(graph, store, fp))
+        .cloned()
         .collect();
     match complete.as_slice() {
-        [] => Ok(here),
+        [] => {
+            let classes: Vec<Fingerprint> = std::iter::once(here.clone()).chain(others).collect();
+            match assembled(graph, store, &classes) {
+                Some(elsewhere) if !elsewhere.is_empty() => {
+                    parts_note(graph, &here, &elsewhere);
+                    Ok(Reading {
+                        fingerprint: here,
+                        elsewhere,
+                    })
+                }
+                // nothing found elsewhere: what is missing is missing here
+                _ => Ok(Reading::one(here)),
+            }
+        }
         [one] => {
             eprintln!(
                 "note: this machine ({}) has not measured {}; reading the results measured on {}",
@@ -188,7 +293,7 @@ pub fn reading_fingerprint(
                 graph.study,
                 class_line(one)
             );
-            Ok(one.clone())
+            Ok(Reading::one(one.clone()))
         }
         several => {
             eprintln!(

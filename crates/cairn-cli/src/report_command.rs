@@ -216,8 +216,9 @@ pub fn report(cli: &Cli, path: &Path, measured_on: Option<&str>) -> Result<i32, 
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
     let machine = context::Machine::new(cache);
-    let fp = crate::measured_on::reading_fingerprint(&machine, &graph, &store, measured_on)?;
-    let env = machine.env(&graph, &store, &fp);
+    let reading = crate::measured_on::reading_classes(&machine, &graph, &store, measured_on)?;
+    let mut env = machine.env(&graph, &store, &reading.fingerprint);
+    env.read_classes = Some(&reading.elsewhere);
     let only = vec![Selector::parse("kind:report").map_err(context::fail(BAD_INPUT))?];
     // a report never measures: every trial it reads must be recorded for this definition
     let selected = cairn_engine::run::selection(&graph, &only);

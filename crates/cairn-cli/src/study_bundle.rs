@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::args::Cli;
 use crate::bundle::check::{verify_dir, Verified};
+use crate::bundle::format::Manifest;
 use crate::bundle::unpack::{unpack, Refused};
 use crate::context::{self, Exit};
 use crate::{BAD_INPUT, FAILED, OK};
@@ -23,9 +24,9 @@ pub fn bundle(cli: &Cli, path: &Path, out: &Path, measured_on: Option<&str>) -> 
     let store = context::open_store(&cli.results)?;
     let _lock = context::lock_store(&store)?;
     let machine = context::Machine::new(cache);
-    let fp = crate::measured_on::reading_fingerprint(&machine, &graph, &store, measured_on)?;
+    let reading = crate::measured_on::reading_classes(&machine, &graph, &store, measured_on)?;
     let report_dir = cli.results.join(&graph.study);
-    let packed = crate::bundle::pack::pack(path, &plan, &graph, &store, &fp, &report_dir, out)
+    let packed = crate::bundle::pack::pack(path, &plan, &graph, &store, &reading, &report_dir, out)
         .map_err(context::fail(FAILED))?;
     let m = &packed.manifest;
     if cli.json {
@@ -117,15 +118,18 @@ pub fn verify(cli: &Cli, target: &Path) -> Result<i32, Exit> {
     Ok(if v.is_clean() { OK } else { FAILED })
 }
 
-/// `cairn reproduce BUNDLE [--into DIR] [--allow-host-steps]`: verify, unpack, run every
-/// step here into `DIR/reproduced` (nothing published is reused: a fresh store), render the
-/// report, and write what it found against what was published (effects, claims, absolute
-/// cells: [`crate::bundle::findings`]) to `DIR/comparison.md` and `.json`.
+/// `cairn reproduce BUNDLE [--into DIR] [--allow-host-steps] [--only STEP…]`: verify,
+/// unpack, run every step here into `DIR/reproduced` (nothing published is reused: a fresh
+/// store), render the report, and write what it found against what was published (effects,
+/// claims, absolute cells: [`crate::bundle::findings`]) to `DIR/comparison.md` and `.json`.
+/// With `--only`, only those steps run and the report waits; a `DIR` that already holds a
+/// reproduction of this same bundle is continued, so a long study is reproduced in parts.
 pub fn reproduce(
     cli: &Cli,
     target: &Path,
     into: Option<&Path>,
     allow_host_steps: bool,
+    only: &[String],
 ) -> Result<i32, Exit> {
     let t0 = Instant::now();
     let dir = match into {
@@ -143,19 +147,24 @@ pub fn reproduce(
         eprintln!("error: reproduce takes a bundle archive (an unpacked folder is checked with `cairn verify`)");
         return Err(Exit(BAD_INPUT));
     }
-    if dir.exists()
+    let published = dir.join("published");
+    let continued = dir.exists()
         && std::fs::read_dir(&dir)
             .map(|mut d| d.next().is_some())
-            .unwrap_or(true)
-    {
-        eprintln!(
-            "error: {} exists and is not empty; give another with --into",
-            dir.display()
-        );
-        return Err(Exit(BAD_INPUT));
+            .unwrap_or(true);
+    if continued {
+        earlier_reproduction_of(target, &dir)?;
+        // stdout carries only JSON lines under --json
+        let line = format!("continuing the reproduction in {}", dir.display());
+        if cli.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    } else {
+        unpack(target, &published).map_err(|e| refusal(target, e))?;
     }
-    let published = dir.join("published");
-    unpack(target, &published).map_err(|e| refusal(target, e))?;
+    // a continued reproduction's published folder is checked again: it may have changed
     let v = check(target, &published)?;
     print_verified(cli.json, target, &v);
     if !v.is_clean() {
@@ -179,7 +188,8 @@ pub fn reproduce(
         .map_err(context::fail(FAILED))?;
     let exe = std::env::current_exe().map_err(context::fail(FAILED))?;
     let mut commands = vec!["run"];
-    if graph.count(StepKind::REPORT) > 0 {
+    // the report needs every step: a reproduction in parts renders it at its last part
+    if graph.count(StepKind::REPORT) > 0 && only.is_empty() {
         commands.push("report");
     }
     for command in commands {
@@ -190,6 +200,11 @@ pub fn reproduce(
             cmd.arg("--cache").arg(c);
         }
         cmd.args(args).arg(&v.plan);
+        if command == "run" {
+            for pattern in only {
+                cmd.arg("--only").arg(pattern);
+            }
+        }
         for (name, value) in &settings {
             cmd.arg("--set").arg(format!("{name}={value}"));
         }
@@ -209,7 +224,10 @@ pub fn reproduce(
     let a = context::open_store(&published)?;
     let b = context::open_store(&results)?;
     let found = crate::bundle::findings::findings(&graph, &a, &b);
-    let md = crate::bundle::findings::markdown(&found);
+    let mut md = crate::bundle::findings::markdown(&found);
+    if !only.is_empty() {
+        md = format!("{}\n\n{md}", partial_line(only, &dir));
+    }
     std::fs::write(dir.join("comparison.md"), &md).map_err(context::fail(FAILED))?;
     let json = serde_json::to_vec_pretty(&found).expect("serialises");
     std::fs::write(dir.join("comparison.json"), &json).map_err(context::fail(FAILED))?;
@@ -225,6 +243,42 @@ pub fn reproduce(
         (t0.elapsed() - t_verified).as_secs_f64()
     );
     Ok(OK)
+}
+
+/// Refuses a non-empty `dir` unless it holds an earlier reproduction of `target`: its
+/// `published` folder carries the archive's own manifest. Nothing in `dir` is overwritten.
+fn earlier_reproduction_of(target: &Path, dir: &Path) -> Result<(), Exit> {
+    let other = || {
+        eprintln!(
+            "error: {} exists and is not a reproduction of {}; give another folder with --into",
+            dir.display(),
+            target.display()
+        );
+        Exit(BAD_INPUT)
+    };
+    let manifest = dir.join("published").join(crate::bundle::format::MANIFEST);
+    let earlier: Manifest = std::fs::read(manifest)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(other)?;
+    let scratch = tempfile::tempdir().map_err(context::fail(FAILED))?;
+    let this = unpack(target, scratch.path()).map_err(|e| refusal(target, e))?;
+    if earlier != this {
+        return Err(other());
+    }
+    Ok(())
+}
+
+/// The first line of a partial reproduction's comparison: what ran, and how to go on.
+fn partial_line(only: &[String], dir: &Path) -> String {
+    let patterns: Vec<String> = only.iter().map(|p| format!("`{p}`")).collect();
+    format!(
+        "**A reproduction in parts**: this part ran only {} and what they need, beside any \
+         earlier part in this folder; effects and claims not run yet read as not reproduced. \
+         Another `cairn reproduce --into {}` of the same bundle continues it.",
+        patterns.join(", "),
+        dir.display()
+    )
 }
 
 /// One side of `cairn compare`: its store (kept open with its scratch folder) and plan.

@@ -3,8 +3,9 @@
 //! executors) in one process each have their own.
 
 use std::any::Any;
+use std::collections::HashMap;
 
-use cairn_graph::Fingerprint;
+use cairn_graph::{Fingerprint, Step, StepId};
 use cairn_store::Store;
 
 use crate::kind::Registry;
@@ -26,6 +27,10 @@ pub struct Env<'a> {
     pub store: &'a Store,
     /// This machine's fingerprint: measurement keys carry it.
     pub fingerprint: &'a Fingerprint,
+    /// For a command that only reads measurements (`report`, `bundle`): the machine class
+    /// each measured step was measured on, where that is not `fingerprint` — a study measured
+    /// in parts, on several machines. `None` for a run: it measures here.
+    pub read_classes: Option<&'a HashMap<StepId, Fingerprint>>,
     /// The exact facts of this machine behind the fingerprint (recorded beside each
     /// measurement as `extra.machine`, never keyed); `null` when not probed.
     pub machine: &'a serde_json::Value,
@@ -42,5 +47,13 @@ pub struct Env<'a> {
 impl Env<'_> {
     pub fn is_cancelled(&self) -> bool {
         self.host.is_cancelled()
+    }
+
+    /// The fingerprint `step`'s key carries: the class it is read from
+    /// ([`Env::read_classes`]), else this machine's.
+    pub fn fingerprint_of(&self, step: &Step) -> &Fingerprint {
+        self.read_classes
+            .and_then(|m| m.get(&step.id))
+            .unwrap_or(self.fingerprint)
     }
 }

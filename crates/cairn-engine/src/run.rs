@@ -398,7 +398,7 @@ impl<'g> Books<'g> {
                                     .as_str()
                             })
                             .collect();
-                        let key = step_key(step, &digests, Some(env.fingerprint)).hash();
+                        let key = step_key(step, &digests, Some(env.fingerprint_of(step))).hash();
                         let fresh = cairn_graph::select::any_matches(&opts.fresh, step);
                         let hit = if fresh {
                             None
@@ -1012,7 +1012,7 @@ impl<'s> Launcher<'_, 's> {
         self.scope.spawn(move |_| {
             let t = Instant::now();
             let digests: Vec<&str> = inputs.iter().map(|d| d.output_digest.as_str()).collect();
-            let key = step_key(step, &digests, Some(env.fingerprint));
+            let key = step_key(step, &digests, Some(env.fingerprint_of(step)));
             let refs: Vec<&Done> = inputs.iter().map(|d| d.as_ref()).collect();
             // a panic in a kind must fail its step, not leave the scheduler waiting for a
             // report that never comes (what it started, e.g. a server, is dropped and

@@ -329,7 +329,7 @@ impl<'a, 'e> Survey<'a, 'e> {
             .iter()
             .map(|i| self.digests[i.from].as_deref().expect("cached input"))
             .collect();
-        let key = step_key(step, &ds, Some(self.env.fingerprint));
+        let key = step_key(step, &ds, Some(self.env.fingerprint_of(step)));
         let hash = key.hash();
         let key_json = key.to_json();
         if let Some(kind) = kind {

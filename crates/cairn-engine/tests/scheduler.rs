@@ -306,6 +306,7 @@ impl Sandbox {
             study: &g.study,
             store: &self.store,
             fingerprint: &self.fp,
+            read_classes: None,
             machine: &serde_json::Value::Null,
             kinds,
             lock: None,

@@ -1161,14 +1161,59 @@ fn data_quality(inputs: &Inputs, reused: &BTreeMap<String, String>) -> Vec<Block
     let mut facts = measured_in(&inputs.trials, reused);
     facts.extend(crate::report_other_work::other_work(&inputs.trials));
     if trial_points::machine_classes(&inputs.trials) > 1 {
-        facts.push(Item::new(Inline::plain(
-            "⚠ the trials were measured on more than one class of machine: comparisons across them are inconclusive",
-        )));
+        facts.push(Item::new(Inline::plain(machines_of_blocks(&inputs.trials))));
     }
     if !facts.is_empty() {
         blocks.push(Block::List(facts));
     }
     blocks
+}
+
+/// The trials measured on several classes of machine: which blocks each class measured, and
+/// whether a block mixes them (a study measured in parts, one sitting per block, mixes
+/// none, and its tables and claims within a block each stay on one machine).
+fn machines_of_blocks(trials: &[TrialPoint]) -> String {
+    let mut by_class: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut classes_of_block: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for t in trials {
+        let fp: Option<cairn_graph::Fingerprint> =
+            serde_json::from_value(t.fingerprint.clone()).ok();
+        let class = match &fp {
+            Some(fp) => format!(
+                "{} (`{}`)",
+                cairn_report::machine::machine_line(&t.fingerprint),
+                cairn_graph::fingerprint::class_id(fp)
+            ),
+            None => cairn_report::machine::machine_line(&t.fingerprint),
+        };
+        by_class.entry(class.clone()).or_default().insert(&t.trials);
+        classes_of_block.entry(&t.trials).or_default().insert(class);
+    }
+    let each: Vec<String> = by_class
+        .iter()
+        .map(|(class, blocks)| {
+            let blocks: Vec<&str> = blocks.iter().copied().collect();
+            format!("{} on {class}", blocks.join(", "))
+        })
+        .collect();
+    let mixed: Vec<&str> = classes_of_block
+        .iter()
+        .filter(|(_, c)| c.len() > 1)
+        .map(|(b, _)| *b)
+        .collect();
+    let within = if mixed.is_empty() {
+        "each trials block on one: a comparison within a block is of one machine's passes, one across blocks measured on two machines is inconclusive".to_string()
+    } else {
+        format!(
+            "and {} mixed machines: their comparisons are inconclusive",
+            mixed.join(", ")
+        )
+    };
+    format!(
+        "⚠ the trials were measured on {} classes of machine, {within}: {}",
+        by_class.len(),
+        each.join("; ")
+    )
 }
 
 /// Where a trials block's passes were measured — its campaigns (study, run, boot) — for a

@@ -160,6 +160,7 @@ impl Sandbox {
             study: &g.study,
             store: &self.store,
             fingerprint: &self.fp,
+            read_classes: None,
             machine: &serde_json::Value::Null,
             kinds: &kinds,
             lock: None,

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use cairn_graph::{Fingerprint, StepGraph, StepKind};
+use cairn_graph::{StepGraph, StepKind};
 use cairn_plan::Plan;
 use cairn_store::Store;
 
@@ -84,18 +84,18 @@ fn plan_files(
     Ok(out.into_iter().collect())
 }
 
-/// Packs the study of `graph` (as recorded in `store` on the machine `fingerprint`) into
+/// Packs the study of `graph` (as recorded in `store` on the machines `reading` names) into
 /// `out`. Every step must have its result: a bundle holds the whole study.
 pub fn pack(
     plan_path: &Path,
     plan: &Plan,
     graph: &StepGraph,
     store: &Store,
-    fingerprint: &Fingerprint,
+    reading: &crate::measured_on::Reading,
     report_dir: &Path,
     out: &Path,
 ) -> Result<Packed, String> {
-    let links = chain::walk(graph, store, &|_| Some(fingerprint.clone()));
+    let links = chain::walk(graph, store, &|id| Some(reading.class_of(id).clone()));
     let mut steps = Vec::new();
     let mut files: Vec<(String, PathBuf)> = plan_files(plan_path, plan, graph)?;
     let root_rel = files
