@@ -125,6 +125,11 @@ pub struct SourceBuild {
     pub cmake: Vec<String>,
     /// `dynamic` or `static`.
     pub link: String,
+    /// With `static`: the programs the build's own options link statically (each checked
+    /// static, every other one dynamic); empty: every program is linked as `link` says.
+    /// Absent from the key when empty, so builds without it keep their keys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_programs: Vec<String>,
     pub strip: bool,
     /// Extra Debian packages for the build container, sorted.
     pub deps: Vec<String>,
@@ -183,6 +188,7 @@ mod tests {
                         configure: vec![],
                         cmake: vec![],
                         link: "static".into(),
+                        static_programs: vec![],
                         strip: true,
                         deps: vec![],
                         prefix: "/usr/local".into(),

@@ -484,6 +484,7 @@ fn resolve_images(plan: &Plan, b: &mut Builder) -> Result<(), ResolveError> {
                             configure: b.configure.clone(),
                             cmake: b.cmake.clone(),
                             link: or(&b.link, DEFAULT_LINK),
+                            static_programs: b.link_programs.clone(),
                             strip: b.strip.unwrap_or(false),
                             deps,
                             prefix: or(&b.prefix, DEFAULT_PREFIX),

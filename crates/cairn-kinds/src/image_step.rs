@@ -436,7 +436,10 @@ impl<'a> ImageBuild<'a, '_> {
                 serde_json::to_value(changes).expect("serialises"),
             );
         }
-        let bytes = serde_json::to_vec_pretty(&out).expect("serialises");
+        // a rebuild of what the current record holds keeps its manifest byte for byte, so
+        // nothing downstream is keyed anew
+        let bytes = recorded_manifest_of_same_content(self.ctx.store, self.key, &out)
+            .unwrap_or_else(|| serde_json::to_vec_pretty(&out).expect("serialises"));
         let blob = self
             .ctx
             .store
@@ -605,6 +608,25 @@ fn cache_lock(dir: &Path) -> Arc<Mutex<()>> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     m.entry(dir.to_path_buf()).or_default().clone()
+}
+
+/// The current record's manifest of `key`, byte for byte, if it holds what `out` holds: the
+/// same image content and the same build, whatever the run facts each build noted (a
+/// manifest written before they left it carries them). `None` otherwise.
+fn recorded_manifest_of_same_content(
+    store: &Store,
+    key: &str,
+    out: &ImageOutput,
+) -> Option<Vec<u8>> {
+    let recorded = store.get_record(key).ok()??;
+    let blob = recorded.outputs.get(MANIFEST)?;
+    let bytes = store.read_blob(blob).ok()?;
+    let old: ImageOutput = serde_json::from_slice(&bytes).ok()?;
+    let content = |o: &ImageOutput| ImageOutput {
+        build: o.build.as_ref().map(BuildFacts::content),
+        ..o.clone()
+    };
+    (content(&old) == content(out)).then_some(bytes)
 }
 
 /// Read the manifest of an image step's output.
@@ -849,6 +871,60 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// A rebuild that made the same image and binaries keeps the recorded manifest byte for
+    /// byte, even one written with the build's run facts (its times, the compiler cache's
+    /// hits); another binary makes a new one, and new manifests carry no run facts.
+    #[test]
+    fn a_rebuild_of_the_same_content_keeps_the_recorded_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = "ab".repeat(32);
+        let facts = |build_s: f64, digest: &str| -> BuildFacts {
+            serde_json::from_value(json!({
+                "source": "debian:mariadb", "compiler": "gcc", "compiler_version": "gcc 12",
+                "cflags": ["-O2"], "cxxflags": [], "ldflags": [], "build_type": "release",
+                "build_system": "cmake", "options": [], "link": "dynamic", "strip": false,
+                "prefix": "/usr", "toolchain_reused": build_s < 100.0,
+                "phases_s": {"build": build_s}, "build_s": build_s,
+                "ccache_hits": 3, "ccache_misses": 5,
+                "binaries": [{"path": "/usr/sbin/mariadbd", "bytes": 1, "digest": digest,
+                              "word_size": 64, "file_type": "shared", "dynamic": true,
+                              "stripped": false, "debug_info": false}]
+            }))
+            .unwrap()
+        };
+        let output = |build: BuildFacts| ImageOutput {
+            reference: "cairn/o2:k".into(),
+            env: BTreeMap::new(),
+            files: BTreeMap::new(),
+            build: Some(build),
+            manifest: m(&[("a", "1")]),
+        };
+        // recorded by an earlier cairn, run facts and all
+        let mut old = serde_json::to_value(output(facts(4191.0, "d1"))).unwrap();
+        old["build"]["build_s"] = json!(4191.0);
+        let old_bytes = serde_json::to_vec_pretty(&old).unwrap();
+        let blob = store.put_blob(&old_bytes).unwrap();
+        let mut rec = Record::new(key.clone(), "image", "s", "image/o2/1");
+        rec.outputs = BTreeMap::from([(MANIFEST.to_string(), blob)]);
+        rec.output_digest = Record::compute_output_digest(&rec.outputs);
+        store.put_record(&mut rec).unwrap();
+
+        let same = output(facts(1424.0, "d1"));
+        assert_eq!(
+            recorded_manifest_of_same_content(&store, &key, &same),
+            Some(old_bytes)
+        );
+        let other = output(facts(1424.0, "d2"));
+        assert_eq!(
+            recorded_manifest_of_same_content(&store, &key, &other),
+            None
+        );
+        let written = serde_json::to_value(&other).unwrap();
+        assert!(written["build"].get("build_s").is_none(), "{written}");
+        assert!(written["build"].get("ccache_hits").is_none(), "{written}");
     }
 
     #[test]

@@ -162,6 +162,8 @@ pub(crate) struct BuildSpec {
     pub(crate) compiler: Option<Sp<String>>,
     pub(crate) build_type: Option<Sp<String>>,
     pub(crate) link: Option<Sp<String>>,
+    /// `link "static" programs="…"`: set with `link`, and replaced with it.
+    pub(crate) link_programs: Vec<String>,
     pub(crate) strip: Option<Sp<bool>>,
     pub(crate) prefix: Option<Sp<String>>,
     /// One edit per [`List::ALL`], in that order.
@@ -177,6 +179,7 @@ impl BuildSpec {
             compiler: None,
             build_type: None,
             link: None,
+            link_programs: Vec::new(),
             strip: None,
             prefix: None,
             lists: Default::default(),
@@ -211,6 +214,7 @@ struct Flat {
     compiler: Option<Sp<String>>,
     build_type: Option<Sp<String>>,
     link: Option<Sp<String>>,
+    link_programs: Vec<String>,
     strip: Option<Sp<bool>>,
     prefix: Option<Sp<String>>,
     lists: [Vec<Sp<String>>; 6],
@@ -243,6 +247,7 @@ impl Flat {
             configure: strings(List::Configure),
             cmake: strings(List::Cmake),
             link: string(&self.link),
+            link_programs: self.link_programs.clone(),
             strip: self.strip.as_ref().map(|v| v.value),
             deps: strings(List::Deps),
             prefix: string(&self.prefix),
@@ -340,6 +345,7 @@ fn flatten(spec: &BuildSpec, base: Option<(&Flat, &str)>, r: &mut Reporter) -> F
             compiler: spec.compiler.clone(),
             build_type: spec.build_type.clone(),
             link: spec.link.clone(),
+            link_programs: spec.link_programs.clone(),
             strip: spec.strip.clone(),
             prefix: spec.prefix.clone(),
             lists: spec.lists.clone().map(|e| e.given),
@@ -354,6 +360,12 @@ fn flatten(spec: &BuildSpec, base: Option<(&Flat, &str)>, r: &mut Reporter) -> F
         compiler: over(&spec.compiler, &base.compiler),
         build_type: over(&spec.build_type, &base.build_type),
         link: over(&spec.link, &base.link),
+        // the programs go with the `link` they were written on
+        link_programs: if spec.link.is_some() {
+            spec.link_programs.clone()
+        } else {
+            base.link_programs.clone()
+        },
         strip: spec.strip.clone().or_else(|| base.strip.clone()),
         prefix: over(&spec.prefix, &base.prefix),
         lists,

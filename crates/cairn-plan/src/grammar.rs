@@ -71,6 +71,8 @@ pub(crate) const NAMED_BUILD_SINGLE: &[&str] =
 pub(crate) const BUILD_COMPILERS: &[&str] = &["gcc", "clang"];
 pub(crate) const BUILD_TYPES: &[&str] = &["release", "debug"];
 pub(crate) const BUILD_LINKS: &[&str] = &["dynamic", "static"];
+/// `link "static" programs="mariadbd"`: only these programs are linked statically.
+pub(crate) const BUILD_LINK_PROPS: &[&str] = &["programs"];
 
 pub(crate) const SERVER_CHILDREN: &[&str] = &[
     "extends",
@@ -322,13 +324,17 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
             .props(BUILD_PROPS),
         spec("build/compiler").values(BUILD_COMPILERS),
         spec("build/type").values(BUILD_TYPES),
-        spec("build/link").values(BUILD_LINKS),
+        spec("build/link")
+            .values(BUILD_LINKS)
+            .props(BUILD_LINK_PROPS),
         spec("image/build")
             .children(BUILD_CHILDREN, BUILD_SINGLE)
             .props(BUILD_PROPS),
         spec("image/build/compiler").values(BUILD_COMPILERS),
         spec("image/build/type").values(BUILD_TYPES),
-        spec("image/build/link").values(BUILD_LINKS),
+        spec("image/build/link")
+            .values(BUILD_LINKS)
+            .props(BUILD_LINK_PROPS),
         spec("server").children(SERVER_CHILDREN, SERVER_SINGLE),
         spec("server/option").any_props(),
         spec("server/env").any_props(),

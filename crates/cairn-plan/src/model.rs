@@ -254,6 +254,10 @@ pub struct Build {
     pub cmake: Vec<String>,
     /// `link "dynamic"` | `"static"`
     pub link: Option<String>,
+    /// `link "static" programs="mariadbd"`: the programs the build's own options link
+    /// statically (every other one is dynamic); empty: `link` applies to every program.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link_programs: Vec<String>,
     /// `strip #true`
     pub strip: Option<bool>,
     /// Extra Debian packages the build needs (beyond the compiler and, for a Debian source

@@ -320,3 +320,35 @@ fn a_long_chain_of_named_builds_is_flattened() {
         ["-O0", &format!("-DLEVEL={}", n - 1)]
     );
 }
+
+/// `link "static" programs="…"`: the named programs, inherited with their `link`, replaced
+/// by a `link` written later, and refused beside `dynamic` or with a path.
+#[test]
+fn link_static_may_name_the_programs_it_links() {
+    let plan = parse(
+        r#"
+build "o2" { source "debian:mariadb"; cflags "-O2" }
+build "server-static" extends="o2" { link "static" programs="mariadbd mariadb-dump" }
+build "all-static" extends="server-static" { link "static" }
+image "s" { build extends="server-static" { cflags "-O3" } }
+image "a" { build extends="all-static" }
+"#,
+    );
+    let s = &builds(&plan, "s")[0];
+    assert_eq!(
+        (s.link.as_deref(), s.link_programs.as_slice()),
+        (
+            Some("static"),
+            ["mariadbd", "mariadb-dump"].map(String::from).as_slice()
+        )
+    );
+    assert!(builds(&plan, "a")[0].link_programs.is_empty());
+    let e = refused(r#"image "x" { build "debian:hello" { link "dynamic" programs="hello" } }"#);
+    assert!(e.contains("it goes with `link \"static\"`"), "{e}");
+    let e = refused(
+        r#"image "x" { build "debian:hello" { link "static" programs="/usr/bin/hello" } }"#,
+    );
+    assert!(e.contains("is not a list of program names"), "{e}");
+    let e = refused(r#"image "x" { build "debian:hello" { link "static" files="hello" } }"#);
+    assert!(e.contains("unknown property `files`"), "{e}");
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use kdl::{KdlNode, KdlValue};
 
-use super::{args, children, debian_word, node_name, FileParser};
+use super::{args, children, debian_word, node_name, prop_name, props, FileParser};
 use crate::builds::{BuildSpec, LayerBuild, List};
 use crate::diagnostics::{one_of, problem};
 use crate::grammar::*;
@@ -88,6 +88,7 @@ impl FileParser<'_> {
             configure: Vec::new(),
             cmake: Vec::new(),
             link: None,
+            link_programs: Vec::new(),
             strip: None,
             deps: Vec::new(),
             prefix: None,
@@ -194,7 +195,24 @@ impl FileParser<'_> {
                 }
                 "compiler" => spec.compiler = choice(self, BUILD_COMPILERS),
                 "type" => spec.build_type = choice(self, BUILD_TYPES),
-                "link" => spec.link = choice(self, BUILD_LINKS),
+                "link" => {
+                    // as `choice`, with the one property `link` takes
+                    self.props_only(c, BUILD_LINK_PROPS);
+                    self.no_children(c);
+                    let v = self.single_arg(c).and_then(|e| self.string_of(e));
+                    spec.link = v.filter(|v| {
+                        let known = BUILD_LINKS.contains(&v.value.as_str());
+                        if !known {
+                            self.bad_value_at(
+                                v.loc,
+                                format!("`{}` is not a link of a build", v.value.escape_debug()),
+                                Some(format!("`link` is {}", one_of(BUILD_LINKS))),
+                            );
+                        }
+                        known
+                    });
+                    spec.link_programs = self.link_programs(c);
+                }
                 "prefix" => {
                     if let Some(p) = self.one_string(c) {
                         if p.value.starts_with('/') && !p.value.contains(char::is_whitespace) {
@@ -229,6 +247,40 @@ impl FileParser<'_> {
             }
         }
         ok
+    }
+
+    /// `programs="mariadbd …"` of a build's `link "static"`: program file names, no paths.
+    /// (The node's argument and other properties are read by `choice`.)
+    fn link_programs(&mut self, c: &KdlNode) -> Vec<String> {
+        let Some(e) = props(c).find(|e| prop_name(e) == "programs") else {
+            return Vec::new();
+        };
+        let Some(s) = self.string_of(e) else {
+            return Vec::new();
+        };
+        let names: Vec<String> = s.value.split_whitespace().map(String::from).collect();
+        let bad = names.is_empty() || names.iter().any(|n| n.contains('/'));
+        let is_static = args(c)
+            .next()
+            .is_some_and(|a| a.value().as_string() == Some("static"));
+        if bad {
+            self.bad_value_at(
+                s.loc,
+                format!(
+                    "`{}` is not a list of program names",
+                    s.value.escape_debug()
+                ),
+                Some("write the installed programs' file names, e.g. programs=\"mariadbd\"".into()),
+            );
+        } else if !is_static {
+            self.bad_value_at(
+                s.loc,
+                "`programs` names what is linked statically: it goes with `link \"static\"`"
+                    .to_string(),
+                Some("write `link \"static\" programs=\"…\"`".into()),
+            );
+        }
+        names
     }
 
     /// A build's `deps` (or `deps-remove`): Debian packages, one per string.

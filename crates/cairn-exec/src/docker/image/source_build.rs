@@ -103,17 +103,40 @@ pub struct BuildFacts {
     pub link: String,
     pub strip: bool,
     pub prefix: String,
+    // How this run of the build went: they differ on every rebuild of the same content, so
+    // they are not written to the manifest (the image's output, read into every key
+    // downstream) but to the record's `extra.source_build`. Manifests written before keep
+    // them and still read.
     /// True if the toolchain image (compiler, build dependencies, unpacked source) existed.
+    #[serde(default, skip_serializing)]
     pub toolchain_reused: bool,
     /// Seconds per phase.
+    #[serde(default, skip_serializing)]
     pub phases_s: BTreeMap<String, f64>,
     /// Wall time of the whole build, seconds.
+    #[serde(default, skip_serializing)]
     pub build_s: f64,
     /// Compilations served from the compiler cache, and compiled.
+    #[serde(default, skip_serializing)]
     pub ccache_hits: u64,
+    #[serde(default, skip_serializing)]
     pub ccache_misses: u64,
     /// The ELF files installed, sorted by path.
     pub binaries: Vec<BuiltBinary>,
+}
+
+impl BuildFacts {
+    /// What was built, without how this run of the build went (see the fields).
+    pub fn content(&self) -> BuildFacts {
+        BuildFacts {
+            toolchain_reused: false,
+            phases_s: BTreeMap::new(),
+            build_s: 0.0,
+            ccache_hits: 0,
+            ccache_misses: 0,
+            ..self.clone()
+        }
+    }
 }
 
 /// A built layer and what went into it.
@@ -164,7 +187,10 @@ impl BuildRecipe {
 
     fn effective_ldflags(&self) -> Vec<String> {
         let mut v = self.def.ldflags.clone();
-        if self.def.link == "static" && !v.iter().any(|f| f == "-static") {
+        // named programs are linked statically by the build's own options (e.g. MariaDB's
+        // WITH_MYSQLD_LDFLAGS): -static for all would break its shared libraries
+        let every_program = self.def.static_programs.is_empty();
+        if self.def.link == "static" && every_program && !v.iter().any(|f| f == "-static") {
             v.push("-static".into());
         }
         v
@@ -795,11 +821,33 @@ pub fn verify_binaries(
             ));
         }
     }
+    let named = &recipe.def.static_programs;
+    if let Some(missing) = named
+        .iter()
+        .find(|n| !programs.iter().any(|b| file_name(&b.path) == n.as_str()))
+    {
+        return Err(format!(
+            "`link \"static\" programs=…` names {missing}, but the build installed no program of that name"
+        ));
+    }
     for b in programs {
-        match (recipe.def.link.as_str(), &b.elf.interpreter) {
+        // with named programs, each is static and every other one dynamic
+        let link = match named.is_empty() {
+            true => recipe.def.link.as_str(),
+            false if named.iter().any(|n| n == file_name(&b.path)) => "static",
+            false => "dynamic",
+        };
+        match (link, &b.elf.interpreter) {
             ("static", Some(interp)) => {
                 return Err(format!(
                 "`link \"static\"` was asked, but {} is dynamically linked (interpreter {interp})",
+                b.path
+            ))
+            }
+            ("dynamic", None) if !named.is_empty() => {
+                return Err(format!(
+                "`link \"static\" programs=\"{}\"` leaves {} dynamic, but it is statically linked",
+                named.join(" "),
                 b.path
             ))
             }
@@ -825,6 +873,11 @@ pub fn verify_binaries(
         }
     }
     Ok(())
+}
+
+/// The last component of an installed file's path.
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The ELF files in an install tree's tar, with their facts, sorted by path.
@@ -881,6 +934,7 @@ mod tests {
                 configure: vec!["--disable-nls".into()],
                 cmake: vec![],
                 link: "static".into(),
+                static_programs: vec![],
                 strip: true,
                 deps: vec![],
                 prefix: "/usr/local".into(),
@@ -1012,6 +1066,49 @@ mod tests {
             rejection_message(tail),
             "gcc: error: unrecognized command-line option '-fbogus'"
         );
+    }
+
+    /// `link "static" programs="mariadbd"`: the named program static, every other one
+    /// dynamic; a named program not installed, or one linked the other way, is refused.
+    #[test]
+    fn named_static_programs_are_checked_one_by_one() {
+        let bin = |path: &str, interpreter: Option<&str>| BuiltBinary {
+            path: path.into(),
+            bytes: 1,
+            digest: "ab".into(),
+            elf: crate::elf::ElfFacts {
+                word_size: 64,
+                file_type: "executable".into(),
+                dynamic: interpreter.is_some(),
+                interpreter: interpreter.map(String::from),
+                stripped: false,
+                debug_info: false,
+            },
+        };
+        let ld = Some("/lib64/ld-linux-x86-64.so.2");
+        let mut r = recipe();
+        r.def.strip = false;
+        r.def.static_programs = vec!["mariadbd".into()];
+        assert!(!r.effective_ldflags().contains(&"-static".to_string()));
+        let good = [bin("/usr/sbin/mariadbd", None), bin("/usr/bin/mariadb", ld)];
+        assert_eq!(verify_binaries(&r, &good, Some(64)), Ok(()));
+        let dynamic_server = [bin("/usr/sbin/mariadbd", ld), bin("/usr/bin/mariadb", ld)];
+        let e = verify_binaries(&r, &dynamic_server, Some(64)).unwrap_err();
+        assert!(
+            e.contains("/usr/sbin/mariadbd is dynamically linked"),
+            "{e}"
+        );
+        let static_client = [
+            bin("/usr/sbin/mariadbd", None),
+            bin("/usr/bin/mariadb", None),
+        ];
+        let e = verify_binaries(&r, &static_client, Some(64)).unwrap_err();
+        assert!(
+            e.contains("leaves /usr/bin/mariadb dynamic, but it is statically linked"),
+            "{e}"
+        );
+        let e = verify_binaries(&r, &[bin("/usr/bin/mariadb", ld)], Some(64)).unwrap_err();
+        assert!(e.contains("installed no program of that name"), "{e}");
     }
 
     #[test]
