@@ -24,11 +24,15 @@ use crate::bundle::chain::{walk, Link};
 use crate::context::{self, Exit, Machine};
 use crate::{BAD_INPUT, FAILED};
 
-/// Whether every measurement of `graph` has a record measured on `fp` that chains back to
-/// the plan (a pass the adaptive rule did not need counts as had). Records, not the engine's
-/// state: an image not built on this machine yet still has its record.
-fn complete_on(graph: &StepGraph, store: &Store, fp: &Fingerprint) -> bool {
-    let links = crate::bundle::chain::walk(graph, store, &|_| Some(fp.clone()));
+/// Each step's link when every measurement is read as made on `fp`. Records, not the
+/// engine's state: an image not built on this machine yet still has its record.
+fn links_on(graph: &StepGraph, store: &Store, fp: &Fingerprint) -> Vec<Link> {
+    walk(graph, store, &|_| Some(fp.clone()))
+}
+
+/// Whether every measurement of `graph` has a record among `links` (one class's walk) that
+/// chains back to the plan (a pass the adaptive rule did not need counts as had).
+fn complete(graph: &StepGraph, links: &[Link]) -> bool {
     graph
         .steps
         .iter()
@@ -192,19 +196,14 @@ impl Reading {
 }
 
 /// Each trials block at each point (its `together` group) of a study measured in parts,
-/// read from the first of `classes` (this machine's first) under which every pass chains to
-/// the plan and some pass was measured (a pass a sequential design did not need counts as
-/// had). `None` unless every block is found so; the map holds the steps not read from
-/// `classes[0]`.
+/// read from the first of `walks` (each a class and its links, this machine's first) under
+/// which every pass chains to the plan and some pass was measured (a pass a sequential
+/// design did not need counts as had). `None` unless every block is found so; the map holds
+/// the steps not read from the first class.
 fn assembled(
     graph: &StepGraph,
-    store: &Store,
-    classes: &[Fingerprint],
+    walks: &[(Fingerprint, Vec<Link>)],
 ) -> Option<HashMap<StepId, Fingerprint>> {
-    let walks: Vec<Vec<Link>> = classes
-        .iter()
-        .map(|fp| walk(graph, store, &|_| Some(fp.clone())))
-        .collect();
     let mut blocks: BTreeMap<&str, Vec<StepId>> = BTreeMap::new();
     for s in graph.steps.iter().filter(|s| s.measure) {
         let block = s.together.as_deref().unwrap_or(s.address.as_str());
@@ -217,9 +216,9 @@ fn assembled(
                 .all(|&id| !matches!(links[id], Link::Missing { .. }))
                 && ids.iter().any(|&id| matches!(links[id], Link::Record(_)))
         };
-        let at = walks.iter().position(|links| whole(links))?;
+        let at = walks.iter().position(|(_, links)| whole(links))?;
         if at > 0 {
-            out.extend(ids.iter().map(|&id| (id, classes[at].clone())));
+            out.extend(ids.iter().map(|&id| (id, walks[at].0.clone())));
         }
     }
     Some(out)
@@ -259,22 +258,26 @@ pub fn reading_classes(
         return Ok(Reading::one(fp));
     }
     let here = machine.fingerprint(graph);
-    if complete_on(graph, store, &here) {
+    let here_links = links_on(graph, store, &here);
+    if complete(graph, &here_links) {
         return Ok(Reading::one(here));
     }
-    let others: Vec<Fingerprint> = store_classes(store, Some(&graph.study))?
-        .into_iter()
-        .filter(|fp| fp != &here)
-        .collect();
-    let complete: Vec<Fingerprint> = others
+    // each class walked once: for a class holding the whole study, and for the blocks
+    let mut walks = vec![(here.clone(), here_links)];
+    for fp in store_classes(store, Some(&graph.study))? {
+        if fp != here {
+            let links = links_on(graph, store, &fp);
+            walks.push((fp, links));
+        }
+    }
+    let whole: Vec<&Fingerprint> = walks[1..]
         .iter()
-        .filter(|fp| complete_on(graph, store, fp))
-        .cloned()
+        .filter(|(_, links)| complete(graph, links))
+        .map(|(fp, _)| fp)
         .collect();
-    match complete.as_slice() {
+    match whole.as_slice() {
         [] => {
-            let classes: Vec<Fingerprint> = std::iter::once(here.clone()).chain(others).collect();
-            match assembled(graph, store, &classes) {
+            match assembled(graph, &walks) {
                 Some(elsewhere) if !elsewhere.is_empty() => {
                     parts_note(graph, &here, &elsewhere);
                     Ok(Reading {
@@ -293,7 +296,7 @@ pub fn reading_classes(
                 graph.study,
                 class_line(one)
             );
-            Ok(Reading::one(one.clone()))
+            Ok(Reading::one((*one).clone()))
         }
         several => {
             eprintln!(

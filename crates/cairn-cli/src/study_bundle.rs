@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::args::Cli;
 use crate::bundle::check::{verify_dir, Verified};
 use crate::bundle::format::Manifest;
-use crate::bundle::unpack::{unpack, Refused};
+use crate::bundle::unpack::{manifest_of, unpack, Refused};
 use crate::context::{self, Exit};
 use crate::{BAD_INPUT, FAILED, OK};
 
@@ -261,8 +261,7 @@ fn earlier_reproduction_of(target: &Path, dir: &Path) -> Result<(), Exit> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .ok_or_else(other)?;
-    let scratch = tempfile::tempdir().map_err(context::fail(FAILED))?;
-    let this = unpack(target, scratch.path()).map_err(|e| refusal(target, e))?;
+    let this = manifest_of(target).map_err(|e| refusal(target, e))?;
     if earlier != this {
         return Err(other());
     }

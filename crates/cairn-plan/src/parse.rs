@@ -63,6 +63,12 @@ fn args(node: &KdlNode) -> impl Iterator<Item = &KdlEntry> {
     node.entries().iter().filter(|e| e.name().is_none())
 }
 
+/// Whether an expectation is written with `>=`, `<=` or `==` (a tolerance, not a size of a
+/// difference: no band, no trend).
+fn has_tolerance_operator(expect: &str) -> bool {
+    [">=", "<=", "=="].iter().any(|op| expect.contains(op))
+}
+
 fn props(node: &KdlNode) -> impl Iterator<Item = &KdlEntry> {
     node.entries().iter().filter(|e| e.name().is_some())
 }
@@ -1719,10 +1725,7 @@ impl FileParser<'_> {
                 .help("claim the trend of one figure (`metric`), or drop `trend`"),
             );
         }
-        if [">=", "<=", "=="]
-            .iter()
-            .any(|op| expect.value.contains(op))
-        {
+        if has_tolerance_operator(&expect.value) {
             self.push(
                 problem("bad_value", "a trend is of a gain: it goes with `>` or `<`")
                     .label(expect.loc, "a tolerance operator")
@@ -1799,7 +1802,7 @@ impl FileParser<'_> {
                         )),
                     );
                 }
-                if [">=", "<=", "=="].iter().any(|op| expect.value.contains(op)) {
+                if has_tolerance_operator(&expect.value) {
                     self.push(
                         problem("bad_value", "a band sizes a difference: it goes with `>` or `<`")
                             .label(expect.loc, "a tolerance operator")

@@ -51,14 +51,70 @@ pub fn safe_relative(path: &Path) -> Result<PathBuf, String> {
     Ok(out)
 }
 
+/// The tar archive inside `archive` (`.tar.zst`), to read its entries in order.
+fn open_archive(archive: &Path) -> Result<tar::Archive<impl Read>, Refused> {
+    let f = File::open(archive).map_err(|e| Refused::Io(format!("{}: {e}", archive.display())))?;
+    let dec = ruzstd::decoding::StreamingDecoder::new(io::BufReader::new(f))
+        .map_err(|e| Refused::Unsafe(format!("not a zstd archive: {e}")))?;
+    Ok(tar::Archive::new(dec))
+}
+
+/// The first file of an archive, at `rel`, which must be the manifest: its bytes (at most
+/// [`MANIFEST_LIMIT`]) and what they say.
+fn read_manifest(rel: &Path, entry: &mut impl Read) -> Result<(Vec<u8>, Manifest), Refused> {
+    if rel != Path::new(MANIFEST) {
+        return Err(Refused::Unsafe(format!(
+            "the first entry is {}, not {MANIFEST}",
+            rel.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    entry
+        .take(MANIFEST_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Refused::Unsafe(format!("{MANIFEST}: {e}")))?;
+    if bytes.len() as u64 > MANIFEST_LIMIT {
+        return Err(Refused::Unsafe(format!(
+            "{MANIFEST} is larger than {MANIFEST_LIMIT} bytes"
+        )));
+    }
+    let m: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| Refused::Unsafe(format!("{MANIFEST} does not parse: {e}")))?;
+    Ok((bytes, m))
+}
+
+/// An entry's path, checked ([`safe_relative`]).
+fn entry_path(entry: &tar::Entry<'_, impl Read>) -> Result<PathBuf, Refused> {
+    let raw = entry
+        .path()
+        .map_err(|e| Refused::Unsafe(format!("an entry's path: {e}")))?
+        .into_owned();
+    safe_relative(&raw).map_err(Refused::Unsafe)
+}
+
+/// `archive`'s manifest alone, read as [`unpack`] reads it (its first file, bounded),
+/// without unpacking the rest.
+pub fn manifest_of(archive: &Path) -> Result<Manifest, Refused> {
+    let mut tar = open_archive(archive)?;
+    let entries = tar
+        .entries()
+        .map_err(|e| Refused::Unsafe(format!("not a tar archive: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| Refused::Unsafe(format!("a damaged entry: {e}")))?;
+        let rel = entry_path(&entry)?;
+        if entry.header().entry_type().is_dir() {
+            continue;
+        }
+        return read_manifest(&rel, &mut entry).map(|(_, m)| m);
+    }
+    Err(Refused::Unsafe(format!("no {MANIFEST}")))
+}
+
 /// Unpacks `archive` (`.tar.zst`) into `dest` (created, must be empty) and returns its
 /// manifest.
 pub fn unpack(archive: &Path, dest: &Path) -> Result<Manifest, Refused> {
     let io_err = |what: &str, e: io::Error| Refused::Io(format!("{what}: {e}"));
-    let f = File::open(archive).map_err(|e| io_err(&archive.display().to_string(), e))?;
-    let dec = ruzstd::decoding::StreamingDecoder::new(io::BufReader::new(f))
-        .map_err(|e| Refused::Unsafe(format!("not a zstd archive: {e}")))?;
-    let mut tar = tar::Archive::new(dec);
+    let mut tar = open_archive(archive)?;
     fs::create_dir_all(dest).map_err(|e| io_err(&dest.display().to_string(), e))?;
     let mut manifest: Option<Manifest> = None;
     let mut written: u64 = 0;
@@ -67,11 +123,7 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Manifest, Refused> {
         .map_err(|e| Refused::Unsafe(format!("not a tar archive: {e}")))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| Refused::Unsafe(format!("a damaged entry: {e}")))?;
-        let raw = entry
-            .path()
-            .map_err(|e| Refused::Unsafe(format!("an entry's path: {e}")))?
-            .into_owned();
-        let rel = safe_relative(&raw).map_err(Refused::Unsafe)?;
+        let rel = entry_path(&entry)?;
         let kind = entry.header().entry_type();
         if kind.is_dir() {
             fs::create_dir_all(dest.join(&rel))
@@ -92,24 +144,7 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<Manifest, Refused> {
             )));
         }
         if manifest.is_none() {
-            if rel != Path::new(MANIFEST) {
-                return Err(Refused::Unsafe(format!(
-                    "the first entry is {}, not {MANIFEST}",
-                    rel.display()
-                )));
-            }
-            let mut bytes = Vec::new();
-            (&mut entry)
-                .take(MANIFEST_LIMIT + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| Refused::Unsafe(format!("{MANIFEST}: {e}")))?;
-            if bytes.len() as u64 > MANIFEST_LIMIT {
-                return Err(Refused::Unsafe(format!(
-                    "{MANIFEST} is larger than {MANIFEST_LIMIT} bytes"
-                )));
-            }
-            let m: Manifest = serde_json::from_slice(&bytes)
-                .map_err(|e| Refused::Unsafe(format!("{MANIFEST} does not parse: {e}")))?;
+            let (bytes, m) = read_manifest(&rel, &mut entry)?;
             fs::write(dest.join(MANIFEST), &bytes).map_err(|e| io_err(MANIFEST, e))?;
             manifest = Some(m);
             continue;

@@ -145,8 +145,11 @@ impl FileParser<'_> {
                 continue;
             }
             let name = node_name(c);
-            let choice = |this: &mut Self, allowed: &[&str]| -> Option<Sp<String>> {
-                let v = this.one_string(c)?;
+            // one of `allowed`, as the node's one argument; `props` the properties it takes
+            let choice = |this: &mut Self, allowed: &[&str], props: &[&str]| {
+                this.props_only(c, props);
+                this.no_children(c);
+                let v = this.single_arg(c).and_then(|e| this.string_of(e))?;
                 if allowed.contains(&v.value.as_str()) {
                     Some(v)
                 } else {
@@ -193,25 +196,12 @@ impl FileParser<'_> {
                         spec.source = self.build_source(s);
                     }
                 }
-                "compiler" => spec.compiler = choice(self, BUILD_COMPILERS),
-                "type" => spec.build_type = choice(self, BUILD_TYPES),
+                "compiler" => spec.compiler = choice(self, BUILD_COMPILERS, &[]),
+                "type" => spec.build_type = choice(self, BUILD_TYPES, &[]),
                 "link" => {
-                    // as `choice`, with the one property `link` takes
-                    self.props_only(c, BUILD_LINK_PROPS);
-                    self.no_children(c);
-                    let v = self.single_arg(c).and_then(|e| self.string_of(e));
-                    spec.link = v.filter(|v| {
-                        let known = BUILD_LINKS.contains(&v.value.as_str());
-                        if !known {
-                            self.bad_value_at(
-                                v.loc,
-                                format!("`{}` is not a link of a build", v.value.escape_debug()),
-                                Some(format!("`link` is {}", one_of(BUILD_LINKS))),
-                            );
-                        }
-                        known
-                    });
-                    spec.link_programs = self.link_programs(c);
+                    spec.link = choice(self, BUILD_LINKS, BUILD_LINK_PROPS);
+                    let is_static = spec.link.as_ref().is_some_and(|l| l.value == "static");
+                    spec.link_programs = self.link_programs(c, is_static);
                 }
                 "prefix" => {
                     if let Some(p) = self.one_string(c) {
@@ -249,9 +239,9 @@ impl FileParser<'_> {
         ok
     }
 
-    /// `programs="mariadbd …"` of a build's `link "static"`: program file names, no paths.
-    /// (The node's argument and other properties are read by `choice`.)
-    fn link_programs(&mut self, c: &KdlNode) -> Vec<String> {
+    /// `programs="mariadbd …"` of a build's `link` (`is_static`: its argument is `"static"`):
+    /// program file names, no paths.
+    fn link_programs(&mut self, c: &KdlNode, is_static: bool) -> Vec<String> {
         let Some(e) = props(c).find(|e| prop_name(e) == "programs") else {
             return Vec::new();
         };
@@ -260,9 +250,6 @@ impl FileParser<'_> {
         };
         let names: Vec<String> = s.value.split_whitespace().map(String::from).collect();
         let bad = names.is_empty() || names.iter().any(|n| n.contains('/'));
-        let is_static = args(c)
-            .next()
-            .is_some_and(|a| a.value().as_string() == Some("static"));
         if bad {
             self.bad_value_at(
                 s.loc,
