@@ -29,6 +29,22 @@ trials "ro" {{ servers {servers}; dataset "sb"; workload "ro"; profile "cpu" }}
     )
 }
 
+/// The `n` stacks of a folded profile with the most samples, heaviest first (what a failed
+/// assertion shows: the alphabetical first lines are the shallow ones).
+fn heaviest(folded: &str, n: usize) -> String {
+    let mut stacks: Vec<(u64, &str)> = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(stack, count)| (count.parse().unwrap_or(0), stack))
+        .collect();
+    stacks.sort_by(|a, b| b.cmp(a));
+    stacks
+        .iter()
+        .take(n)
+        .map(|(count, stack)| format!("{count} {stack}\n"))
+        .collect()
+}
+
 #[test]
 fn a_profiled_trial_keeps_the_servers_stacks_with_its_symbols() {
     let _engine = engine_shared();
@@ -67,8 +83,8 @@ report "r" { analyses "where"; }"#,
     // the server's own functions, resolved in the container's binary: the query path
     assert!(
         folded.stdout.contains("dispatch_command") || folded.stdout.contains("do_command"),
-        "{}",
-        &folded.stdout[..folded.stdout.len().min(4000)]
+        "{total} samples, none on the query path; the heaviest stacks:\n{}",
+        heaviest(&folded.stdout, 20)
     );
 
     let top = sb

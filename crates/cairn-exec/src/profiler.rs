@@ -26,6 +26,13 @@ pub const EVENT: &str = "cpu-clock";
 /// give thousands of samples, few enough that the server barely notices.
 pub const FREQUENCY_HZ: u32 = 199;
 
+/// perf's build-id cache, inside the recording's own directory: `perf record` copies every
+/// binary it sampled into it (the server's, its libraries, the kernel's symbols) and
+/// `perf script` reads the symbols from there. The shared default (`~/.debug`) grew by every
+/// server binary profiled, and two recordings at once (profiled trials in parallel) wrote the
+/// same binary's entry there while a third read it.
+const BUILD_IDS: &str = "build-ids";
+
 /// The perf program: `perf` on the PATH, or the one `CAIRN_PERF` names (a machine whose perf
 /// lives elsewhere; the tests name one that does not exist, to see a trial say why it has no
 /// profile).
@@ -39,7 +46,7 @@ pub struct Recording {
     pid: u32,
     interrupted: bool,
     data: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Recording {
@@ -51,6 +58,7 @@ impl Recording {
             .tempdir()
             .map_err(|e| format!("a directory for perf's samples: {e}"))?;
         let data = dir.path().join("perf.data");
+        let build_ids = dir.path().join(BUILD_IDS);
         let mut command = Command::new(perf());
         // the window's timer thread that starts perf may run real-time (so its reading is on
         // time, `usage::prefer_realtime`), and a child inherits its policy: perf at real-time
@@ -65,6 +73,8 @@ impl Recording {
             });
         }
         let child = command
+            .arg("--buildid-dir")
+            .arg(&build_ids)
             .args(["record", "--quiet", "-e", EVENT, "-F"])
             .arg(FREQUENCY_HZ.to_string())
             .args(["-g", "--all-cpus", "-o"])
@@ -79,7 +89,7 @@ impl Recording {
             pid,
             interrupted: false,
             data,
-            _dir: dir,
+            dir,
         })
     }
 
@@ -120,6 +130,8 @@ impl Recording {
             ));
         }
         let out = Command::new(perf())
+            .arg("--buildid-dir")
+            .arg(self.dir.path().join(BUILD_IDS))
             .args(["script", "--no-inline", "-F", "comm,ip,sym,dso", "--pid"])
             .arg(self.pid.to_string())
             .arg("-i")
