@@ -54,6 +54,107 @@ pub struct ClaimDef {
     pub to: Option<String>,
 }
 
+/// Which way a claim's operator points, as far as a band cares: a band sizes a difference,
+/// so it goes with `>` or `<`, never with `>=`, `<=` or `==` (which claim none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BandSide {
+    /// `>`: the left side about that much higher.
+    Above,
+    /// `<`: the left side about that much lower.
+    Below,
+    /// `>=`, `<=`, `==`: a tolerance operator.
+    NoDifference,
+}
+
+/// What a band (`about` ± `tolerance`) on a claim can get wrong. The rules live here once:
+/// the plan's parser points at the spans of each, and the claim step refuses a definition
+/// from anywhere else (a bundle's) by the same rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BandProblem {
+    /// `about` without `tolerance`: a band has a width.
+    NoWidth,
+    /// `tolerance` without `about`: a width without a centre.
+    NoCentre,
+    /// A band beside `by` or `within`: a claim has one size.
+    SecondSize,
+    /// The tolerance is wider than the centre (or the centre is not above 0): the band
+    /// reaches past no difference, so it claims no direction.
+    CrossesNoDifference,
+    /// A band with a tolerance operator.
+    NotADifference,
+    /// `<` by `about + tolerance` of 100% or more: a figure cannot fall that far.
+    BelowNothing,
+}
+
+impl BandProblem {
+    /// The problem in words, with the band's numbers where they matter.
+    pub fn message(self, about: f64, tolerance: f64) -> String {
+        let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
+        match self {
+            BandProblem::NoWidth => "`about` needs a `tolerance`: a band has a width".into(),
+            BandProblem::NoCentre => "`tolerance` is the width of a band around `about`".into(),
+            BandProblem::SecondSize => "a band (`about`, `tolerance`) is its claim's size".into(),
+            BandProblem::CrossesNoDifference => format!(
+                "a band of {} ± {} crosses no difference, so it claims no direction",
+                pct(about),
+                pct(tolerance)
+            ),
+            BandProblem::NotADifference => {
+                "a band sizes a difference: it goes with `>` or `<`".into()
+            }
+            BandProblem::BelowNothing => format!(
+                "`<` by {} ± {} reaches 100% or more below: a figure cannot fall that far",
+                pct(about),
+                pct(tolerance)
+            ),
+        }
+    }
+}
+
+impl BandProblem {
+    /// The fix in a few words (the plan's diagnostics say more, beside the spans).
+    pub fn remedy(self) -> &'static str {
+        match self {
+            BandProblem::NoWidth | BandProblem::NoCentre => {
+                "write both about=\"50%\" and tolerance=\"10%\""
+            }
+            BandProblem::SecondSize => "drop `by`/`within`",
+            BandProblem::CrossesNoDifference => "make the tolerance at most `about`",
+            BandProblem::NotADifference => "write `>` or `<`",
+            BandProblem::BelowNothing => "keep about + tolerance under 100%",
+        }
+    }
+}
+
+/// Every problem of a claim's band, in the order a reader fixes them; empty for a good band
+/// and for a claim without one. `second_size`: the claim also has `by` or `within`.
+pub fn band_problems(
+    about: Option<f64>,
+    tolerance: Option<f64>,
+    second_size: bool,
+    side: BandSide,
+) -> Vec<BandProblem> {
+    let (about, tolerance) = match (about, tolerance) {
+        (None, None) => return Vec::new(),
+        (Some(_), None) => return vec![BandProblem::NoWidth],
+        (None, Some(_)) => return vec![BandProblem::NoCentre],
+        (Some(a), Some(t)) => (a, t),
+    };
+    let mut problems = Vec::new();
+    if second_size {
+        problems.push(BandProblem::SecondSize);
+    }
+    if !(tolerance <= about && about > 0.0 && about.is_finite()) {
+        problems.push(BandProblem::CrossesNoDifference);
+    }
+    match side {
+        BandSide::NoDifference => problems.push(BandProblem::NotADifference),
+        BandSide::Below if about + tolerance >= 1.0 => problems.push(BandProblem::BelowNothing),
+        _ => {}
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +178,27 @@ mod tests {
         assert_eq!(v["by"], json!(0.05));
         assert_eq!(v["within"], json!(null));
         assert_eq!(serde_json::from_value::<ClaimDef>(v).unwrap(), c);
+    }
+
+    #[test]
+    fn a_band_needs_both_edges_one_size_a_direction_and_room_below() {
+        use BandProblem::*;
+        let above = BandSide::Above;
+        assert_eq!(band_problems(None, None, true, above), vec![]);
+        assert_eq!(band_problems(Some(0.5), Some(0.1), false, above), vec![]);
+        assert_eq!(band_problems(Some(0.5), None, false, above), vec![NoWidth]);
+        assert_eq!(band_problems(None, Some(0.1), false, above), vec![NoCentre]);
+        assert_eq!(
+            band_problems(Some(0.1), Some(0.2), true, BandSide::NoDifference),
+            vec![SecondSize, CrossesNoDifference, NotADifference]
+        );
+        assert_eq!(
+            band_problems(Some(0.6), Some(0.5), false, BandSide::Below),
+            vec![BelowNothing]
+        );
+        assert_eq!(band_problems(Some(0.6), Some(0.5), false, above), vec![]);
+        assert!(CrossesNoDifference
+            .message(0.1, 0.2)
+            .contains("10% ± 20% crosses no difference"));
     }
 }

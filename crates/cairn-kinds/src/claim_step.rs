@@ -318,36 +318,20 @@ pub fn claim_spec(
 /// tolerance at most its centre (a band may start at no difference: "up to 4%") and (for
 /// `<`) the band above zero. `None` without `about`.
 fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, CheckError> {
-    let refuse = |m: String| Err(CheckError::new("claim", "expect", m));
-    let (about, tolerance) = match (definition.about, definition.tolerance) {
-        (None, None) => return Ok(None),
-        (Some(a), Some(t)) => (a, t),
-        _ => return refuse("a band needs both about=\"50%\" and tolerance=\"10%\"".into()),
+    use cairn_defs::claim::{band_problems, BandSide};
+    let side = match op {
+        Operator::Greater => BandSide::Above,
+        Operator::Less => BandSide::Below,
+        Operator::AtLeast | Operator::AtMost | Operator::Same => BandSide::NoDifference,
     };
-    if definition.by.is_some() || definition.within.is_some() {
-        return refuse("a band (about, tolerance) is the claim's size: drop `by`/`within`".into());
+    let (about, tolerance) = (definition.about, definition.tolerance);
+    let second_size = definition.by.is_some() || definition.within.is_some();
+    if let Some(problem) = band_problems(about, tolerance, second_size, side).first() {
+        let message = problem.message(about.unwrap_or(0.0), tolerance.unwrap_or(0.0));
+        let message = format!("{message}: {}", problem.remedy());
+        return Err(CheckError::new("claim", "expect", message));
     }
-    if !matches!(op, Operator::Greater | Operator::Less) {
-        return refuse(format!(
-            "a band sizes a difference: write `>` or `<`, not `{}`",
-            op.symbol()
-        ));
-    }
-    if !(tolerance <= about && about > 0.0 && about.is_finite()) {
-        return refuse(format!(
-            "a band of {}% ± {}% crosses no difference, so it claims no direction",
-            about * 100.0,
-            tolerance * 100.0
-        ));
-    }
-    if op == Operator::Less && about + tolerance >= 1.0 {
-        return refuse(format!(
-            "`<` by {}% ± {}% reaches 100% or more below: a figure cannot fall that far",
-            about * 100.0,
-            tolerance * 100.0
-        ));
-    }
-    Ok(Some((about, tolerance)))
+    Ok(about.zip(tolerance))
 }
 
 /// The matrix point a claim is at (`where`), checked against the trials' parameters: every

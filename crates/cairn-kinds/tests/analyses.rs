@@ -766,7 +766,7 @@ fn bad_bands_are_refused_at_the_expectation() {
     assert!(msg.contains("cannot fall that far"), "{msg}");
     let mut half = claim_def("jemalloc > system", None, "tps");
     half["about"] = json!(0.5);
-    assert!(refused(half).contains("needs both"));
+    assert!(refused(half).contains("write both about="));
     let mut both = band_def("jemalloc > system", 0.10, 0.05, "tps");
     both["by"] = json!(0.05);
     assert!(refused(both).contains("drop `by`"));

@@ -1751,6 +1751,8 @@ impl FileParser<'_> {
     /// difference" claims no direction (that is `>=`/`<=` with `within`); one that starts
     /// there ("up to 4% faster": `about="2%" tolerance="2%"`) claims the direction and a
     /// limit.
+    /// A band's problems ([`cairn_defs::claim::band_problems`], the rules the claim step
+    /// checks too), each pointed at the spans that cause it.
     fn claim_band(
         &mut self,
         expect: &Sp<String>,
@@ -1758,59 +1760,73 @@ impl FileParser<'_> {
         tolerance: Option<&Sp<f64>>,
         sizes: [&Option<Sp<f64>>; 2],
     ) {
+        use cairn_defs::claim::{band_problems, BandProblem, BandSide};
         let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
-        match (about, tolerance) {
-            (None, None) => {}
-            (Some(a), None) => self.push(
-                problem("missing", "`about` needs a `tolerance`: a band has a width")
-                    .label(a.loc, "the band's centre")
+        let side = if has_tolerance_operator(&expect.value) {
+            BandSide::NoDifference
+        } else if expect.value.contains('<') {
+            BandSide::Below
+        } else {
+            BandSide::Above
+        };
+        let problems = band_problems(
+            about.map(|a| a.value),
+            tolerance.map(|t| t.value),
+            sizes.iter().any(|s| s.is_some()),
+            side,
+        );
+        let (a, t) = (
+            about.map_or(0.0, |a| a.value),
+            tolerance.map_or(0.0, |t| t.value),
+        );
+        for p in problems {
+            let message = p.message(a, t);
+            let diagnostic = match (p, about, tolerance) {
+                (BandProblem::NoWidth, Some(about), _) => problem("missing", message)
+                    .label(about.loc, "the band's centre")
                     .help(format!(
                         "write e.g. about=\"{}\" tolerance=\"10%\" (a published \"about\" says how close it means)",
-                        pct(a.value)
+                        pct(a)
                     )),
-            ),
-            (None, Some(t)) => self.push(
-                problem("missing", "`tolerance` is the width of a band around `about`")
-                    .label(t.loc, "a width without a centre")
+                (BandProblem::NoCentre, _, Some(tolerance)) => problem("missing", message)
+                    .label(tolerance.loc, "a width without a centre")
                     .help("add about=\"50%\", or for a tolerance of >= and <= write within=\"5%\""),
-            ),
-            (Some(a), Some(t)) => {
-                for size in sizes.into_iter().flatten() {
-                    self.push(
-                        problem("unexpected", "a band (`about`, `tolerance`) is its claim's size")
-                            .label(size.loc, "a second size")
-                            .label(a.loc, "the band")
-                            .help("keep either the band or `by`/`within`"),
-                    );
+                (BandProblem::SecondSize, Some(about), _) => {
+                    // one diagnostic per second size, each pointing at it
+                    for size in sizes.iter().filter_map(|s| s.as_ref()) {
+                        self.push(
+                            problem("unexpected", message.clone())
+                                .label(size.loc, "a second size")
+                                .label(about.loc, "the band")
+                                .help("keep either the band or `by`/`within`"),
+                        );
+                    }
+                    continue;
                 }
-                if t.value > a.value {
-                    self.push(
-                        problem(
-                            "bad_value",
-                            format!(
-                                "a band of {} ± {} crosses no difference, so it claims no direction",
-                                pct(a.value),
-                                pct(t.value)
-                            ),
-                        )
-                        .label(t.loc, "wider than its centre")
-                        .help(format!(
-                            "make the tolerance at most `about` (\"up to {}\" is about=\"{}\" tolerance=\"{}\"), or claim the absence of a difference with >= or <= and within=\"…\"",
-                            pct(a.value + t.value),
-                            pct((a.value + t.value) / 2.0),
-                            pct((a.value + t.value) / 2.0)
-                        )),
-                    );
-                }
-                if has_tolerance_operator(&expect.value) {
-                    self.push(
-                        problem("bad_value", "a band sizes a difference: it goes with `>` or `<`")
-                            .label(expect.loc, "a tolerance operator")
-                            .label(a.loc, "the band")
-                            .help("write `>` (the left side about that much higher) or `<` (lower)"),
-                    );
-                }
-            }
+                (BandProblem::CrossesNoDifference, _, Some(tolerance)) => problem("bad_value", message)
+                    .label(tolerance.loc, "wider than its centre")
+                    .help(format!(
+                        "make the tolerance at most `about` (\"up to {}\" is about=\"{}\" tolerance=\"{}\"), or claim the absence of a difference with >= or <= and within=\"…\"",
+                        pct(a + t),
+                        pct((a + t) / 2.0),
+                        pct((a + t) / 2.0)
+                    )),
+                (BandProblem::NotADifference, Some(about), _) => problem("bad_value", message)
+                    .label(expect.loc, "a tolerance operator")
+                    .label(about.loc, "the band")
+                    .help("write `>` (the left side about that much higher) or `<` (lower)"),
+                (BandProblem::BelowNothing, Some(about), Some(tolerance)) => problem("bad_value", message)
+                    .label(about.loc, "the band's centre")
+                    .label(tolerance.loc, "its width")
+                    .help(format!(
+                        "its far edge lies {} below: keep about + tolerance under 100%",
+                        pct(a + t)
+                    )),
+                // every problem above names a span it has; the rules cannot report one
+                // whose side is absent
+                _ => problem("bad_value", message).label(expect.loc, "this claim"),
+            };
+            self.push(diagnostic);
         }
     }
 
