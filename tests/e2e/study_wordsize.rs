@@ -87,6 +87,11 @@ fn the_word_size_study_runs_at_tiny_scale_and_reports_the_seed_table_and_claims(
         }
     }
     assert!(!cells.iter().any(|c| c["row"] == "transactions"));
+    // one row per test, as the seed's table: no operation group beside its test's total
+    assert!(
+        cells.iter().all(|c| TESTS.iter().any(|t| c["row"] == *t)),
+        "{table}"
+    );
 
     // every claim: a verdict with its reason, its ratio and the passes it rests on; a
     // `holds` only with a CI inside the band

@@ -40,9 +40,14 @@ pub const TABLE_MD: &str = "table.md";
 /// The properties a `table` accepts.
 const TABLE_PROPS: &[&str] = &["metric", "rows", "columns", "baseline", "paired", "facet"];
 /// The properties a `compare` accepts.
-const COMPARE_PROPS: &[&str] = &["baseline"];
-/// The rows of a `compare`: the operation of a per-operation figure (`insert` of `insert_s`).
+const COMPARE_PROPS: &[&str] = &["baseline", "rows"];
+/// The rows of a `compare` by default: the operation of a per-operation figure (`insert` of
+/// `insert_s`, `insert_insert_key` of `insert_insert_key_s`): each test and each of its
+/// operation groups.
 pub const OPERATION: &str = "operation";
+/// The rows of a `compare rows="test"`: each test's total alone (`insert`, `select`), one
+/// row per test as the seeds' tables print them.
+pub const TEST: &str = "test";
 
 /// What a `table` analysis asks for, read from its definition.
 #[derive(Debug, Clone, PartialEq)]
@@ -369,11 +374,24 @@ fn compare_spec(
             ),
         ));
     }
+    let rows = match definition.rows() {
+        None | Some(OPERATION) => OPERATION,
+        Some(TEST) => TEST,
+        Some(other) => {
+            return Err(CheckError::new(
+                "analysis",
+                "rows",
+                format!(
+                    "a compare's rows are \"{OPERATION}\" (each test and its operation groups, the default) or \"{TEST}\" (each test's total), not \"{other}\""
+                ),
+            ))
+        }
+    };
     let metric = &figures::OPERATION_SECONDS.figure;
     Ok(TableSpec {
         metric,
         metric_name: metric.name.to_string(),
-        rows: OPERATION.to_string(),
+        rows: rows.to_string(),
         columns: "server".to_string(),
         baseline: Some(baseline.to_string()),
         per_operation: true,
@@ -382,8 +400,9 @@ fn compare_spec(
     })
 }
 
-/// Each trial once per per-operation figure it has: the operation as a parameter, the
-/// seconds as the spec's metric (in the trials' order, operations in name order).
+/// Each trial once per per-operation figure it has (per test's total alone for
+/// `rows="test"`): the operation as a parameter named by the rows, the seconds as the
+/// spec's metric (in the trials' order, operations in name order).
 fn per_operation(spec: &TableSpec, points: &[TrialPoint]) -> Vec<TrialPoint> {
     let family = &figures::OPERATION_SECONDS;
     let mut out = Vec::new();
@@ -396,8 +415,11 @@ fn per_operation(spec: &TableSpec, points: &[TrialPoint]) -> Vec<TrialPoint> {
             if figures::lookup(name).map(|f| f.name) != Some(family.figure.name) {
                 continue;
             }
+            if spec.rows == TEST && !family.stems.contains(&stem) {
+                continue;
+            }
             let mut q = p.clone();
-            q.params = BTreeMap::from([(OPERATION.to_string(), Value::String(stem.into()))]);
+            q.params = BTreeMap::from([(spec.rows.clone(), Value::String(stem.into()))]);
             q.figures = Figures::from_map(BTreeMap::from([(spec.metric_name.clone(), v)]));
             out.push(q);
         }

@@ -515,6 +515,12 @@ fn suite(passes: u32) -> Vec<TrialPoint> {
             f.set(&figures::TOTAL_S, (insert + select) * spread);
             f.set_member(&figures::OPERATION_SECONDS, "insert", insert * spread);
             f.set_member(&figures::OPERATION_SECONDS, "select", select * spread);
+            // an operation group of the insert test: a row of the default compare only
+            f.set_member(
+                &figures::OPERATION_SECONDS,
+                "insert_insert_key",
+                insert / 2.0 * spread,
+            );
             p.figures = f;
             out.push(p);
         }
@@ -530,7 +536,7 @@ fn compare_shows_each_operation_against_the_baseline() {
     let spec = table_spec(&def, &servers, &params).unwrap();
     let t = build_table(&spec, &def, &suite(5)).unwrap();
     assert_eq!(t.rows.name, "operation");
-    assert_eq!(t.rows.values, ["insert", "select"]);
+    assert_eq!(t.rows.values, ["insert_insert_key", "insert", "select"]);
     assert_eq!(t.columns.values, ["b32", "b64"]);
     assert_eq!(t.unit, "s");
     let insert = t.cell("insert", "b64").unwrap().comparison.clone().unwrap();
@@ -546,8 +552,19 @@ fn compare_shows_each_operation_against_the_baseline() {
     // without per-operation figures there is nothing to compare
     let err = build_table(&spec, &def, &study(3, 1.0)).unwrap_err();
     assert!(err.contains("per-operation seconds"), "{err}");
-    // a baseline is required, and must be a server
+
+    // rows="test": each test's total alone, as the seeds' tables print them
+    let tests = analysis(json!({"kind": "compare", "props": {"baseline": "b32", "rows": "test"}}));
+    let spec = table_spec(&tests, &servers, &params).unwrap();
+    let t = build_table(&spec, &tests, &suite(5)).unwrap();
+    assert_eq!(t.rows.name, "test");
+    assert_eq!(t.rows.values, ["insert", "select"]);
+    let md = render_markdown("sql-bench", &t);
+    assert!(md.contains("| test \\ server | b32 | b64 |"), "{md}");
+
+    // a baseline is required, and must be a server; rows are operations or tests
     for (props, words) in [
+        (json!({"baseline": "b32", "rows": "server"}), "or \"test\""),
         (json!({}), "needs the server"),
         (json!({"baseline": "b16"}), "not a server"),
         (
