@@ -503,13 +503,28 @@ fn a_study_measured_in_parts_on_two_machines_reports_and_bundles() {
     cairn_testkit::mariadb_image();
     let sb = Sandbox::new();
     write_study(&sb);
+    // a block whose trials are defined as block `r`'s `system` ones: measured on the other
+    // machine, the same definition has a record of each class (its third pass, which `r`
+    // has not, keeps this machine from holding the block whole)
+    let mut plan = study_plan();
+    plan.push_str(
+        "trials \"again\" { servers \"system\"; dataset \"sb\"; workload \"ps\"; passes 3 }\n",
+    );
+    sb.write("plan.kdl", &plan);
     sb.cairn(["run", "plan.kdl", "--only", "trial/r/*"])
         .guard(GUARD)
         .success();
-    sb.cairn(["run", "plan.kdl", "--only", "trial/one/*"])
-        .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
-        .guard(GUARD)
-        .success();
+    sb.cairn([
+        "run",
+        "plan.kdl",
+        "--only",
+        "trial/one/*",
+        "--only",
+        "trial/again/*",
+    ])
+    .env("CAIRN_SIMULATED_MACHINE", SIMULATED)
+    .guard(GUARD)
+    .success();
     let r = sb.cairn(["report", "plan.kdl"]).guard(GUARD).success();
     assert!(
         r.stderr
@@ -520,8 +535,8 @@ fn a_study_measured_in_parts_on_two_machines_reports_and_bundles() {
     let line = r
         .stderr
         .lines()
-        .find(|l| l.trim_start().starts_with("one: "))
-        .unwrap_or_else(|| panic!("a line for block `one`: {}", r.stderr));
+        .find(|l| l.trim_start().starts_with("again, one: "))
+        .unwrap_or_else(|| panic!("a line for blocks `again` and `one`: {}", r.stderr));
     assert!(line.contains("Simulated CPU for reproduction"), "{line}");
     let data: Value =
         serde_json::from_slice(&std::fs::read(sb.results().join("e2e-repro/data.json")).unwrap())
@@ -542,6 +557,36 @@ fn a_study_measured_in_parts_on_two_machines_reports_and_bundles() {
         .success();
     let v = sb.cairn(["verify", "parts.tar.zst"]).guard(GUARD).success();
     assert!(v.stdout.contains("bundle is intact"), "{}", v.stdout);
+
+    // a reproduction compares each block's published cells as measured where it was: the
+    // same definition's `again` cells from the other machine, `r`'s from this one
+    sb.cairn([
+        "reproduce",
+        "parts.tar.zst",
+        "--into",
+        "repro",
+        "--only",
+        "trial/again/*",
+    ])
+    .guard(GUARD)
+    .success();
+    let found: Value =
+        serde_json::from_slice(&std::fs::read(sb.path().join("repro/comparison.json")).unwrap())
+            .unwrap();
+    let published = |point: &str| {
+        found["absolute"]["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["point"] == point && c["metric"] == "tps")
+            .map(|c| c["a"].clone())
+            .unwrap_or_else(|| panic!("a cell of {point}: {found}"))
+    };
+    let (again, r) = (published("trial/again/system"), published("trial/r/system"));
+    assert_eq!(again.as_array().map(Vec::len), Some(3), "{again}");
+    assert_eq!(r.as_array().map(Vec::len), Some(2), "{r}");
+    assert_ne!(again[0], r[0], "each block's own measurements");
+    assert_ne!(again[1], r[1], "each block's own measurements");
 }
 
 #[test]

@@ -8,10 +8,10 @@
 //! differ), so a cell's difference may be the machine's or the moment's, and the output
 //! says so.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cairn_analysis::{Criteria, Verdict};
-use cairn_graph::{StepGraph, StepKind};
+use cairn_graph::{StepGraph, StepId, StepKind};
 use cairn_kinds::trial_points::point_of;
 use cairn_store::{Record, Store};
 use serde::Serialize;
@@ -104,22 +104,14 @@ pub struct Comparison {
     pub claims: Vec<ClaimRow>,
 }
 
-/// Every record of `store` by definition key (records without one are older than it and
-/// cannot be matched); a measurement only when its fingerprint is `fingerprint` (if given).
-pub(crate) fn by_definition(
-    store: &Store,
-    fingerprint: Option<&Value>,
-) -> BTreeMap<String, Vec<Record>> {
+/// Every record of `store` by definition key, the latest first (records without one are
+/// older than it and cannot be matched).
+pub(crate) fn by_definition(store: &Store) -> BTreeMap<String, Vec<Record>> {
     let keys = store.record_keys().unwrap_or_default();
     let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for r in store.get_records(&keys).into_iter().flatten().flatten() {
         if r.definition_key.is_empty() {
             continue;
-        }
-        if let (Some(want), Some(fp)) = (fingerprint, &r.fingerprint) {
-            if want != fp {
-                continue;
-            }
         }
         out.entry(r.definition_key.clone()).or_default().push(r);
     }
@@ -188,27 +180,64 @@ fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
-/// Compares store `a` (the baseline: published) with store `b` for `graph`'s study,
-/// optionally each restricted to one fingerprint.
+/// Which machine class's records a side of a comparison reads, by trial step.
+#[derive(Debug, Clone, Default)]
+pub enum SideClasses {
+    /// The latest record of each trial, whatever machine made it.
+    #[default]
+    Latest,
+    /// Only records made on this class (`--measured-on-a`/`-b`, as `cairn machine --json`
+    /// prints a class).
+    One(Value),
+    /// Each measured step's record from its own class: a study measured in parts, each block
+    /// read from the machine that measured it whole (`measured_on::published_classes`).
+    /// Steps it does not name read the latest record.
+    Each(HashMap<StepId, Value>),
+}
+
+impl SideClasses {
+    /// The class step `id`'s record is read from, if one is asked.
+    fn of(&self, id: StepId) -> Option<&Value> {
+        match self {
+            SideClasses::Latest => None,
+            SideClasses::One(fp) => Some(fp),
+            SideClasses::Each(by_step) => by_step.get(&id),
+        }
+    }
+
+    /// The latest of `records` (of one definition, latest first) this side reads for step
+    /// `id`.
+    fn pick(&self, id: StepId, records: Option<&Vec<Record>>) -> Option<Record> {
+        let records = records?;
+        match self.of(id) {
+            None => records.first(),
+            Some(want) => records
+                .iter()
+                .find(|r| r.fingerprint.as_ref() == Some(want)),
+        }
+        .cloned()
+    }
+}
+
+/// Compares store `a` (the baseline: published) with store `b` for `graph`'s study, each
+/// side's trials read from the classes it names.
 pub fn compare(
     graph: &StepGraph,
     a: &Store,
     b: &Store,
-    fingerprint_a: Option<&Value>,
-    fingerprint_b: Option<&Value>,
+    classes_a: &SideClasses,
+    classes_b: &SideClasses,
 ) -> Comparison {
-    let ra = by_definition(a, fingerprint_a);
-    let rb = by_definition(b, fingerprint_b);
+    let ra = by_definition(a);
+    let rb = by_definition(b);
     let mut samples: BTreeMap<(String, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut fps_a = BTreeSet::new();
     let mut fps_b = BTreeSet::new();
     let metrics = metrics(graph);
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::TRIAL) {
         let point = point_of(&step.address).to_string();
-        let first = |m: &BTreeMap<String, Vec<Record>>| {
-            m.get(&step.definition_key).and_then(|v| v.first()).cloned()
-        };
-        let (x, y) = (first(&ra), first(&rb));
+        let x = classes_a.pick(step.id, ra.get(&step.definition_key));
+        let y = classes_b.pick(step.id, rb.get(&step.definition_key));
         for (r, fps) in [(&x, &mut fps_a), (&y, &mut fps_b)] {
             if let Some(fp) = r.as_ref().and_then(|r| r.fingerprint.as_ref()) {
                 fps.insert(fp.to_string());

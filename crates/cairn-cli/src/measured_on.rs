@@ -224,6 +224,38 @@ fn assembled(
     Some(out)
 }
 
+/// The class each measured step of a published study (a bundle's store) is read from, as
+/// its report read it where it was published: every step from the one class that holds the
+/// whole study, or each block from the class that measured it whole (a study measured in
+/// parts). Silent, and without this machine's preference: a bundle's classes are its
+/// publisher's. `None` when no class or assembly holds every block.
+pub fn published_classes(
+    graph: &StepGraph,
+    store: &Store,
+) -> Option<HashMap<StepId, serde_json::Value>> {
+    let walks: Vec<(Fingerprint, Vec<Link>)> = store_classes(store, Some(&graph.study))
+        .ok()?
+        .into_iter()
+        .map(|fp| {
+            let links = links_on(graph, store, &fp);
+            (fp, links)
+        })
+        .collect();
+    let (first, elsewhere) = match walks.iter().position(|(_, links)| complete(graph, links)) {
+        Some(whole) => (walks[whole].0.clone(), HashMap::new()),
+        None => (walks.first()?.0.clone(), assembled(graph, &walks)?),
+    };
+    let value = |fp: &Fingerprint| serde_json::to_value(fp).expect("serialises");
+    Some(
+        graph
+            .steps
+            .iter()
+            .filter(|s| s.measure)
+            .map(|s| (s.id, value(elsewhere.get(&s.id).unwrap_or(&first))))
+            .collect(),
+    )
+}
+
 /// The note of a study read in parts: which blocks each other class measured.
 fn parts_note(graph: &StepGraph, here: &Fingerprint, elsewhere: &HashMap<StepId, Fingerprint>) {
     let mut by_class: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();

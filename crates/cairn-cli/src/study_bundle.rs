@@ -340,7 +340,9 @@ pub fn compare(
     use crate::measured_on::side_class;
     let fa = side_class("--measured-on-a", fingerprint_a, &sa.store, "A", &graph)?;
     let fb = side_class("--measured-on-b", fingerprint_b, &sb.store, "B", &graph)?;
-    let cmp = crate::comparison::compare(&graph, &sa.store, &sb.store, fa.as_ref(), fb.as_ref());
+    use crate::comparison::SideClasses;
+    let classes = |fp: Option<serde_json::Value>| fp.map_or(SideClasses::Latest, SideClasses::One);
+    let cmp = crate::comparison::compare(&graph, &sa.store, &sb.store, &classes(fa), &classes(fb));
     if cli.json {
         println!("{}", serde_json::to_string(&cmp).expect("serialises"));
     } else {

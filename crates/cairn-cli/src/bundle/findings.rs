@@ -19,7 +19,7 @@ use cairn_store::{Record, Store};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::comparison::{by_definition, ClaimEstimate, ClaimRow, Comparison};
+use crate::comparison::{by_definition, ClaimEstimate, ClaimRow, Comparison, SideClasses};
 
 /// One side's effect as its report computed it: the ratio to the baseline with its CI.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -467,11 +467,21 @@ fn table_effect_trials(tables: &BTreeMap<String, Table>) -> Vec<Vec<String>> {
 
 /// Reads both stores for `graph`'s study and compares what they found.
 pub fn findings(graph: &StepGraph, published: &Store, here: &Store) -> Findings {
-    let ra = by_definition(published, None);
-    let rb = by_definition(here, None);
+    let ra = by_definition(published);
+    let rb = by_definition(here);
     let tables_a = tables(graph, published, &ra);
     let mut effects = effects(&tables_a, &tables(graph, here, &rb));
-    let comparison = crate::comparison::compare(graph, published, here, None, None);
+    // a study published in parts: each block's published cells from the machine that
+    // measured it, as its report read them (the same trials may have been measured on two)
+    let published_classes = crate::measured_on::published_classes(graph, published)
+        .map_or(SideClasses::Latest, SideClasses::Each);
+    let comparison = crate::comparison::compare(
+        graph,
+        published,
+        here,
+        &published_classes,
+        &SideClasses::Latest,
+    );
     effects.extend(claim_effects(
         &comparison.claims,
         published,
