@@ -676,6 +676,32 @@ fn server_of_trial(address: &str) -> &str {
     rest.split(['[', '#']).next().unwrap_or(rest)
 }
 
+/// The trials block of a trial's address `trial/<trials>/<server>…`.
+fn block_of_trial(address: &str) -> &str {
+    let rest = address.strip_prefix("trial/").unwrap_or(address);
+    rest.split_once('/').map_or(rest, |(b, _)| b)
+}
+
+/// The cells a claim's `expect "a OP b"` names, each `(block, server)`: a side is
+/// `[block:]server[params]`. `None` when it cannot be read so (the claim step refuses it,
+/// with the reason).
+fn claim_sides(expect: &str) -> Option<Vec<(Option<&str>, &str)>> {
+    // the two-character operators first: `>=` holds `>`
+    let (left, right) = [">=", "<=", "==", ">", "<"]
+        .iter()
+        .find_map(|op| expect.split_once(op))?;
+    fn side(text: &str) -> Option<(Option<&str>, &str)> {
+        let text = text.trim();
+        let text = text.split('[').next().unwrap_or(text).trim();
+        let (block, server) = match text.split_once(':') {
+            Some((b, s)) => (Some(b.trim()), s.trim()),
+            None => (None, text),
+        };
+        (!server.is_empty()).then_some((block, server))
+    }
+    Some(vec![side(left)?, side(right)?])
+}
+
 /// The sequential design of the first of the trials blocks `names` whose passes stop when
 /// decided, if any: the analyses and claims reading them decide at its looks' levels.
 fn sequential_of(plan: &Plan, names: &[String]) -> Option<cairn_defs::Sequential> {
@@ -748,7 +774,19 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             from: c.from.as_ref().map(|f| f.value.clone()),
             to: c.to.as_ref().map(|t| t.value.clone()),
         });
+        // only the trials of the cells it compares: re-measuring another server re-runs
+        // nothing of it (and `--only` a claim needs only its own servers' measurements)
         s.inputs = trial_inputs(b, &names);
+        if let Some(sides) = claim_sides(&c.expect.value) {
+            s.inputs.retain(|i| {
+                let address = &b.steps[i.from].address;
+                let server = server_of_trial(address);
+                let block = block_of_trial(address);
+                sides
+                    .iter()
+                    .any(|(b, srv)| *srv == server && b.is_none_or(|b| b == block))
+            });
+        }
         b.push(s);
     }
     for r in &plan.reports {
