@@ -54,6 +54,26 @@ pub struct ClaimDef {
     pub to: Option<String>,
 }
 
+/// The three words of an expectation `"a OP b"` (sides and operator, separated by spaces);
+/// `None` unless it has exactly three.
+pub fn expectation_words(text: &str) -> Option<[&str; 3]> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.try_into().ok()
+}
+
+/// A side of an expectation, `[block:]server[pins]`: its trials block, its server and what
+/// follows its `[` (the pins and the closing `]`, as written), each as written.
+pub fn side_parts(side: &str) -> (Option<&str>, &str, Option<&str>) {
+    let (block, rest) = match side.split_once(':') {
+        Some((block, rest)) => (Some(block), rest),
+        None => (None, side),
+    };
+    match rest.split_once('[') {
+        Some((server, pins)) => (block, server, Some(pins)),
+        None => (block, rest, None),
+    }
+}
+
 /// Which way a claim's operator points, as far as a band cares: a band sizes a difference,
 /// so it goes with `>` or `<`, never with `>=`, `<=` or `==` (which claim none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,9 +129,7 @@ impl BandProblem {
             ),
         }
     }
-}
 
-impl BandProblem {
     /// The fix in a few words (the plan's diagnostics say more, beside the spans).
     pub fn remedy(self) -> &'static str {
         match self {

@@ -682,24 +682,18 @@ fn block_of_trial(address: &str) -> &str {
     rest.split_once('/').map_or(rest, |(b, _)| b)
 }
 
-/// The cells a claim's `expect "a OP b"` names, each `(block, server)`: a side is
-/// `[block:]server[params]`. `None` when it cannot be read so (the claim step refuses it,
-/// with the reason).
+/// The cells a claim's `expect "a OP b"` names, each `(block, server)`, read as the claim
+/// step reads them (`cairn_defs::claim::{expectation_words, side_parts}`). `None` when it
+/// cannot be read so (the claim step refuses it, with the reason).
 fn claim_sides(expect: &str) -> Option<Vec<(Option<&str>, &str)>> {
-    // the two-character operators first: `>=` holds `>`
-    let (left, right) = [">=", "<=", "==", ">", "<"]
-        .iter()
-        .find_map(|op| expect.split_once(op))?;
-    fn side(text: &str) -> Option<(Option<&str>, &str)> {
-        let text = text.trim();
-        let text = text.split('[').next().unwrap_or(text).trim();
-        let (block, server) = match text.split_once(':') {
-            Some((b, s)) => (Some(b.trim()), s.trim()),
-            None => (None, text),
-        };
-        (!server.is_empty()).then_some((block, server))
-    }
-    Some(vec![side(left)?, side(right)?])
+    let [left, _, right] = cairn_defs::claim::expectation_words(expect)?;
+    [left, right]
+        .into_iter()
+        .map(|side| {
+            let (block, server, _) = cairn_defs::claim::side_parts(side);
+            (!server.is_empty()).then_some((block, server))
+        })
+        .collect()
 }
 
 /// The sequential design of the first of the trials blocks `names` whose passes stop when

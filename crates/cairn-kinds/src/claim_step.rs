@@ -54,13 +54,12 @@ pub const CLAIM_JSON: &str = "claim.json";
 /// Parse `"a >= b"`; the sides are cells ([`parse_cell`]): server names, with parameters
 /// (`a[engine=InnoDB]`) or a trials block (`rw:a`).
 pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let [left, op, right] = words.as_slice() else {
+    let Some([left, op, right]) = cairn_defs::claim::expectation_words(text) else {
         return Err(format!(
             "`{text}` is not an expectation: write two servers around one of >=, <=, >, <, ==, e.g. \"jemalloc >= system\""
         ));
     };
-    let operator = match *op {
+    let operator = match op {
         ">" => Operator::Greater,
         "<" => Operator::Less,
         ">=" => Operator::AtLeast,
@@ -129,21 +128,16 @@ pub struct Cell {
 /// Read a side: `[block:]server[k=v,…]`.
 pub fn parse_cell(text: &str) -> Result<Cell, String> {
     let mut point = BTreeMap::new();
-    let (block, rest) = match text.split_once(':') {
-        Some((block, rest)) => (Some(block), rest),
-        None => (None, text),
-    };
+    let (block, server, pins) = cairn_defs::claim::side_parts(text);
     if let Some(block) = block {
         point.insert("trials".to_string(), block.to_string());
     }
-    let (server, pins) = match rest.split_once('[') {
-        Some((server, pins)) => {
-            let Some(pins) = pins.strip_suffix(']') else {
-                return Err(format!("`{text}`: a side's parameters end with `]`"));
-            };
-            (server, Some(pins))
-        }
-        None => (rest, None),
+    let pins = match pins {
+        Some(pins) => match pins.strip_suffix(']') {
+            Some(pins) => Some(pins),
+            None => return Err(format!("`{text}`: a side's parameters end with `]`")),
+        },
+        None => None,
     };
     for pin in pins.into_iter().flat_map(|p| p.split(',')) {
         let Some((k, v)) = pin.split_once('=') else {

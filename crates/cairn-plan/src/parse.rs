@@ -1750,9 +1750,8 @@ impl FileParser<'_> {
     /// `by`/`within` beside it, and a tolerance at most its centre — a band that crosses "no
     /// difference" claims no direction (that is `>=`/`<=` with `within`); one that starts
     /// there ("up to 4% faster": `about="2%" tolerance="2%"`) claims the direction and a
-    /// limit.
-    /// A band's problems ([`cairn_defs::claim::band_problems`], the rules the claim step
-    /// checks too), each pointed at the spans that cause it.
+    /// limit. The rules are [`cairn_defs::claim::band_problems`], which the claim step
+    /// checks too; here each problem is pointed at the spans that cause it.
     fn claim_band(
         &mut self,
         expect: &Sp<String>,
