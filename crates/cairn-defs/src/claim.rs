@@ -54,6 +54,12 @@ pub struct ClaimDef {
     pub to: Option<String>,
 }
 
+/// A fraction as a plan writes it as a percentage: `0.55` → `"55%"`. Rounded to a millionth
+/// of a percent, because 0.55 × 100 is 55.00000000000001 in floating point.
+pub fn percent_as_written(fraction: f64) -> String {
+    format!("{}%", (fraction * 100.0 * 1e6).round() / 1e6)
+}
+
 /// The three words of an expectation `"a OP b"` (sides and operator, separated by spaces);
 /// `None` unless it has exactly three.
 pub fn expectation_words(text: &str) -> Option<[&str; 3]> {
@@ -109,7 +115,7 @@ pub enum BandProblem {
 impl BandProblem {
     /// The problem in words, with the band's numbers where they matter.
     pub fn message(self, about: f64, tolerance: f64) -> String {
-        let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
+        let pct = percent_as_written;
         match self {
             BandProblem::NoWidth => "`about` needs a `tolerance`: a band has a width".into(),
             BandProblem::NoCentre => "`tolerance` is the width of a band around `about`".into(),
@@ -177,6 +183,13 @@ pub fn band_problems(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_percentage_reads_as_the_plan_wrote_it() {
+        assert_eq!(percent_as_written(0.55), "55%");
+        assert_eq!(percent_as_written(0.075), "7.5%");
+        assert_eq!(percent_as_written(0.0), "0%");
+    }
 
     #[test]
     fn within_is_null_when_absent_and_by_is_left_out() {

@@ -430,7 +430,7 @@ pub fn meaning(spec: &ClaimSpec) -> String {
     } = &spec.expectation;
     let figure = spec.metric.name;
     let time = spec.metric.direction == Direction::LowerIsBetter;
-    let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
+    let pct = cairn_defs::claim::percent_as_written;
     let higher = matches!(operator, Operator::Greater | Operator::AtMost);
     let (above, better) = match (higher, time) {
         (true, false) => ("above", "faster"),

@@ -1759,8 +1759,7 @@ impl FileParser<'_> {
         tolerance: Option<&Sp<f64>>,
         sizes: [&Option<Sp<f64>>; 2],
     ) {
-        use cairn_defs::claim::{band_problems, BandProblem, BandSide};
-        let pct = |x: f64| format!("{}%", (x * 100.0 * 1e6).round() / 1e6);
+        use cairn_defs::claim::{band_problems, percent_as_written as pct, BandProblem, BandSide};
         let side = if has_tolerance_operator(&expect.value) {
             BandSide::NoDifference
         } else if expect.value.contains('<') {

@@ -219,16 +219,15 @@ pub fn passes_words(c: &ClaimResult) -> String {
 /// A claim for a person: its text, the expectation, the verdict (emphasised), the ratio with
 /// its CI, why, and the passes the noise would need.
 pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
-    // a percentage as written (0.55 × 100 is 55.00000000000001 in floating point)
-    let pct = |x: f64| (x * 100.0 * 1e6).round() / 1e6;
+    let pct = cairn_defs::claim::percent_as_written;
     let size = if let Some(t) = c.tolerance {
-        format!(" about {}% ± {}%", pct(c.size), pct(t))
+        format!(" about {} ± {}", pct(c.size), pct(t))
     } else if c.size > 0.0 {
         let word = match c.expect.operator {
             Operator::Greater | Operator::Less => "by",
             _ => "within",
         };
-        format!(" {word} {}%", pct(c.size))
+        format!(" {word} {}", pct(c.size))
     } else {
         String::new()
     };
