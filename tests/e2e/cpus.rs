@@ -1,7 +1,8 @@
 //! End-to-end: the trials' `cpus` factor on real containers — one dataset snapshot for every
 //! count, each count's server pinned to that many CPUs and its affinity read back from the
-//! running server's process, the clients on the CPUs left over (or shared), and all of it in
-//! the record, `server.json` and `cairn results`.
+//! running server's process, the clients on the CPUs left over (or shared, or on the
+//! server's own with `clients="with-server"`), and all of it in the record, `server.json` and
+//! `cairn results`.
 
 use std::time::Duration;
 
@@ -76,6 +77,8 @@ workload "native" {{ sysbench "oltp_point_select"; threads 1; duration "1s" }}
 workload "external" {{ sysbench "oltp_point_select" tool="external"; threads 1; duration "1s" }}
 trials "native" {{ servers "s"; dataset "sb"; workload "native"; cpus {} }}
 trials "external" {{ servers "s"; dataset "sb"; workload "external"; cpus 1 }}
+trials "together" {{ servers "s"; dataset "sb"; workload "native"; cpus 1 clients="with-server" }}
+trials "together-external" {{ servers "s"; dataset "sb"; workload "external"; cpus 1 clients="with-server" }}
 analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns="cpus" }}
 {}"#,
             images(),
@@ -172,12 +175,25 @@ analysis "by-cpus" {{ trials "native"; table metric="tps" rows="server" columns=
         assert_eq!(placed["clients"], fmt(&cpus[1..]).as_str(), "{placed}");
     }
 
+    // `clients="with-server"`: the clients pinned to the server's own CPU, both drivers
+    let first = fmt(&cpus[..1]);
+    for (address, driver) in [
+        ("trial/together/s", "cairn's threads"),
+        ("trial/together-external/s", "a container of the tool"),
+    ] {
+        let rec = sb.record(address);
+        let placed = &rec["extra"]["cpus"];
+        assert_eq!(rec["definition"]["clients_with_server"], true, "{rec}");
+        assert_eq!(placed["server_affinity"], first.as_str(), "{placed}");
+        assert_eq!(placed["clients"], first.as_str(), "{placed}");
+        assert_eq!(placed["clients_driver"], driver, "{placed}");
+    }
+
     // `cairn results` shows where each trial ran, read back, and the count as a column
     let table = sb.cairn(["results", "plan.kdl"]).guard(GUARD).run();
     table.expect_code(0);
     eprintln!("{}", table.stdout);
     assert!(table.stdout.contains("ran on cpus"), "{}", table.stdout);
-    let first = fmt(&cpus[..1]);
     if cpus.len() > 1 {
         assert!(table.stdout.contains("cpus"), "{}", table.stdout);
         assert!(

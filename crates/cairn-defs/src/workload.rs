@@ -59,6 +59,11 @@ pub struct TrialStepDef {
     /// without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset: Option<String>,
+    /// The clients run on the server's own CPUs (the block's `cpus … clients="with-server"`):
+    /// the whole benchmark on the factor's CPUs. Absent otherwise (the clients on the CPUs
+    /// the server does not get), so no other trial's key changes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clients_with_server: bool,
     /// What the trial profiles over its measured window (the trials block's `profile`: of
     /// [`PROFILES`], the ones asked in that order joined by `+`, as [`profile_value`] writes
     /// them): absent when it asks for none, so no other trial's key changes.
@@ -257,6 +262,7 @@ mod tests {
             host: Vec::new(),
             cpus: None,
             cpuset: None,
+            clients_with_server: false,
             profile: None,
         };
         let v = serde_json::to_value(&def).unwrap();
@@ -268,6 +274,7 @@ mod tests {
         // no CPU factor, no field: keys made before the factor stay valid
         assert!(v.get("cpus").is_none());
         assert!(v.get("cpuset").is_none());
+        assert!(v.get("clients_with_server").is_none());
         // unprofiled, no field: keys made before profiles stay valid
         assert!(v.get("profile").is_none());
         assert_eq!(serde_json::from_value::<TrialStepDef>(v).unwrap(), def);

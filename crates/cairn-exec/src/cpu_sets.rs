@@ -186,7 +186,8 @@ pub struct Placement {
     pub count: u32,
     /// The server's CPUs.
     pub server: Vec<u32>,
-    /// The clients' CPUs; `None`: no CPU is left, they share the server's.
+    /// The clients' CPUs (the rest, or the server's own when asked); `None`: no CPU is
+    /// left, they run unpinned, sharing the server's.
     pub clients: Option<Vec<u32>>,
 }
 
@@ -196,9 +197,18 @@ impl Placement {
         format_list(&self.server)
     }
 
-    /// The clients' cpuset, if they have CPUs of their own.
+    /// The clients' cpuset, if they are pinned (to CPUs of their own, or to the server's).
     pub fn clients_cpuset(&self) -> Option<String> {
         self.clients.as_deref().map(format_list)
+    }
+
+    /// The same server CPUs with the clients pinned to them too: the whole benchmark on the
+    /// server's CPUs, as on a machine with only those.
+    pub fn with_clients_on_the_server(self) -> Placement {
+        Placement {
+            clients: Some(self.server.clone()),
+            ..self
+        }
     }
 }
 
@@ -306,6 +316,13 @@ mod tests {
         let both = two().place(2).unwrap();
         assert_eq!(both.server_cpuset(), "0-1");
         assert_eq!(both.clients_cpuset(), None, "shared");
+        let together = two().place(1).unwrap().with_clients_on_the_server();
+        assert_eq!(together.server_cpuset(), "0");
+        assert_eq!(
+            together.clients_cpuset().as_deref(),
+            Some("0"),
+            "pinned with it"
+        );
         let e = two().place(3).unwrap_err();
         assert!(e.contains("gives cairn: 2 CPUs (0-1)"), "{e}");
         assert!(two().place(0).is_err());

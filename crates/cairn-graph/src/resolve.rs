@@ -606,6 +606,7 @@ fn resolve_trials(plan: &Plan, b: &mut Builder, driver_version: &dyn Fn(&str) ->
                         host: crate::trial_factors::host_settings(t, point),
                         cpus: crate::trial_factors::cpu_count(t, point),
                         cpuset: crate::trial_factors::cpu_set(t, point),
+                        clients_with_server: cairn_plan::trial_cpus::clients_with_server(t),
                         profile: t.profile.as_ref().map(|p| p.value.clone()),
                     });
                     s.code = trial_code(

@@ -746,6 +746,8 @@ fn cpu_placement_words(trials: &[&TrialPoint]) -> Option<Inline> {
         let text = |k: &str| t.cpus.get(k).and_then(Value::as_str).unwrap_or("?");
         let clients = match text("clients") {
             "shared" => "the clients sharing them (no CPU left over)".to_string(),
+            // `clients="with-server"`: the whole benchmark on the server's CPUs
+            set if set == text("server_affinity") => format!("the clients with it on {}", on(set)),
             set => format!("the clients on {}", on(set)),
         };
         by_count.entry(count).or_insert_with(|| {
@@ -1381,6 +1383,13 @@ mod parameter_tests {
             "CPUs: at cpus = 1 the server on CPU 0, the clients on CPU 1; at cpus = 2 the server on CPUs 0-1, the clients sharing them (no CPU left over)."
         );
         assert!(cpu_placement_words(&[&TrialPoint::default()]).is_none());
+        // `clients="with-server"`: the clients pinned to the server's own CPUs
+        let (alone, both) = (point(1, "0", "0"), point(2, "0-1", "0-1"));
+        let item = Item::new(cpu_placement_words(&[&alone, &both]).unwrap());
+        assert_eq!(
+            words(&item),
+            "CPUs: at cpus = 1 the server on CPU 0, the clients with it on CPU 0; at cpus = 2 the server on CPUs 0-1, the clients with it on CPUs 0-1."
+        );
     }
 
     #[test]

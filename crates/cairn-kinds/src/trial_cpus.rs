@@ -23,13 +23,17 @@ fn factor_error(message: String) -> cairn_workload::Error {
 pub fn placement(step: &Step) -> Result<Option<Placement>, cairn_workload::Error> {
     let def = step.trial_def().map_err(cairn_workload::Error::Invalid)?;
     let usable = Usable::here();
-    match (def.cpus, &def.cpuset) {
+    let placement = match (def.cpus, &def.cpuset) {
         (Some(count), _) => usable.place(count),
         (None, Some(set)) => usable.place_set(set),
         (None, None) => return Ok(None),
     }
-    .map(Some)
-    .map_err(factor_error)
+    .map_err(factor_error)?;
+    Ok(Some(if def.clients_with_server {
+        placement.with_clients_on_the_server()
+    } else {
+        placement
+    }))
 }
 
 /// `sdef` with the cpuset of the trial's CPU count or named set, checked as its runtime would start it

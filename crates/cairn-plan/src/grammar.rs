@@ -367,7 +367,16 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
     }));
     g.extend([
         spec("trials").children(TRIALS_CHILDREN, TRIALS_SINGLE),
-        spec("trials/cpus").any_props(),
+        // named sets of CPUs, and `clients=` (where the clients run)
+        NodeSpec {
+            prop_values: vec![(
+                crate::trial_cpus::CLIENTS,
+                crate::trial_cpus::ClientCpus::WORDS.to_vec(),
+            )],
+            ..spec("trials/cpus")
+                .any_props()
+                .props(&[crate::trial_cpus::CLIENTS])
+        },
         NodeSpec {
             prop_values: vec![("until", PASSES_UNTIL.to_vec())],
             ..spec("trials/passes").props(PASSES_PROPS)

@@ -375,6 +375,10 @@ pub struct Trials {
     /// Empty: the server's own `cpus`, if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<Sp<crate::trial_cpus::CpuChoice>>,
+    /// `cpus 1 2 clients="with-server"`: where the clients run under the factor
+    /// ([`crate::trial_cpus::ClientCpus`]); absent: on the CPUs the server does not get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_clients: Option<Sp<crate::trial_cpus::ClientCpus>>,
     /// `tie "threads" to="cpus" times=2`: only the points where one axis is a multiple of
     /// another are measured ([`crate::trial_ties`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

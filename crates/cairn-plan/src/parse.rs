@@ -1301,6 +1301,7 @@ impl FileParser<'_> {
         let mut lifecycle = crate::lifecycle::Lifecycle::default();
         let mut host = Vec::new();
         let mut cpus = Vec::new();
+        let mut cpus_clients = None;
         let mut ties = Vec::new();
         let mut profile = None;
         let mut seen = BTreeMap::new();
@@ -1323,7 +1324,7 @@ impl FileParser<'_> {
                 "io-scheduler" | "transparent-hugepages" | "sysctl" | "sysfs" => {
                     host.extend(self.host_factor(c))
                 }
-                "cpus" => cpus = self.cpu_choices(c),
+                "cpus" => (cpus, cpus_clients) = self.cpu_choices(c),
                 "tie" => ties.extend(self.trial_tie(c)),
                 "profile" => profile = self.profile_kind(c),
                 "seed" => {
@@ -1374,6 +1375,7 @@ impl FileParser<'_> {
                 lifecycle,
                 host,
                 cpus,
+                cpus_clients,
                 ties,
                 profile,
             });

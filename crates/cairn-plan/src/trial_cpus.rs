@@ -13,6 +13,35 @@ use crate::model::{Plan, Trials, Value};
 /// The parameter name the factor's values have in a trial's point (`trial/t/s[cpus=2]`).
 pub const FACTOR: &str = "cpus";
 
+/// The property of a block's `cpus` that says where its clients run (`cpus 1 2
+/// clients="with-server"`); never the name of a set of CPUs.
+pub const CLIENTS: &str = "clients";
+
+/// Where a block's clients run under the `cpus` factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientCpus {
+    /// `clients="rest"` (the default): on the CPUs the server does not get, or sharing the
+    /// server's when none are left. The clients do not take the server's CPUs.
+    Rest,
+    /// `clients="with-server"`: on the server's own CPUs, the whole benchmark on N CPUs (as a
+    /// machine with CPUs switched off, or hyper-threading off, runs it).
+    WithServer,
+}
+
+impl ClientCpus {
+    /// Every value, as a plan writes it.
+    pub const WORDS: &'static [&'static str] = &["rest", "with-server"];
+
+    /// The value a plan writes as `word`, if any.
+    pub fn from_word(word: &str) -> Option<ClientCpus> {
+        match word {
+            "rest" => Some(ClientCpus::Rest),
+            "with-server" => Some(ClientCpus::WithServer),
+            _ => None,
+        }
+    }
+}
+
 /// One value of the factor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CpuChoice {
@@ -32,6 +61,13 @@ impl CpuChoice {
             CpuChoice::Set { name, .. } => Value::String(name.clone()),
         }
     }
+}
+
+/// Whether block `t`'s clients run on its server's CPUs (`clients="with-server"`).
+pub fn clients_with_server(t: &Trials) -> bool {
+    t.cpus_clients
+        .as_ref()
+        .is_some_and(|c| c.value == ClientCpus::WithServer)
 }
 
 /// The factor's values as plan values, in the order the block lists them; empty when the
@@ -122,6 +158,23 @@ workload "w" { sysbench "oltp_read_only"; threads 1 8 }
     }
 
     #[test]
+    fn clients_with_the_server_is_a_setting_not_a_set() {
+        let plan =
+            parse(r#"trials "t" { servers "a"; workload "w"; cpus 1 2 clients="with-server" }"#)
+                .unwrap();
+        let t = &plan.trials[0];
+        assert_eq!(values(t), vec![Value::Int(1), Value::Int(2)]);
+        assert!(clients_with_server(t));
+        let plan =
+            parse(r#"trials "t" { servers "a"; workload "w"; cpus 1 clients="rest" }"#).unwrap();
+        assert!(!clients_with_server(&plan.trials[0]));
+        // without the setting a block serialises as before (the parse cache's form)
+        let plan = parse(r#"trials "t" { servers "a"; workload "w"; cpus 1 }"#).unwrap();
+        let json = serde_json::to_value(&plan.trials[0]).unwrap();
+        assert!(json.get("cpus_clients").is_none());
+    }
+
+    #[test]
     fn bad_counts_are_refused_at_their_value() {
         for (bad, says) in [
             ("cpus 0", "at least 1"),
@@ -133,6 +186,11 @@ workload "w" { sysbench "oltp_read_only"; threads 1 8 }
             ("cpus \"a,b\"=\"0\"", "cannot name a set of CPUs"),
             ("cpus 100000", "too large"),
             ("cpus", "at least one number"),
+            (
+                "cpus 1 clients=\"0\"",
+                "`clients` says where the clients run",
+            ),
+            ("cpus clients=\"with-server\"", "at least one number"),
         ] {
             let e = parse(&format!(
                 r#"trials "t" {{ servers "a"; workload "w"; {bad} }}"#

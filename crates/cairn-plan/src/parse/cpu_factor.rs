@@ -8,7 +8,7 @@ use kdl::{KdlNode, KdlValue};
 use super::{args, node_name, prop_name, props, FileParser};
 use crate::diagnostics::problem;
 use crate::model::Sp;
-use crate::trial_cpus::CpuChoice;
+use crate::trial_cpus::{ClientCpus, CpuChoice, CLIENTS};
 
 /// The most CPUs a count may name: more than any machine cairn measures on has, few enough
 /// that a typo (`cpus 10000`) is refused here rather than at the machine.
@@ -40,12 +40,17 @@ fn bad_set_name(name: &str) -> Option<&'static str> {
 }
 
 impl FileParser<'_> {
-    /// A trials block's `cpus 1 2 cores="0,2"`: numbers of CPUs (integers ≥ 1) and named
-    /// sets of CPUs, at least one, each once.
-    pub(super) fn cpu_choices(&mut self, node: &KdlNode) -> Vec<Sp<CpuChoice>> {
+    /// A trials block's `cpus 1 2 cores="0,2" clients="with-server"`: numbers of CPUs
+    /// (integers ≥ 1) and named sets of CPUs, at least one, each once; and where the clients
+    /// run, if the block says.
+    pub(super) fn cpu_choices(
+        &mut self,
+        node: &KdlNode,
+    ) -> (Vec<Sp<CpuChoice>>, Option<Sp<ClientCpus>>) {
         self.no_children(node);
         let entries: Vec<_> = args(node).collect();
-        let sets: Vec<_> = props(node).collect();
+        let (clients, sets): (Vec<_>, Vec<_>) = props(node).partition(|e| prop_name(e) == CLIENTS);
+        let clients = clients.into_iter().last().and_then(|e| self.client_cpus(e));
         if entries.is_empty() && sets.is_empty() {
             let p = problem("missing", "`cpus` needs at least one number of CPUs")
                 .label(self.name_loc(node), "no counts")
@@ -103,7 +108,26 @@ impl FileParser<'_> {
             };
             self.push_choice(&mut choices, Sp::new(choice, set.loc));
         }
-        choices
+        (choices, clients)
+    }
+
+    /// `clients="with-server"` or `clients="rest"` of a block's `cpus`.
+    fn client_cpus(&mut self, e: &kdl::KdlEntry) -> Option<Sp<ClientCpus>> {
+        let word = self.string_of(e)?;
+        match ClientCpus::from_word(&word.value) {
+            Some(c) => Some(Sp::new(c, word.loc)),
+            None => {
+                self.bad_value(
+                    e,
+                    format!(
+                        "`clients` says where the clients run under `cpus`, not {:?}",
+                        word.value
+                    ),
+                    Some("write `clients=\"with-server\"` (on the server's CPUs) or `clients=\"rest\"` (on the CPUs it does not get, the default); `clients` is not a name for a set of CPUs".into()),
+                );
+                None
+            }
+        }
     }
 
     /// Adds `c` unless the block lists it already (a count twice, a set's CPUs twice).
