@@ -132,13 +132,12 @@ pub fn parse_cell(text: &str) -> Result<Cell, String> {
     if let Some(block) = block {
         point.insert("trials".to_string(), block.to_string());
     }
-    let pins = match pins {
-        Some(pins) => match pins.strip_suffix(']') {
-            Some(pins) => Some(pins),
-            None => return Err(format!("`{text}`: a side's parameters end with `]`")),
-        },
-        None => None,
-    };
+    let pins = pins
+        .map(|p| {
+            p.strip_suffix(']')
+                .ok_or_else(|| format!("`{text}`: a side's parameters end with `]`"))
+        })
+        .transpose()?;
     for pin in pins.into_iter().flat_map(|p| p.split(',')) {
         let Some((k, v)) = pin.split_once('=') else {
             return Err(format!(

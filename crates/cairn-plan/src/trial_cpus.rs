@@ -20,8 +20,8 @@ pub const CLIENTS: &str = "clients";
 /// Where a block's clients run under the `cpus` factor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClientCpus {
-    /// `clients="rest"` (the default): on the CPUs the server does not get, or sharing the
-    /// server's when none are left. The clients do not take the server's CPUs.
+    /// `clients="rest"` (the default): on the CPUs the server does not get; only when none
+    /// are left do they share the server's.
     Rest,
     /// `clients="with-server"`: on the server's own CPUs, the whole benchmark on N CPUs (as a
     /// machine with CPUs switched off, or hyper-threading off, runs it).
@@ -172,6 +172,13 @@ workload "w" { sysbench "oltp_read_only"; threads 1 8 }
         let plan = parse(r#"trials "t" { servers "a"; workload "w"; cpus 1 }"#).unwrap();
         let json = serde_json::to_value(&plan.trials[0]).unwrap();
         assert!(json.get("cpus_clients").is_none());
+    }
+
+    #[test]
+    fn every_word_the_reference_lists_reads_as_a_placement() {
+        for word in ClientCpus::WORDS {
+            assert!(ClientCpus::from_word(word).is_some(), "{word}");
+        }
     }
 
     #[test]
