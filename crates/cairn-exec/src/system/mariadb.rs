@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{check_option_common, greeting, host_program, DbSystem, Greeting, ServerLayout};
+use super::{check_option_common, greeting, host_program, DbSystem, Facts, Greeting, ServerLayout};
 
 /// The MariaDB server (`mariadbd`) and its client tools.
 #[derive(Debug, Clone, Copy, Default)]
@@ -172,41 +172,24 @@ pub(super) fn my_cnf(
     Ok(s)
 }
 
+/// mariadbd as Debian's `mariadb-server` installs it.
+pub(super) const FACTS: Facts = Facts {
+    process_name: "mariadbd",
+    default_port: 3306,
+    service_user: "mysql",
+    admin_user: "root",
+    socket_name: "mysqld.sock",
+    config_name: "my.cnf",
+    flags: ("ON", "OFF"),
+};
+
 impl DbSystem for MariaDb {
     fn name(&self) -> &'static str {
         "mariadb"
     }
 
-    fn process_name(&self) -> &'static str {
-        "mariadbd"
-    }
-
-    fn default_port(&self) -> u16 {
-        3306
-    }
-
-    fn service_user(&self) -> &'static str {
-        "mysql"
-    }
-
-    fn admin_user(&self) -> &'static str {
-        "root"
-    }
-
-    fn socket_name(&self) -> &'static str {
-        "mysqld.sock"
-    }
-
-    fn config_name(&self) -> &'static str {
-        "my.cnf"
-    }
-
-    fn flag_text(&self, on: bool) -> &'static str {
-        if on {
-            "ON"
-        } else {
-            "OFF"
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     /// The option names mariadbd takes: its own `--verbose --help`.

@@ -78,26 +78,68 @@ pub struct TlsFiles {
     pub key: String,
 }
 
+/// What a database system's server program and package fix, the same on every machine. The
+/// trait's accessors ([`DbSystem::process_name`], …) read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// The server's process name (`/proc/<pid>/comm`), e.g. `mariadbd`.
+    pub process_name: &'static str,
+    /// The TCP port the server listens on by default.
+    pub default_port: u16,
+    /// The OS user the server drops to in a container (its package's service user).
+    pub service_user: &'static str,
+    /// The administrator account that needs no password over the socket.
+    pub admin_user: &'static str,
+    /// The socket file's name inside the socket directory.
+    pub socket_name: &'static str,
+    /// The configuration file's name, e.g. `my.cnf`.
+    pub config_name: &'static str,
+    /// A boolean option's values as the configuration file spells them: (on, off).
+    pub flags: (&'static str, &'static str),
+}
+
 /// One database system (a server program and its tools). Implementations hold no state: the
 /// registry hands out `&'static` instances.
 pub trait DbSystem: Send + Sync {
     /// The name definitions use, e.g. `mariadb`.
     fn name(&self) -> &'static str;
+    /// What the server program and its package fix (process name, port, users, files): one
+    /// value, so a system like another ([`variant::Variant`]) takes all of it at once.
+    fn facts(&self) -> &'static Facts;
     /// The server's process name (`/proc/<pid>/comm`), e.g. `mariadbd`.
-    fn process_name(&self) -> &'static str;
+    fn process_name(&self) -> &'static str {
+        self.facts().process_name
+    }
     /// The TCP port the server listens on by default.
-    fn default_port(&self) -> u16;
+    fn default_port(&self) -> u16 {
+        self.facts().default_port
+    }
     /// The OS user the server drops to in a container (its package's service user).
-    fn service_user(&self) -> &'static str;
+    fn service_user(&self) -> &'static str {
+        self.facts().service_user
+    }
     /// The administrator account that needs no password over the socket (for a host server
     /// run as the invoking user).
-    fn admin_user(&self) -> &'static str;
+    fn admin_user(&self) -> &'static str {
+        self.facts().admin_user
+    }
     /// The socket file's name inside the socket directory.
-    fn socket_name(&self) -> &'static str;
+    fn socket_name(&self) -> &'static str {
+        self.facts().socket_name
+    }
     /// The configuration file's name, e.g. `my.cnf`.
-    fn config_name(&self) -> &'static str;
+    fn config_name(&self) -> &'static str {
+        self.facts().config_name
+    }
     /// A boolean option's value as the configuration file spells it.
-    fn flag_text(&self, on: bool) -> &'static str;
+    fn flag_text(&self, on: bool) -> &'static str {
+        let (yes, no) = self.facts().flags;
+        if on {
+            yes
+        } else {
+            no
+        }
+    }
     /// Whether the option `key` = `value` (an empty value is a bare flag) can be written into
     /// the configuration file so that the server reads exactly this key and value; the error
     /// says why not. `cairn check` and every start ask it (through the engine's server

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::mariadb::{self, check_my_cnf_option, my_cnf, parent};
-use super::{greeting, host_program, DbSystem, Greeting, ServerLayout};
+use super::{greeting, host_program, DbSystem, Facts, Greeting, ServerLayout};
 
 /// The directory Debian's `mysqld` is built to read and write files in
 /// (`secure_file_priv`); the server refuses to start when it is missing.
@@ -24,41 +24,19 @@ const SECURE_FILE_DIR: &str = "/var/lib/mysql-files";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MySql;
 
+/// mysqld as Debian's `mysql-server` installs it: MariaDB's, but for the process name.
+const FACTS: Facts = Facts {
+    process_name: "mysqld",
+    ..mariadb::FACTS
+};
+
 impl DbSystem for MySql {
     fn name(&self) -> &'static str {
         "mysql"
     }
 
-    fn process_name(&self) -> &'static str {
-        "mysqld"
-    }
-
-    fn default_port(&self) -> u16 {
-        3306
-    }
-
-    fn service_user(&self) -> &'static str {
-        "mysql"
-    }
-
-    fn admin_user(&self) -> &'static str {
-        "root"
-    }
-
-    fn socket_name(&self) -> &'static str {
-        "mysqld.sock"
-    }
-
-    fn config_name(&self) -> &'static str {
-        "my.cnf"
-    }
-
-    fn flag_text(&self, on: bool) -> &'static str {
-        if on {
-            "ON"
-        } else {
-            "OFF"
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     /// MySQL reads my.cnf with the same mysys code as MariaDB: the same rules.

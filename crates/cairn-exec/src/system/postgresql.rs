@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{check_option_common, greeting, DbSystem, Greeting, ServerLayout};
+use super::{check_option_common, greeting, DbSystem, Facts, Greeting, ServerLayout};
 
 /// The PostgreSQL server (`postgres`) and its client tools.
 #[derive(Debug, Clone, Copy, Default)]
@@ -165,41 +165,24 @@ pub fn read_startup_answer(r: &mut dyn std::io::Read) -> Result<Greeting, String
         .ok_or_else(|| "the server sent no server_version".into())
 }
 
+/// postgres as Debian's `postgresql` packages install it.
+const FACTS: Facts = Facts {
+    process_name: "postgres",
+    default_port: 5432,
+    service_user: "postgres",
+    admin_user: "postgres",
+    socket_name: ".s.PGSQL.5432",
+    config_name: "postgresql.conf",
+    flags: ("on", "off"),
+};
+
 impl DbSystem for PostgreSql {
     fn name(&self) -> &'static str {
         "postgresql"
     }
 
-    fn process_name(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn default_port(&self) -> u16 {
-        5432
-    }
-
-    fn service_user(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn admin_user(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn socket_name(&self) -> &'static str {
-        ".s.PGSQL.5432"
-    }
-
-    fn config_name(&self) -> &'static str {
-        "postgresql.conf"
-    }
-
-    fn flag_text(&self, on: bool) -> &'static str {
-        if on {
-            "on"
-        } else {
-            "off"
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn client_protocol(&self) -> &'static str {

@@ -22,7 +22,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{greeting, DbSystem, Greeting, ServerLayout};
+use super::{greeting, DbSystem, Facts, Greeting, ServerLayout};
 
 /// A system that is `like` another under the name `name`, told apart by `identify`.
 pub struct Variant {
@@ -42,26 +42,8 @@ impl DbSystem for Variant {
     fn identify(&self, version: &str) -> Result<(), String> {
         (self.identify)(version)
     }
-    fn process_name(&self) -> &'static str {
-        self.like.process_name()
-    }
-    fn default_port(&self) -> u16 {
-        self.like.default_port()
-    }
-    fn service_user(&self) -> &'static str {
-        self.like.service_user()
-    }
-    fn admin_user(&self) -> &'static str {
-        self.like.admin_user()
-    }
-    fn socket_name(&self) -> &'static str {
-        self.like.socket_name()
-    }
-    fn config_name(&self) -> &'static str {
-        self.like.config_name()
-    }
-    fn flag_text(&self, on: bool) -> &'static str {
-        self.like.flag_text(on)
+    fn facts(&self) -> &'static Facts {
+        self.like.facts()
     }
     fn check_option(&self, key: &str, value: &str) -> Result<(), String> {
         self.like.check_option(key, value)
@@ -126,6 +108,19 @@ impl DbSystem for Variant {
     fn stop_signal(&self) -> &'static str {
         self.like.stop_signal()
     }
+    fn variables_script(&self) -> Option<String> {
+        self.like.variables_script()
+    }
+    fn variables(&self, output: &str) -> super::variables::ServerVariables {
+        self.like.variables(output)
+    }
+    fn option_name(
+        &self,
+        names: &super::variables::ServerVariables,
+        key: &str,
+    ) -> super::variables::OptionName {
+        self.like.option_name(names, key)
+    }
 }
 
 #[cfg(test)]
@@ -148,7 +143,15 @@ mod tests {
     #[test]
     fn a_variant_is_its_base_under_its_own_name_and_identity() {
         assert_eq!(FORK.name(), "fork");
-        assert_eq!(FORK.process_name(), MySql.process_name());
+        assert_eq!(FORK.facts(), MySql.facts());
+        assert_eq!(FORK.process_name(), "mysqld");
+        // its options are checked against its base's list of them
+        assert_eq!(FORK.variables_script(), MySql.variables_script());
+        let names = FORK.variables("  --max-connections=#  The number of ...\n");
+        assert_eq!(
+            FORK.option_name(&names, "max_connections"),
+            crate::system::variables::OptionName::Known
+        );
         assert_eq!(FORK.variant_query(), MySql.variant_query());
         assert_eq!(FORK.client_protocol(), "mysql");
         FORK.identify("8.4.3-fork").unwrap();
