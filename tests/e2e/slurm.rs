@@ -590,8 +590,8 @@ fn ctrl_c_cancels_the_runs_job_and_clean_cancels_the_job_of_a_killed_run() {
     });
     assert!(trial_records(&sb).is_empty(), "nothing half-recorded");
 
-    // `cairn clean` removes every container and network cairn left, other tests' included:
-    // none may be running. Taken before the kill: waiting for it afterwards (other tests
+    // `cairn clean` removes what every killed run left, other tests' included: none may be
+    // looking at theirs. Taken before the kill: waiting for it afterwards (other tests
     // hold the engine for minutes on a loaded machine) let the job end on its own first
     let engine = engine_exclusive();
     let r = run(libc::SIGKILL);

@@ -346,10 +346,17 @@ pub enum Command {
         #[arg(long)]
         host: bool,
     },
-    /// Remove every container and network cairn left in the Docker Engine (images are kept),
-    /// and the server socket directories of ended runs.
-    #[command(after_help = "Example:\n  cairn clean   after a run was killed")]
-    Clean,
+    /// Remove what ended (killed) runs left: their containers and networks in the Docker
+    /// Engine (images are kept), server socket directories, host settings and Slurm jobs. Runs
+    /// still going are left alone.
+    #[command(
+        after_help = "Examples:\n  cairn clean         after a run was killed\n  cairn clean --all   also stop the containers of runs still going"
+    )]
+    Clean {
+        /// Also remove the containers and networks of runs still going (their runs then fail).
+        #[arg(long)]
+        all: bool,
+    },
     /// Measure cairn's own overhead on synthetic plans.
     #[command(
         after_help = "Examples:\n  cairn bench\n  cairn bench --study plans/quickstart.kdl\n  cairn bench --sequential --studies 200"

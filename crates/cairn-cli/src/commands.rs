@@ -140,7 +140,7 @@ pub fn dispatch(cli: Cli) -> i32 {
             measured_on_a.as_deref(),
             measured_on_b.as_deref(),
         ),
-        Command::Clean => clean(&cli),
+        Command::Clean { all } => clean(&cli, *all),
         Command::History {
             plan,
             metric,
@@ -768,7 +768,9 @@ fn fmt(paths: &[PathBuf], check: bool) -> Result<i32, Exit> {
     Ok(if check && unformatted > 0 { FAILED } else { OK })
 }
 
-fn clean(cli: &Cli) -> Result<i32, Exit> {
+/// `cairn clean`: what ended runs left; with `all`, the containers and networks of live runs
+/// too (another terminal's study, a build in progress), which a plain clean never touches.
+fn clean(cli: &Cli, all: bool) -> Result<i32, Exit> {
     // Server socket directories first: they are the host's, not the container engine's (the
     // process executor makes them too), so they go even when no engine answers. A live run's
     // are in use (its containers may be removed below, but the run removes its own
@@ -795,9 +797,14 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
             println!("restored host setting {h} (left by a run that is gone)");
         }
     }
-    let rep = match cairn_exec::docker::Docker::connect()
-        .and_then(|docker| cairn_exec::docker::cleanup::clean_all(&docker))
-    {
+    let containers = |docker: cairn_exec::docker::Docker| {
+        if all {
+            cairn_exec::docker::cleanup::clean_all(&docker)
+        } else {
+            cairn_exec::docker::cleanup::clean_stale(&docker)
+        }
+    };
+    let rep = match cairn_exec::docker::Docker::connect().and_then(containers) {
         Ok(rep) => rep,
         Err(e) => {
             if !cli.json {
@@ -816,7 +823,7 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
         && jobs.is_empty()
         && host_settings.is_empty()
     {
-        println!("nothing to clean: no cairn containers, networks or socket directories");
+        println!("{}", nothing_to_clean(all));
     } else {
         for c in &rep.containers {
             println!("removed container {c}");
@@ -827,6 +834,16 @@ fn clean(cli: &Cli) -> Result<i32, Exit> {
         print_dirs();
     }
     Ok(OK)
+}
+
+/// What `cairn clean` says when it removed nothing.
+fn nothing_to_clean(all: bool) -> &'static str {
+    if all {
+        "nothing to clean: no cairn containers, networks or socket directories"
+    } else {
+        "nothing to clean: no containers, networks or socket directories of ended cairn runs \
+         (runs still going keep theirs; `cairn clean --all` removes those too)"
+    }
 }
 
 fn verify(cli: &Cli, repair: bool) -> Result<i32, Exit> {

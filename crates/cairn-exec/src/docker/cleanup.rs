@@ -1,4 +1,6 @@
-//! Cleanup of what a killed run leaves: its containers and networks in the engine (by label), throwaway build containers, its server socket directories, and everything at once for `cairn clean`.
+//! Cleanup of what a killed run leaves: its containers and networks in the engine (by label),
+//! throwaway build containers, its server socket directories (`cairn run` and `cairn clean`),
+//! and everything cairn made at once, live runs' too (`cairn clean --all`).
 
 use std::collections::HashMap;
 
@@ -70,7 +72,7 @@ fn remove_build_containers(docker: &Docker, select: impl Fn(&str) -> bool) -> Re
 }
 
 /// Remove every container and network of a cairn run (a non-empty [`LABEL_RUN`], whatever the
-/// run), and every throwaway `cairn-build-…` container: what `cairn clean` does. Running
+/// run, live or not), and every throwaway `cairn-build-…` container: `cairn clean --all`. Running
 /// containers are killed. Images are kept, and so are containers someone made from a cairn
 /// image (they inherit its empty run label).
 pub fn clean_all(docker: &Docker) -> Result<CleanupReport> {
@@ -214,7 +216,8 @@ fn is_stale_build_container(name: &str) -> bool {
 
 /// What killed runs left: containers and networks of runs whose process has ended
 /// ([`is_stale_run`]) and build containers of ended processes. Live runs, including other
-/// cairn processes working now, are left alone. `cairn run` calls this before it starts.
+/// cairn processes working now, are left alone. `cairn run` calls this before it starts, and
+/// `cairn clean` is this.
 pub fn clean_stale(docker: &Docker) -> Result<CleanupReport> {
     let mut report = clean_runs(docker, is_stale_run, false)?;
     report
