@@ -195,20 +195,41 @@ impl TestServer {
 /// Start a MariaDB server from the test image with these `my.cnf` options (name, value;
 /// empty value = a flag), reachable over TCP as user `cairn` without a password.
 pub fn start_mariadb(test: &str, options: &[(&str, &str)], connect: Connect) -> TestServer {
+    start_server(test, &mariadb_image().reference, None, options, connect)
+}
+
+/// Start a PostgreSQL server from its test image with its defaults, reachable over TCP as
+/// user `cairn` without a password.
+pub fn start_postgresql(test: &str, connect: Connect) -> TestServer {
+    let system = cairn_exec::system::by_name("postgresql").expect("a known system");
+    start_server(
+        test,
+        &postgresql_image().reference,
+        Some(system),
+        &[],
+        connect,
+    )
+}
+
+/// Start a server of `system` (`None`: the default system) from `image`.
+fn start_server(
+    test: &str,
+    image: &str,
+    system: Option<&'static dyn cairn_exec::system::DbSystem>,
+    options: &[(&str, &str)],
+    connect: Connect,
+) -> TestServer {
     let guard = RunGuard::new(test);
     let socket_dir = tempfile::tempdir().expect("socket dir");
     let options: Vec<(String, String)> = options
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let mut spec = ServerSpec::new(
-        &guard.id,
-        "db",
-        &mariadb_image().reference,
-        options,
-        socket_dir.path().into(),
-    );
+    let mut spec = ServerSpec::new(&guard.id, "db", image, options, socket_dir.path().into());
     spec.connect = connect;
+    if let Some(system) = system {
+        spec.system = system;
+    }
     let server = docker()
         .start_server(&spec)
         .unwrap_or_else(|e| panic!("start a test server: {e}"));

@@ -426,6 +426,26 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// One of `choices` (the error lists them).
+    pub fn choice<'c>(
+        &mut self,
+        name: &str,
+        choices: &[&'c str],
+        default: &'c str,
+    ) -> Result<&'c str, Error> {
+        let Some(v) = self.get(name) else {
+            return Ok(default);
+        };
+        let found = v.as_str().and_then(|s| choices.iter().find(|c| **c == s));
+        match found {
+            Some(c) => Ok(c),
+            None => {
+                let listed: Vec<String> = choices.iter().map(|c| format!("\"{c}\"")).collect();
+                Err(self.bad(name, &format!("one of {}", listed.join(", ")), v))
+            }
+        }
+    }
+
     pub fn string(&mut self, name: &str, default: &str) -> Result<String, Error> {
         match self.get(name) {
             None => Ok(default.to_string()),
@@ -596,6 +616,14 @@ mod tests {
             (s.tables, s.table_size, s.engine.as_str()),
             (4, 1000, "MyISAM")
         );
+        assert!(!s.secondary_id, "id is the primary key unless asked");
+        let xid = Dataset::from_def(&DatasetDef {
+            generator: "sysbench".into(),
+            props: props(json!({"id-index": "secondary"})),
+        })
+        .unwrap();
+        let x = xid.spec::<SysbenchDataset>().expect("a sysbench dataset");
+        assert!(x.secondary_id);
         let w = Workload::from_def(
             &WorkloadDef {
                 driver: "sysbench".into(),

@@ -2,8 +2,9 @@
 //!
 //! Per table, as sysbench: `CREATE TABLE sbtestN (id INTEGER NOT NULL AUTO_INCREMENT,
 //! k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT ''
-//! NOT NULL, PRIMARY KEY (id)) ENGINE = <engine>`; then the rows, ids from AUTO_INCREMENT;
-//! then `CREATE INDEX k_N ON sbtestN(k)`. Each row draws, in sysbench's order, `c` (10 groups
+//! NOT NULL, PRIMARY KEY (id)) ENGINE = <engine>` (with `KEY xid (id)` in place of the
+//! primary key for sysbench's `--secondary`, [`SysbenchDataset::secondary_id`]); then the
+//! rows, ids from AUTO_INCREMENT; then `CREATE INDEX k_N ON sbtestN(k)`. Each row draws, in sysbench's order, `c` (10 groups
 //! of 11 digits joined by `-`, 119 characters), `pad` (5 groups, 59 characters), then `k` in
 //! `[1, table_size]` from the configured distribution. The generator is seeded per table
 //! from [`SysbenchDataset::seed`], so a table's contents do not depend on `parallel` or on
@@ -41,7 +42,8 @@ pub const C_TEMPLATE: &[u8] = b"###########-###########-###########-###########-
 /// `get_pad_value()`: 5 groups of 11 digits, 59 characters.
 pub const PAD_TEMPLATE: &[u8] = b"###########-###########-###########-###########-###########";
 
-/// What to create: sysbench's `--tables`, `--table-size`, `--mysql-storage-engine`, `--create-secondary`.
+/// What to create: sysbench's `--tables`, `--table-size`, `--mysql-storage-engine`,
+/// `--create-secondary`, `--secondary`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SysbenchDataset {
     pub tables: u32,
@@ -51,6 +53,12 @@ pub struct SysbenchDataset {
     pub engine: String,
     /// Create the secondary index `k_N` after loading (sysbench's default: yes).
     pub create_secondary: bool,
+    /// Index `id` with a secondary key `xid` in place of the PRIMARY KEY (sysbench's
+    /// `--secondary`, 0.4's `--oltp-secondary-index`): InnoDB then clusters the rows on a
+    /// hidden row id, and every lookup by `id` reads two indexes. Not serialised when off,
+    /// so the specs recorded before it existed read the same.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secondary_id: bool,
     /// Distribution of `k`. sysbench draws it with `sb_rand`, i.e. its default `--rand-type`
     /// (`special` in 1.0); the default here is `uniform`, see [`Distribution`].
     pub k_distribution: Distribution,
@@ -91,6 +99,7 @@ impl SysbenchDataset {
             table_size,
             engine: "InnoDB".into(),
             create_secondary: true,
+            secondary_id: false,
             k_distribution: Distribution::Uniform,
             seed: 0,
             parallel: 4,
@@ -136,10 +145,16 @@ pub struct SysbenchLoad {
     pub elapsed_s: f64,
 }
 
-/// The `CREATE TABLE` statement of table `n`.
-pub fn create_table_sql(n: u32, engine: &str) -> String {
+/// The `CREATE TABLE` statement of table `n`; `secondary_id`: `id` under `KEY xid` in place
+/// of the PRIMARY KEY, as sysbench's `--secondary` writes it.
+pub fn create_table_sql(n: u32, engine: &str, secondary_id: bool) -> String {
+    let id_index = if secondary_id {
+        "KEY xid"
+    } else {
+        "PRIMARY KEY"
+    };
     format!(
-        "CREATE TABLE sbtest{n}(\n  id INTEGER NOT NULL AUTO_INCREMENT,\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  PRIMARY KEY (id)\n) ENGINE = {engine}"
+        "CREATE TABLE sbtest{n}(\n  id INTEGER NOT NULL AUTO_INCREMENT,\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  {id_index} (id)\n) ENGINE = {engine}"
     )
 }
 
@@ -366,7 +381,7 @@ fn load_table(
         conn.query_drop(format!("DROP TABLE IF EXISTS sbtest{n}"))
             .map_err(sql(format!("drop sbtest{n}")))?;
     }
-    conn.query_drop(create_table_sql(n, &spec.engine))
+    conn.query_drop(create_table_sql(n, &spec.engine, spec.secondary_id))
         .map_err(sql(format!("create sbtest{n}")))?;
 
     let t = Instant::now();
@@ -551,13 +566,29 @@ mod tests {
 
     #[test]
     fn create_table_matches_sysbench() {
-        let q = create_table_sql(3, "MyISAM");
+        let q = create_table_sql(3, "MyISAM", false);
         assert!(q.starts_with("CREATE TABLE sbtest3("));
         assert!(q.contains("id INTEGER NOT NULL AUTO_INCREMENT"));
         assert!(q.contains("k INTEGER DEFAULT '0' NOT NULL"));
         assert!(q.contains("c CHAR(120) DEFAULT '' NOT NULL"));
         assert!(q.contains("pad CHAR(60) DEFAULT '' NOT NULL"));
         assert!(q.ends_with("PRIMARY KEY (id)\n) ENGINE = MyISAM"));
+        // sysbench's --secondary: the same table, id under a secondary key
+        let q2 = create_table_sql(3, "MyISAM", true);
+        assert_eq!(q2, q.replace("PRIMARY KEY (id)", "KEY xid (id)"));
+    }
+
+    #[test]
+    fn a_spec_without_a_secondary_id_serialises_as_before_it_existed() {
+        let spec = SysbenchDataset::new(1, 10);
+        let json = serde_json::to_value(&spec).unwrap();
+        assert!(json.get("secondary_id").is_none(), "{json}");
+        let mut on = spec.clone();
+        on.secondary_id = true;
+        let json = serde_json::to_value(&on).unwrap();
+        assert_eq!(json["secondary_id"], true);
+        let back: SysbenchDataset = serde_json::from_value(json).unwrap();
+        assert_eq!(back, on);
     }
 
     #[test]

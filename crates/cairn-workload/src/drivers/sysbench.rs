@@ -27,6 +27,7 @@ impl Driver for Sysbench {
         );
         s.engine = p.identifier("engine", "InnoDB")?;
         s.create_secondary = p.bool("secondary", true)?;
+        s.secondary_id = p.choice("id-index", &["primary", "secondary"], "primary")? == "secondary";
         s.seed = p.u64("seed", 0)?;
         s.parallel = p.u32_within("parallel", 4, 1, MAX_LOAD_PARALLEL)?;
         if let Some(d) = p.distribution("distribution")? {

@@ -7,7 +7,10 @@
 //! [`crate::dataset::sysbench`]'s generator, ids `1..N` — in COPY's text format (tab-separated
 //! lines; `c` and `pad` are digits and dashes, nothing to escape); then the `SERIAL`'s
 //! sequence set to `N`, where sysbench's N inserts leave it; then `CREATE INDEX k_N ON
-//! sbtestN(k)`. The dataset's `engine` does not apply (PostgreSQL has one table access
+//! sbtestN(k)`. With [`SysbenchDataset::secondary_id`] the table has no primary key and `id`
+//! gets `CREATE INDEX xid_N ON sbtestN(id)` after the rows (sysbench's `--secondary` writes
+//! MySQL's inline `KEY xid (id)`, which PostgreSQL's CREATE TABLE does not take). The
+//! dataset's `engine` does not apply (PostgreSQL has one table access
 //! method here) and is ignored.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -25,10 +28,16 @@ use crate::{Error, Target};
 /// often the loader hands a chunk over).
 const CHUNK: usize = 1 << 20;
 
-/// sysbench's pgsql `CREATE TABLE` of table `n`.
-pub fn create_table_sql(n: u32) -> String {
+/// sysbench's pgsql `CREATE TABLE` of table `n`; `secondary_id`: without the primary key
+/// (`id` is indexed after the load).
+pub fn create_table_sql(n: u32, secondary_id: bool) -> String {
+    let primary_key = if secondary_id {
+        ""
+    } else {
+        ",\n  PRIMARY KEY (id)"
+    };
     format!(
-        "CREATE TABLE sbtest{n}(\n  id SERIAL,\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  PRIMARY KEY (id)\n)"
+        "CREATE TABLE sbtest{n}(\n  id SERIAL,\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL{primary_key}\n)"
     )
 }
 
@@ -85,7 +94,10 @@ fn load_table(conn: &PgConn, spec: &SysbenchDataset, n: u32) -> Result<TableLoad
             &format!("DROP TABLE IF EXISTS sbtest{n}"),
         )?;
     }
-    run(format!("create sbtest{n}"), &create_table_sql(n))?;
+    run(
+        format!("create sbtest{n}"),
+        &create_table_sql(n, spec.secondary_id),
+    )?;
 
     let t = Instant::now();
     let mut rows = Rows::new(spec, n);
@@ -124,6 +136,12 @@ fn load_table(conn: &PgConn, spec: &SysbenchDataset, n: u32) -> Result<TableLoad
     let insert_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
+    if spec.secondary_id {
+        run(
+            format!("create index xid_{n}"),
+            &format!("CREATE INDEX xid_{n} ON sbtest{n}(id)"),
+        )?;
+    }
     if spec.create_secondary {
         run(
             format!("create index k_{n}"),
@@ -147,10 +165,17 @@ mod tests {
 
     #[test]
     fn table_is_sysbench_pgsql_table() {
-        let sql = create_table_sql(3);
+        let sql = create_table_sql(3, false);
         assert!(sql.starts_with("CREATE TABLE sbtest3(\n  id SERIAL,\n"));
         assert!(sql.ends_with("PRIMARY KEY (id)\n)"));
         assert!(!sql.contains("ENGINE"));
+        // sysbench's --secondary: no primary key (id is indexed after the rows)
+        let sql = create_table_sql(3, true);
+        assert!(!sql.contains("PRIMARY KEY"), "{sql}");
+        assert!(
+            sql.ends_with("pad CHAR(60) DEFAULT '' NOT NULL\n)"),
+            "{sql}"
+        );
     }
 
     #[test]
