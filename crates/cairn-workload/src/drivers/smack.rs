@@ -76,14 +76,9 @@ impl Driver for Smack {
         s.seed = seed;
         let mut d = Params::new("driver", &def.driver_props);
         s.queries_per_round = d.u32_within("queries-per-round", 2, 1, u32::MAX)?;
-        s.dictionary = match d.string("dictionary", "rand")?.as_str() {
-            "rand" => DictionaryOrder::Rand,
+        s.dictionary = match d.choice("dictionary", &["rand", "seq"], "rand")? {
             "seq" => DictionaryOrder::Seq,
-            other => {
-                return Err(Error::Invalid(format!(
-                    "driver parameter `dictionary` must be rand or seq, not {other:?}"
-                )))
-            }
+            _ => DictionaryOrder::Rand,
         };
         d.finish()?;
         // what the driver checks again before it runs

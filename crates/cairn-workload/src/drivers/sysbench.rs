@@ -92,13 +92,7 @@ impl Driver for Sysbench {
         s.seed = seed;
         let mut d = Params::new("driver", &def.driver_props);
         s.prepared = d.bool("prepared", true)?;
-        let tool = d.string("tool", "native")?;
-        if !matches!(tool.as_str(), "native" | "external") {
-            return Err(d.error(
-                "tool",
-                format!("driver parameter `tool` must be \"native\" or \"external\", not {tool:?}"),
-            ));
-        }
+        let tool = d.choice("tool", &["native", "external"], "native")?;
         d.finish()?;
         // what the driver checks again before it runs
         s.validate()?;

@@ -96,7 +96,7 @@ mod tests {
             json!({}),
             json!({"dictionary": "zipf"})
         ))
-        .contains("rand or seq"));
+        .contains(r#"`dictionary` must be one of "rand", "seq", not "zipf""#));
         assert!(err(workload(Some(&ds), json!({}), json!({"barrel": 2}))).contains("`barrel`"));
         assert!(err(workload(None, json!({}), json!({}))).contains("needs a smack dataset"));
         let sb = Dataset::from_def(&DatasetDef {
