@@ -10,7 +10,8 @@ pub(crate) const TOP_LEVEL: &[&str] = &[
     "claim", "report", "step", "param",
 ];
 
-pub(crate) const PARAM_CHILDREN: &[&str] = &["values"];
+pub(crate) const PARAM_CHILDREN: &[&str] = &["values", "when"];
+pub(crate) const PARAM_SINGLE: &[&str] = &["values"];
 pub(crate) const PARAM_PROPS: &[&str] = &["default"];
 
 pub(crate) const STUDY_CHILDREN: &[&str] = &["title", "host-path"];
@@ -314,7 +315,7 @@ static GRAMMAR: LazyLock<Vec<NodeSpec>> = LazyLock::new(|| {
         spec("plan").children(TOP_LEVEL, &[]),
         spec("study").children(STUDY_CHILDREN, STUDY_SINGLE),
         spec("param")
-            .children(PARAM_CHILDREN, PARAM_CHILDREN)
+            .children(PARAM_CHILDREN, PARAM_SINGLE)
             .props(PARAM_PROPS),
         spec("image").children(IMAGE_CHILDREN, IMAGE_SINGLE),
         spec("image/debian").props(DEBIAN_PROPS),

@@ -235,13 +235,18 @@ fn declaration(
     }
     let mut values = Vec::new();
     let mut seen_values = false;
+    let mut whens = Vec::new();
     for c in node.children().map_or(&[][..], |d| d.nodes()) {
         let cname = c.name().value();
         if !PARAM_CHILDREN.contains(&cname) {
             let p = problem("unknown_node", format!("unknown node `{cname}` in `param`"))
                 .label(loc(id, c.name().span()), "not allowed in `param`")
-                .help("`param` accepts `values`");
+                .help("`param` accepts `values` and `when`");
             r.push(p);
+            continue;
+        }
+        if cname == "when" {
+            whens.extend(when(r, id, c, params));
             continue;
         }
         if seen_values {
@@ -295,6 +300,14 @@ fn declaration(
         .help(format!("`{}` takes {}", name.value, listed.join(", ")));
         r.push(p); // and kept, as a declaration without a default is
     }
+    for w in &whens {
+        check_when_value(r, &name.value, ty, &values, w);
+    }
+    // the first `when` whose parameter has its value gives the default
+    let default = whens
+        .into_iter()
+        .find(|w| w.holds)
+        .map_or(default, |w| w.result);
     Some(PlanParam {
         value: default.value.clone(),
         name,
@@ -304,6 +317,111 @@ fn declaration(
         set: false,
         used: false,
     })
+}
+
+/// One `when other="value" result` of a `param`: whether it holds (the parameter `other`,
+/// declared before, has that value) and the default it gives then.
+struct When {
+    holds: bool,
+    result: Sp<String>,
+}
+
+/// Reads `when other="value" result`; `None` (after reporting) when it is malformed or names
+/// no parameter declared before this one.
+fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Option<When> {
+    let at = loc(id, c.name().span());
+    let conditions: Vec<&KdlEntry> = c.entries().iter().filter(|e| e.name().is_some()).collect();
+    let results: Vec<&KdlEntry> = c.entries().iter().filter(|e| e.name().is_none()).collect();
+    let ([condition], [result]) = (conditions.as_slice(), results.as_slice()) else {
+        let p = problem(
+            "missing",
+            "`when` takes one parameter's value and the default it gives then: `when scale=\"tiny\" 200`",
+        )
+        .label(at, "needs one `name=value` and one value");
+        r.push(p);
+        return None;
+    };
+    let other = condition.name().map_or("", |n| n.value());
+    let Some(other_param) = params.iter().find(|p| p.name.value == other) else {
+        let before: Vec<String> = params
+            .iter()
+            .map(|p| format!("`{}`", p.name.value))
+            .collect();
+        let p = problem(
+            "dangling",
+            format!("`when` reads parameter `{other}`, which is not declared before this one"),
+        )
+        .label(
+            loc(id, condition.span()),
+            "no parameter of this name declared before",
+        )
+        .help_opt(did_you_mean(
+            other,
+            params.iter().map(|p| p.name.value.as_str()),
+        ))
+        .help(if before.is_empty() {
+            "a `when` reads a parameter declared before it (in this file or one that imports \
+             it); none is"
+                .to_string()
+        } else {
+            format!(
+                "a `when` reads a parameter declared before it (in this file or one that \
+                 imports it): {}",
+                before.join(", ")
+            )
+        });
+        r.push(p);
+        return None;
+    };
+    let (Some(wanted), Some(text)) = (text_of(condition.value()), text_of(result.value())) else {
+        let p = problem("wrong_type", "`when` takes values, not #null")
+            .label(loc(id, c.span()), "#null");
+        r.push(p);
+        return None;
+    };
+    if !other_param.values.is_empty() && !other_param.values.iter().any(|v| v.value == wanted) {
+        let listed: Vec<String> = other_param
+            .values
+            .iter()
+            .map(|v| format!("`{}`", v.value))
+            .collect();
+        let p = problem(
+            "bad_value",
+            format!("`{wanted}` is not one of the values of parameter `{other}`"),
+        )
+        .label(loc(id, condition.span()), "never holds")
+        .help(format!("`{other}` takes {}", listed.join(", ")));
+        r.push(p);
+        return None;
+    }
+    Some(When {
+        holds: other_param.value == wanted,
+        result: Sp::new(text, loc(id, result.span())),
+    })
+}
+
+/// A `when`'s default must be one the parameter could take from `--set`: of the default's
+/// type, and among `values` if it has them.
+fn check_when_value(r: &mut Reporter, name: &str, ty: ParamType, values: &[Sp<String>], w: &When) {
+    if !values.is_empty() && !values.iter().any(|v| v.value == w.result.value) {
+        let listed: Vec<String> = values.iter().map(|v| format!("`{}`", v.value)).collect();
+        let p = problem(
+            "bad_value",
+            format!("a `when` of parameter `{name}` gives a value not among its values"),
+        )
+        .label(w.result.loc, "not in `values`")
+        .help(format!("`{name}` takes {}", listed.join(", ")));
+        r.push(p);
+    } else if !same_type(ty, &w.result.value) {
+        let p = problem(
+            "wrong_type",
+            format!(
+                "a `when` of parameter `{name}` gives a value of another type than its default"
+            ),
+        )
+        .label(w.result.loc, "not of the default's type");
+        r.push(p);
+    }
 }
 
 /// Replaces every `${name}` in the values of `doc` (except in `param` declarations),

@@ -143,3 +143,72 @@ fn a_shell_command_keeps_its_own_variables_and_elsewhere_an_unknown_one_is_refus
     );
     assert!(e.contains("unknown parameter `scael`"), "{e}");
 }
+
+const SCALED: &str = r#"
+param "scale" default="tiny" { values "tiny" "mid" "published" }
+param "rows" default=100000 {
+    when scale="tiny" 1000
+    when scale="mid" 20000
+}
+dataset "d" { sysbench tables=1 rows="${rows}" }
+"#;
+
+#[test]
+fn a_when_gives_the_default_while_another_parameter_has_its_value() {
+    let rows = |plan: &Plan| plan.datasets[0].props["rows"].value.clone();
+    let plan = parse(SCALED, &Settings::new());
+    assert_eq!(rows(&plan), Value::Int(1000));
+    // the default this reading gives, so the report says `(default)` and not a `--set`
+    assert_eq!(
+        plan.param_values()["rows"],
+        ("1000".to_string(), "1000".to_string())
+    );
+    let mid = parse(SCALED, &set(&[("scale", "mid")]));
+    assert_eq!(rows(&mid), Value::Int(20000));
+    let published = parse(SCALED, &set(&[("scale", "published")]));
+    assert_eq!(rows(&published), Value::Int(100000));
+    // `--set` wins over every `when`
+    let given = parse(SCALED, &set(&[("scale", "tiny"), ("rows", "7")]));
+    assert_eq!(rows(&given), Value::Int(7));
+    assert!(given.params.iter().all(|p| p.set));
+}
+
+#[test]
+fn a_when_that_cannot_hold_or_gives_a_wrong_value_is_refused_at_its_place() {
+    // a parameter not declared before this one
+    let e = errors(
+        "param \"rows\" default=1 { when scal=\"tiny\" 2; }\nparam \"scale\" default=\"tiny\"\ndataset \"d\" { sysbench rows=\"${rows}\"; }\nstep \"s\" { run \"echo ${scale}\"; }\n",
+        &Settings::new(),
+    );
+    assert!(
+        e.contains("`when` reads parameter `scal`, which is not declared before this one"),
+        "{e}"
+    );
+    // a value the other parameter never takes
+    let e = errors(
+        "param \"scale\" default=\"tiny\" { values \"tiny\" \"big\"; }\nparam \"rows\" default=1 { when scale=\"huge\" 2; }\ndataset \"d\" { sysbench rows=\"${rows}\"; }\nstep \"s\" { run \"echo ${scale}\"; }\n",
+        &Settings::new(),
+    );
+    assert!(
+        e.contains("`huge` is not one of the values of parameter `scale`"),
+        "{e}"
+    );
+    // a default of another type than the parameter's
+    let e = errors(
+        "param \"scale\" default=\"tiny\"\nparam \"rows\" default=1 { when scale=\"tiny\" \"many\"; }\ndataset \"d\" { sysbench rows=\"${rows}\"; }\nstep \"s\" { run \"echo ${scale}\"; }\n",
+        &Settings::new(),
+    );
+    assert!(
+        e.contains("gives a value of another type than its default"),
+        "{e}"
+    );
+    // not one parameter's value and one default
+    let e = errors(
+        "param \"scale\" default=\"tiny\"\nparam \"rows\" default=1 { when 2; }\ndataset \"d\" { sysbench rows=\"${rows}\"; }\nstep \"s\" { run \"echo ${scale}\"; }\n",
+        &Settings::new(),
+    );
+    assert!(
+        e.contains("`when` takes one parameter's value and the default it gives then"),
+        "{e}"
+    );
+}
