@@ -109,6 +109,15 @@ pub(crate) fn declare(
     settings: &Settings,
 ) {
     for node in doc.nodes().iter().filter(|n| n.name().value() == "param") {
+        // a parameter a `when` reads is used by it, as by a `${name}`
+        let whens = node.children().map_or(&[][..], |d| d.nodes());
+        for c in whens.iter().filter(|c| c.name().value() == "when") {
+            for read in c.entries().iter().filter_map(|e| e.name()) {
+                if let Some(q) = params.iter_mut().find(|q| q.name.value == read.value()) {
+                    q.used = true;
+                }
+            }
+        }
         if let Some(p) = declaration(r, id, node, params) {
             let mut p = p;
             if let Some(given) = settings.get(&p.name.value) {

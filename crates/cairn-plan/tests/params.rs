@@ -158,6 +158,8 @@ fn a_when_gives_the_default_while_another_parameter_has_its_value() {
     let rows = |plan: &Plan| plan.datasets[0].props["rows"].value.clone();
     let plan = parse(SCALED, &Settings::new());
     assert_eq!(rows(&plan), Value::Int(1000));
+    // `scale` is used by the `when`s that read it
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
     // the default this reading gives, so the report says `(default)` and not a `--set`
     assert_eq!(
         plan.param_values()["rows"],
