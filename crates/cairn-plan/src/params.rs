@@ -80,6 +80,12 @@ fn same_type(ty: ParamType, text: &str) -> bool {
     }
 }
 
+/// A parameter's allowed values as a message lists them: `` `tiny`, `published` ``.
+fn quoted(values: &[Sp<String>]) -> String {
+    let each: Vec<String> = values.iter().map(|v| format!("`{}`", v.value)).collect();
+    each.join(", ")
+}
+
 fn listed(params: &[PlanParam]) -> String {
     if params.is_empty() {
         return "the plan declares no parameters".to_string();
@@ -90,9 +96,7 @@ fn listed(params: &[PlanParam]) -> String {
             if p.values.is_empty() {
                 format!("`{}` (default `{}`)", p.name.value, p.default.value)
             } else {
-                let values: Vec<String> =
-                    p.values.iter().map(|v| format!("`{}`", v.value)).collect();
-                format!("`{}` ({})", p.name.value, values.join(", "))
+                format!("`{}` ({})", p.name.value, quoted(&p.values))
             }
         })
         .collect();
@@ -135,7 +139,6 @@ pub(crate) fn declare(
 fn check_given(r: &mut Reporter, p: &PlanParam) {
     let flag = format!("--set {}={}", p.name.value, p.value);
     if !p.values.is_empty() && !p.values.iter().any(|v| v.value == p.value) {
-        let values: Vec<String> = p.values.iter().map(|v| format!("`{}`", v.value)).collect();
         let pr = problem(
             "bad_value",
             format!(
@@ -144,7 +147,7 @@ fn check_given(r: &mut Reporter, p: &PlanParam) {
             ),
         )
         .label(p.name.loc, "the parameter, declared here")
-        .help(format!("`{}` takes {}", p.name.value, values.join(", ")));
+        .help(format!("`{}` takes {}", p.name.value, quoted(&p.values)));
         r.push(pr);
     } else if !same_type(p.ty, &p.value) {
         let kind = match p.ty {
@@ -297,7 +300,6 @@ fn declaration(
             }
         };
     if has_default && !values.is_empty() && !values.iter().any(|v| v.value == default.value) {
-        let listed: Vec<String> = values.iter().map(|v| format!("`{}`", v.value)).collect();
         let p = problem(
             "bad_value",
             format!(
@@ -306,7 +308,7 @@ fn declaration(
             ),
         )
         .label(default.loc, "not in `values`")
-        .help(format!("`{}` takes {}", name.value, listed.join(", ")));
+        .help(format!("`{}` takes {}", name.value, quoted(&values)));
         r.push(p); // and kept, as a declaration without a default is
     }
     for w in &whens {
@@ -389,17 +391,12 @@ fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Op
         return None;
     };
     if !other_param.values.is_empty() && !other_param.values.iter().any(|v| v.value == wanted) {
-        let listed: Vec<String> = other_param
-            .values
-            .iter()
-            .map(|v| format!("`{}`", v.value))
-            .collect();
         let p = problem(
             "bad_value",
             format!("`{wanted}` is not one of the values of parameter `{other}`"),
         )
         .label(loc(id, condition.span()), "never holds")
-        .help(format!("`{other}` takes {}", listed.join(", ")));
+        .help(format!("`{other}` takes {}", quoted(&other_param.values)));
         r.push(p);
         return None;
     }
@@ -413,13 +410,12 @@ fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Op
 /// type, and among `values` if it has them.
 fn check_when_value(r: &mut Reporter, name: &str, ty: ParamType, values: &[Sp<String>], w: &When) {
     if !values.is_empty() && !values.iter().any(|v| v.value == w.result.value) {
-        let listed: Vec<String> = values.iter().map(|v| format!("`{}`", v.value)).collect();
         let p = problem(
             "bad_value",
             format!("a `when` of parameter `{name}` gives a value not among its values"),
         )
         .label(w.result.loc, "not in `values`")
-        .help(format!("`{name}` takes {}", listed.join(", ")));
+        .help(format!("`{name}` takes {}", quoted(values)));
         r.push(p);
     } else if !same_type(ty, &w.result.value) {
         let p = problem(
