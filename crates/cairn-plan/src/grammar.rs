@@ -7,12 +7,12 @@ use std::sync::LazyLock;
 /// A plan file's top-level nodes.
 pub(crate) const TOP_LEVEL: &[&str] = &[
     "study", "import", "build", "image", "server", "dataset", "workload", "trials", "analysis",
-    "claim", "report", "step", "param",
+    "claim", "report", "step", "param", "when",
 ];
 
 pub(crate) const PARAM_CHILDREN: &[&str] = &["values", "when"];
 pub(crate) const PARAM_SINGLE: &[&str] = &["values"];
-pub(crate) const PARAM_PROPS: &[&str] = &["default"];
+pub(crate) const PARAM_PROPS: &[&str] = &["default", "list"];
 
 pub(crate) const STUDY_CHILDREN: &[&str] = &["title", "host-path"];
 pub(crate) const STUDY_SINGLE: &[&str] = &["title"];

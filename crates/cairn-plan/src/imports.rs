@@ -131,6 +131,7 @@ impl Loader {
         // use them
         crate::params::declare(&mut self.r, id, &doc, &mut self.plan.params, &self.settings);
         crate::params::substitute(&mut self.r, id, &mut doc, &mut self.plan.params);
+        crate::when_blocks::splice(&mut self.r, id, &mut doc, &mut self.plan.params);
         let mut fp = FileParser {
             r: &mut self.r,
             declared: &mut self.declared,

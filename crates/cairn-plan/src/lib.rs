@@ -18,6 +18,7 @@ pub mod trial_ties;
 mod validate;
 pub mod values;
 mod vocabulary;
+mod when_blocks;
 
 pub use cache::{load_cached, load_cached_with};
 pub use diagnostics::{one_of, problem_at, render, PlanError, Problem};

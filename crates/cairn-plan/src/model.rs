@@ -134,6 +134,10 @@ pub enum ParamType {
     /// Numbers, one or several separated by spaces.
     Number,
     Bool,
+    /// Words separated by spaces, each one argument where `"${name}"` stands (`list=#true`:
+    /// `servers "${servers}"` with `deb32 deb64` is `servers "deb32" "deb64"`); `values`
+    /// lists the words it may hold.
+    List,
 }
 
 impl Plan {

@@ -53,12 +53,28 @@ fn typed_word(word: &str) -> Option<KdlValue> {
 }
 
 /// What a whole-value `"${name}"` becomes: the numbers or booleans the value's words are,
-/// when every word is one; otherwise the value as one string.
-fn whole_value(text: &str) -> Vec<KdlValue> {
+/// when every word is one; a list parameter's words, each a value; otherwise the value as
+/// one string.
+fn whole_value(text: &str, ty: ParamType) -> Vec<KdlValue> {
+    if ty == ParamType::List {
+        let word = |w: &str| typed_word(w).unwrap_or_else(|| KdlValue::String(w.to_string()));
+        return text.split_whitespace().map(word).collect();
+    }
     let words: Option<Vec<KdlValue>> = text.split_whitespace().map(typed_word).collect();
     match words {
         Some(w) if !w.is_empty() => w,
         _ => vec![KdlValue::String(text.to_string())],
+    }
+}
+
+/// What of `text` is not among a parameter's `values` (nothing, without them): the whole
+/// text, or for a list parameter its first word that is not.
+fn outside<'t>(values: &[Sp<String>], ty: ParamType, text: &'t str) -> Option<&'t str> {
+    let among = |t: &str| values.iter().any(|v| v.value == t);
+    match ty {
+        _ if values.is_empty() => None,
+        ParamType::List => text.split_whitespace().find(|w| !among(w)),
+        _ => (!among(text)).then_some(text),
     }
 }
 
@@ -77,6 +93,7 @@ fn same_type(ty: ParamType, text: &str) -> bool {
             !words.is_empty() && words.iter().all(|w| matches!(w, Some(KdlValue::Bool(_))))
         }
         ParamType::Text => true,
+        ParamType::List => !words.is_empty(),
     }
 }
 
@@ -138,12 +155,12 @@ pub(crate) fn declare(
 /// the command line has no span).
 fn check_given(r: &mut Reporter, p: &PlanParam) {
     let flag = format!("--set {}={}", p.name.value, p.value);
-    if !p.values.is_empty() && !p.values.iter().any(|v| v.value == p.value) {
+    if let Some(bad) = outside(&p.values, p.ty, &p.value) {
         let pr = problem(
             "bad_value",
             format!(
-                "`{flag}`: `{}` is not one of the values of parameter `{}`",
-                p.value, p.name.value
+                "`{flag}`: `{bad}` is not one of the values of parameter `{}`",
+                p.name.value
             ),
         )
         .label(p.name.loc, "the parameter, declared here")
@@ -152,6 +169,7 @@ fn check_given(r: &mut Reporter, p: &PlanParam) {
     } else if !same_type(p.ty, &p.value) {
         let kind = match p.ty {
             ParamType::Bool => "booleans (`true`, `false`)",
+            ParamType::List => "a list of words separated by spaces",
             _ => "numbers (several separated by spaces)",
         };
         let pr = problem(
@@ -215,6 +233,7 @@ fn declaration(
         return None;
     }
     let mut default = None;
+    let mut list = false;
     for e in node.entries().iter().filter(|e| e.name().is_some()) {
         let key = e.name().map_or("", |n| n.value());
         if !PARAM_PROPS.contains(&key) {
@@ -224,8 +243,20 @@ fn declaration(
             )
             .label(loc(id, e.span()), "not a property of `param`")
             .help_opt(did_you_mean(key, PARAM_PROPS.iter().copied()))
-            .help("`param` takes `default=`");
+            .help("`param` takes `default=` and `list=`");
             r.push(p);
+            continue;
+        }
+        if key == "list" {
+            match e.value() {
+                KdlValue::Bool(b) => list = *b,
+                _ => {
+                    let p = problem("wrong_type", "`list=` is #true or #false")
+                        .label(loc(id, e.span()), "not a boolean")
+                        .help("`list=#true`: the value is words separated by spaces, each an argument where `\"${name}\"` stands");
+                    r.push(p);
+                }
+            }
             continue;
         }
         match text_of(e.value()) {
@@ -299,7 +330,9 @@ fn declaration(
                 (Sp::new(String::new(), name.loc), ParamType::Text)
             }
         };
-    if has_default && !values.is_empty() && !values.iter().any(|v| v.value == default.value) {
+    // a list's words are text, whatever the default's first word looks like
+    let ty = if list { ParamType::List } else { ty };
+    if let Some(bad) = outside(&values, ty, &default.value).filter(|_| has_default) {
         let p = problem(
             "bad_value",
             format!(
@@ -307,7 +340,7 @@ fn declaration(
                 name.value
             ),
         )
-        .label(default.loc, "not in `values`")
+        .label(default.loc, format!("`{bad}` is not in `values`"))
         .help(format!("`{}` takes {}", name.value, quoted(&values)));
         r.push(p); // and kept, as a declaration without a default is
     }
@@ -343,7 +376,7 @@ fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Op
     let at = loc(id, c.name().span());
     let conditions: Vec<&KdlEntry> = c.entries().iter().filter(|e| e.name().is_some()).collect();
     let results: Vec<&KdlEntry> = c.entries().iter().filter(|e| e.name().is_none()).collect();
-    let ([condition], [result]) = (conditions.as_slice(), results.as_slice()) else {
+    let ([condition_entry], [result]) = (conditions.as_slice(), results.as_slice()) else {
         let p = problem(
             "missing",
             "`when` takes one parameter's value and the default it gives then: `when scale=\"tiny\" 200`",
@@ -352,6 +385,62 @@ fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Op
         r.push(p);
         return None;
     };
+    let Some(text) = text_of(result.value()) else {
+        let p = problem("wrong_type", "`when` takes values, not #null")
+            .label(loc(id, c.span()), "#null");
+        r.push(p);
+        return None;
+    };
+    let holds = condition(r, id, condition_entry, params, Readable::DeclaredBefore)?;
+    Some(When {
+        holds,
+        result: Sp::new(text, loc(id, result.span())),
+    })
+}
+
+/// Which parameters a `when` may read: a `param`'s, those declared before it; a block's,
+/// those of its file and the files importing it.
+#[derive(Clone, Copy)]
+pub(crate) enum Readable {
+    DeclaredBefore,
+    InScope,
+}
+
+impl Readable {
+    fn message(self) -> &'static str {
+        match self {
+            Readable::DeclaredBefore => "which is not declared before this one",
+            Readable::InScope => "which this file and the files importing it do not declare",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Readable::DeclaredBefore => "no parameter of this name declared before",
+            Readable::InScope => "no parameter of this name",
+        }
+    }
+    fn help(self) -> &'static str {
+        match self {
+            Readable::DeclaredBefore => {
+                "a `when` reads a parameter declared before it (in this file or one that imports it)"
+            }
+            Readable::InScope => {
+                "a `when` reads a parameter declared in its file or in one that imports it"
+            }
+        }
+    }
+}
+
+/// Reads one `other="value"` of a `when` (a `param`'s or a block's): whether parameter
+/// `other` has that value. `None` after reporting when `other` is not among `params` or
+/// never takes that value.
+pub(crate) fn condition(
+    r: &mut Reporter,
+    id: SourceId,
+    condition: &KdlEntry,
+    params: &[PlanParam],
+    readable: Readable,
+) -> Option<bool> {
     let other = condition.name().map_or("", |n| n.value());
     let Some(other_param) = params.iter().find(|p| p.name.value == other) else {
         let before: Vec<String> = params
@@ -360,33 +449,24 @@ fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Op
             .collect();
         let p = problem(
             "dangling",
-            format!("`when` reads parameter `{other}`, which is not declared before this one"),
+            format!("`when` reads parameter `{other}`, {}", readable.message()),
         )
-        .label(
-            loc(id, condition.span()),
-            "no parameter of this name declared before",
-        )
+        .label(loc(id, condition.span()), readable.label())
         .help_opt(did_you_mean(
             other,
             params.iter().map(|p| p.name.value.as_str()),
         ))
         .help(if before.is_empty() {
-            "a `when` reads a parameter declared before it (in this file or one that imports \
-             it); none is"
-                .to_string()
+            format!("{}; none is", readable.help())
         } else {
-            format!(
-                "a `when` reads a parameter declared before it (in this file or one that \
-                 imports it): {}",
-                before.join(", ")
-            )
+            format!("{}: {}", readable.help(), before.join(", "))
         });
         r.push(p);
         return None;
     };
-    let (Some(wanted), Some(text)) = (text_of(condition.value()), text_of(result.value())) else {
+    let Some(wanted) = text_of(condition.value()) else {
         let p = problem("wrong_type", "`when` takes values, not #null")
-            .label(loc(id, c.span()), "#null");
+            .label(loc(id, condition.span()), "#null");
         r.push(p);
         return None;
     };
@@ -400,21 +480,18 @@ fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Op
         r.push(p);
         return None;
     }
-    Some(When {
-        holds: other_param.value == wanted,
-        result: Sp::new(text, loc(id, result.span())),
-    })
+    Some(other_param.value == wanted)
 }
 
 /// A `when`'s default must be one the parameter could take from `--set`: of the default's
 /// type, and among `values` if it has them.
 fn check_when_value(r: &mut Reporter, name: &str, ty: ParamType, values: &[Sp<String>], w: &When) {
-    if !values.is_empty() && !values.iter().any(|v| v.value == w.result.value) {
+    if let Some(bad) = outside(values, ty, &w.result.value) {
         let p = problem(
             "bad_value",
             format!("a `when` of parameter `{name}` gives a value not among its values"),
         )
-        .label(w.result.loc, "not in `values`")
+        .label(w.result.loc, format!("`{bad}` is not in `values`"))
         .help(format!("`{name}` takes {}", quoted(values)));
         r.push(p);
     } else if !same_type(ty, &w.result.value) {
@@ -537,7 +614,7 @@ fn expand(s: &str, params: &mut [PlanParam], shell: bool) -> Result<Expanded, Re
     if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
         if !name.contains(['{', '}', '$']) && !is_shells(name, params, shell) {
             let p = find(name, params)?;
-            return Ok(Expanded::Whole(whole_value(&p.value)));
+            return Ok(Expanded::Whole(whole_value(&p.value, p.ty)));
         }
     }
     let mut out = String::with_capacity(s.len());
@@ -642,17 +719,29 @@ mod tests {
     #[test]
     fn a_whole_value_of_numbers_becomes_that_many_numbers() {
         assert_eq!(
-            whole_value("1 2 4"),
+            whole_value("1 2 4", ParamType::Number),
             vec![
                 KdlValue::Integer(1),
                 KdlValue::Integer(2),
                 KdlValue::Integer(4)
             ]
         );
-        assert_eq!(whole_value("tiny"), vec![KdlValue::String("tiny".into())]);
-        assert_eq!(whole_value("8s"), vec![KdlValue::String("8s".into())]);
-        assert_eq!(whole_value("#true"), vec![KdlValue::Bool(true)]);
-        assert_eq!(whole_value("1 x"), vec![KdlValue::String("1 x".into())]);
+        assert_eq!(
+            whole_value("tiny", ParamType::Text),
+            vec![KdlValue::String("tiny".into())]
+        );
+        assert_eq!(
+            whole_value("8s", ParamType::Text),
+            vec![KdlValue::String("8s".into())]
+        );
+        assert_eq!(
+            whole_value("#true", ParamType::Text),
+            vec![KdlValue::Bool(true)]
+        );
+        assert_eq!(
+            whole_value("1 x", ParamType::Text),
+            vec![KdlValue::String("1 x".into())]
+        );
     }
 
     #[test]

@@ -178,6 +178,8 @@ impl FileParser<'_> {
                 "step" => self.step(node),
                 // read before the rest of the file, by `params::declare`
                 "param" => {}
+                // replaced by their nodes or removed before, by `when_blocks::splice`
+                "when" => {}
                 _ => self.unknown_declaration(node),
             }
         }

@@ -214,3 +214,95 @@ fn a_when_that_cannot_hold_or_gives_a_wrong_value_is_refused_at_its_place() {
         "{e}"
     );
 }
+
+/// A study whose scales differ in servers, and in a claim only the large scale can test.
+const LISTED: &str = r#"
+param "scale" default="large" { values "tiny" "large" }
+param "servers" default="a b c" list=#true {
+    values "a" "b" "c"
+    when scale="tiny" "a b"
+}
+image "i" { debian suite="bookworm" }
+server "a" { image "i" }
+server "b" { image "i" }
+server "c" { image "i" }
+workload "w" { sysbench "oltp_read_only"; duration "8s" }
+trials "t" { servers "${servers}"; workload "w" }
+claim "b beats a" { trials "t"; metric "tps"; expect "b > a" }
+when scale="large" {
+    claim "c beats a" { trials "t"; metric "tps"; expect "c > a" }
+}
+"#;
+
+fn servers(plan: &Plan) -> Vec<String> {
+    plan.trials[0]
+        .servers
+        .iter()
+        .map(|s| s.value.clone())
+        .collect()
+}
+
+fn claims(plan: &Plan) -> Vec<String> {
+    plan.claims.iter().map(|c| c.name.value.clone()).collect()
+}
+
+#[test]
+fn a_list_parameter_stands_for_one_argument_per_word() {
+    let large = parse(LISTED, &Settings::new());
+    assert_eq!(servers(&large), ["a", "b", "c"]);
+    assert!(large.warnings.is_empty(), "{:?}", large.warnings);
+    let tiny = parse(LISTED, &set(&[("scale", "tiny")]));
+    assert_eq!(servers(&tiny), ["a", "b"]);
+    let given = parse(LISTED, &set(&[("servers", "c a")]));
+    assert_eq!(servers(&given), ["c", "a"]);
+    // each word must be among `values`
+    let e = errors(LISTED, &set(&[("servers", "a d")]));
+    assert!(
+        e.contains("`--set servers=a d`: `d` is not one of the values"),
+        "{e}"
+    );
+    // `list=` is a boolean
+    let e = errors(
+        "param \"s\" default=\"a\" list=\"yes\"\nstep \"x\" { run \"echo ${s}\"; }\n",
+        &Settings::new(),
+    );
+    assert!(e.contains("`list=` is #true or #false"), "{e}");
+}
+
+#[test]
+fn a_when_block_holds_nodes_the_plan_has_only_at_its_values() {
+    let large = parse(LISTED, &Settings::new());
+    assert_eq!(claims(&large), ["b beats a", "c beats a"]);
+    let tiny = parse(LISTED, &set(&[("scale", "tiny")]));
+    assert_eq!(claims(&tiny), ["b beats a"]);
+    // a block reading a parameter this file does not declare, or a value it never takes
+    let e = errors(
+        "param \"scale\" default=\"tiny\" { values \"tiny\" \"large\"; }\nwhen scal=\"large\" { step \"x\" { run \"true\"; } }\nwhen scale=\"huge\" { step \"y\" { run \"true\"; } }\n",
+        &Settings::new(),
+    );
+    assert!(
+        e.contains("`when` reads parameter `scal`, which this file and the files importing it do not declare"),
+        "{e}"
+    );
+    assert!(
+        e.contains("`huge` is not one of the values of parameter `scale`"),
+        "{e}"
+    );
+    // a block without conditions or nodes, or declaring a parameter
+    let e = errors(
+        "param \"scale\" default=\"tiny\"\nwhen { step \"x\" { run \"true\"; } }\nwhen scale=\"tiny\"\nwhen scale=\"tiny\" { param \"p\" default=1; }\n",
+        &Settings::new(),
+    );
+    assert!(e.contains("a `when` block names no parameter value"), "{e}");
+    assert!(e.contains("a `when` block holds no nodes"), "{e}");
+    assert!(
+        e.contains("a parameter is declared at a file's top level, not inside a `when` block"),
+        "{e}"
+    );
+    // a typo in a block the values drop is still found: its values are substituted
+    let e = errors(
+        "param \"scale\" default=\"tiny\" { values \"tiny\" \"large\"; }\nwhen scale=\"large\" { dataset \"d\" { sysbench rows=\"${scael}\"; } }\n",
+        &Settings::new(),
+    );
+    assert!(e.contains("unknown parameter `scael`"), "{e}");
+}
