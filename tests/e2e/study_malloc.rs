@@ -28,13 +28,11 @@ const CLAIMS: [&str; 3] = [
     "PostgreSQL is ahead of MariaDB at 8 threads",
 ];
 
-/// The plan, its scale files and the image recipes it imports, at the same relative places.
+/// The plan (its scales are its parameters' values) and the image recipes it imports, at
+/// the same relative places.
 fn copy_plan(sb: &Sandbox) {
     for rel in [
         "plans/malloc.kdl",
-        "plans/malloc/scale-tiny.kdl",
-        "plans/malloc/scale-short.kdl",
-        "plans/malloc/scale-published.kdl",
         "images/mariadb.kdl",
         "images/mysql.kdl",
         "images/postgresql.kdl",
