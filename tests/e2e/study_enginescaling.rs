@@ -6,7 +6,6 @@
 //! the I/O scheduler needs root and a disk offering `none` and `mq-deadline`; where this
 //! machine lacks them the test says so and passes.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -60,22 +59,21 @@ fn schedulers_settable() -> bool {
     ok
 }
 
-/// The claims a plan file declares, by name.
-fn claims_of(file: &Path) -> Vec<String> {
-    std::fs::read_to_string(file)
-        .expect("plan file")
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("claim \""))
-        .map(|rest| rest.split('"').next().unwrap().to_string())
+/// The claims the plan declares at `scale`, by name (`cairn plan`'s claim steps).
+fn claims_at(sb: &Sandbox, scale: &str) -> Vec<String> {
+    sb.plan_json_with(PLAN, &["--set", &format!("scale={scale}")])
+        .iter()
+        .filter(|step| step["kind"] == "claim")
+        .filter_map(|step| step["address"].as_str()?.strip_prefix("claim/"))
+        .map(str::to_string)
         .collect()
 }
 
-/// The plan, its scale files and the shared image recipes, as the repository has them.
+/// The plan and the shared image recipes, as the repository has them.
 fn sandbox() -> Sandbox {
     let sb = Sandbox::new();
     let root = repo_root();
     sb.copy_tree(&root.join("images"), "images");
-    sb.copy_tree(&root.join("plans/engine-scaling"), "plans/engine-scaling");
     sb.write(
         PLAN,
         &std::fs::read_to_string(root.join(PLAN)).expect("the plan"),
@@ -92,7 +90,7 @@ fn engine_scaling_checks_at_every_scale_and_runs_tiny_to_a_seed_shaped_report() 
             .success();
     }
     // the default scale declares every seed claim this machine can test
-    let default_claims = claims_of(&sb.path().join("plans/engine-scaling/default.kdl"));
+    let default_claims = claims_at(&sb, "default");
     assert!(default_claims.len() >= 15, "{default_claims:?}");
 
     if !schedulers_settable() {
@@ -154,7 +152,7 @@ fn engine_scaling_checks_at_every_scale_and_runs_tiny_to_a_seed_shaped_report() 
         .split("\n## ")
         .next()
         .unwrap();
-    let tiny_claims = claims_of(&sb.path().join("plans/engine-scaling/tiny.kdl"));
+    let tiny_claims = claims_at(&sb, "tiny");
     assert!(!tiny_claims.is_empty());
     for claim in &tiny_claims {
         let line = claims_section
