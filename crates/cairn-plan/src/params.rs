@@ -130,15 +130,6 @@ pub(crate) fn declare(
     settings: &Settings,
 ) {
     for node in doc.nodes().iter().filter(|n| n.name().value() == "param") {
-        // a parameter a `when` reads is used by it, as by a `${name}`
-        let whens = node.children().map_or(&[][..], |d| d.nodes());
-        for c in whens.iter().filter(|c| c.name().value() == "when") {
-            for read in c.entries().iter().filter_map(|e| e.name()) {
-                if let Some(q) = params.iter_mut().find(|q| q.name.value == read.value()) {
-                    q.used = true;
-                }
-            }
-        }
         if let Some(p) = declaration(r, id, node, params) {
             let mut p = p;
             if let Some(given) = settings.get(&p.name.value) {
@@ -188,7 +179,7 @@ fn declaration(
     r: &mut Reporter,
     id: SourceId,
     node: &KdlNode,
-    params: &[PlanParam],
+    params: &mut [PlanParam],
 ) -> Option<PlanParam> {
     let name_loc = loc(id, node.name().span());
     let args: Vec<&KdlEntry> = node
@@ -372,7 +363,7 @@ struct When {
 
 /// Reads `when other="value" result`; `None` (after reporting) when it is malformed or names
 /// no parameter declared before this one.
-fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &[PlanParam]) -> Option<When> {
+fn when(r: &mut Reporter, id: SourceId, c: &KdlNode, params: &mut [PlanParam]) -> Option<When> {
     let at = loc(id, c.name().span());
     let conditions: Vec<&KdlEntry> = c.entries().iter().filter(|e| e.name().is_some()).collect();
     let results: Vec<&KdlEntry> = c.entries().iter().filter(|e| e.name().is_none()).collect();
@@ -433,15 +424,18 @@ impl Readable {
 
 /// Reads one `other="value"` of a `when` (a `param`'s or a block's): whether parameter
 /// `other` has that value. `None` after reporting when `other` is not among `params` or
-/// never takes that value.
+/// never takes that value. The parameter it reads is used by it, as by a `${name}`.
 pub(crate) fn condition(
     r: &mut Reporter,
     id: SourceId,
     condition: &KdlEntry,
-    params: &[PlanParam],
+    params: &mut [PlanParam],
     readable: Readable,
 ) -> Option<bool> {
     let other = condition.name().map_or("", |n| n.value());
+    if let Some(p) = params.iter_mut().find(|p| p.name.value == other) {
+        p.used = true;
+    }
     let Some(other_param) = params.iter().find(|p| p.name.value == other) else {
         let before: Vec<String> = params
             .iter()

@@ -100,10 +100,6 @@ fn block(
     }
     let mut holds = !conditions.is_empty();
     for c in conditions {
-        let read = c.name().map_or("", |n| n.value());
-        if let Some(p) = params.iter_mut().find(|p| p.name.value == read) {
-            p.used = true;
-        }
         // every condition is checked, even after one fails
         holds &= condition(r, id, c, params, Readable::InScope).unwrap_or(false);
     }
