@@ -20,7 +20,7 @@ use crate::model::{Loc, ParamType, PlanParam, SourceId, Sp};
 /// The values given on the command line (`--set NAME=VALUE`), by parameter name.
 pub type Settings = BTreeMap<String, String>;
 
-fn loc(id: SourceId, span: miette::SourceSpan) -> Loc {
+pub(crate) fn loc(id: SourceId, span: miette::SourceSpan) -> Loc {
     Loc { source: id, span }
 }
 
@@ -433,10 +433,7 @@ pub(crate) fn condition(
     readable: Readable,
 ) -> Option<bool> {
     let other = condition.name().map_or("", |n| n.value());
-    if let Some(p) = params.iter_mut().find(|p| p.name.value == other) {
-        p.used = true;
-    }
-    let Some(other_param) = params.iter().find(|p| p.name.value == other) else {
+    let Some(at) = params.iter().position(|p| p.name.value == other) else {
         let before: Vec<String> = params
             .iter()
             .map(|p| format!("`{}`", p.name.value))
@@ -458,6 +455,8 @@ pub(crate) fn condition(
         r.push(p);
         return None;
     };
+    params[at].used = true;
+    let other_param = &params[at];
     let Some(wanted) = text_of(condition.value()) else {
         let p = problem("wrong_type", "`when` takes values, not #null")
             .label(loc(id, condition.span()), "#null");

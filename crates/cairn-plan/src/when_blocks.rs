@@ -9,8 +9,8 @@
 use kdl::{KdlDocument, KdlNode};
 
 use crate::diagnostics::{problem, Reporter};
-use crate::model::{Loc, PlanParam, SourceId};
-use crate::params::{condition, Readable};
+use crate::model::{PlanParam, SourceId};
+use crate::params::{condition, loc, Readable};
 
 /// Replaces each top-level `when` block of `doc` by its nodes when it holds, or removes it.
 pub(crate) fn splice(
@@ -26,8 +26,7 @@ pub(crate) fn splice(
             kept.push(node);
             continue;
         }
-        if let Some(inner) = block(r, id, &node, params) {
-            let mut inner = inner;
+        if let Some(mut inner) = block(r, id, &node, params) {
             splice(r, id, &mut inner, params);
             kept.extend(inner.nodes().iter().cloned());
         }
@@ -43,23 +42,14 @@ fn block(
     node: &KdlNode,
     params: &mut [PlanParam],
 ) -> Option<KdlDocument> {
-    let at = Loc {
-        source: id,
-        span: node.name().span(),
-    };
+    let at = loc(id, node.name().span());
     let example = "`when scale=\"large\" { claim … }`: nodes the plan has while `scale` is `large`";
     for e in node.entries().iter().filter(|e| e.name().is_none()) {
         let p = problem(
             "bad_value",
             "a `when` block takes parameters' values (`name=\"value\"`), not arguments",
         )
-        .label(
-            Loc {
-                source: id,
-                span: e.span(),
-            },
-            "not `name=\"value\"`",
-        )
+        .label(loc(id, e.span()), "not `name=\"value\"`")
         .help(example);
         r.push(p);
     }
@@ -87,13 +77,7 @@ fn block(
                 "bad_value",
                 "a parameter is declared at a file's top level, not inside a `when` block",
             )
-            .label(
-                Loc {
-                    source: id,
-                    span: inner.name().span(),
-                },
-                "declared inside `when`",
-            )
+            .label(loc(id, inner.name().span()), "declared inside `when`")
             .help("move it out of the block; a `param`'s own `when` gives it a default at some values");
             r.push(p);
         }
