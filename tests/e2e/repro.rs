@@ -6,7 +6,8 @@
 //! the claim's verdict on both sides and the absolute cells, in that order. Hostile archives
 //! (`../`, links, a decompression bomb) are refused; a host `step` does not run without
 //! the flag; `gc` keeps another machine's trials; an image rebuilt with the same packages
-//! changes no record and re-runs nothing downstream.
+//! changes no record and re-runs nothing downstream; a reproduction stopped by a signal to
+//! it alone stops its run first.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -992,4 +993,100 @@ trials "t" {{ servers "s"; dataset "sb"; workload "w"; passes 4 }}
     sb.cairn(["history", "plan.kdl", "--fail-on", "faster"])
         .guard(GUARD)
         .success();
+}
+
+/// The pids of the live children of process `parent` (from `/proc/<pid>/stat`'s ppid).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // after the command name, which may hold spaces: state, then ppid
+            stat.rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// `timeout`, a CI cancellation or a closed terminal signals `cairn reproduce` alone, not the
+/// `cairn run` it started: the reproduction passes the stop on and waits, so it exits 130 only
+/// once its run has stopped, and no run, server container or network outlives it.
+#[test]
+fn a_reproduction_stopped_by_a_signal_to_it_alone_stops_its_run_first() {
+    let _engine = engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/mariadb.kdl");
+    sb.write("mariadb.kdl", &std::fs::read_to_string(images).unwrap());
+    sb.write(
+        "plan.kdl",
+        r#"study "e2e-repro-stop"
+param "duration" default="1s"
+import "mariadb.kdl"
+server "s" { image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }
+dataset "sb" { sysbench tables=1 rows=100 }
+workload "long" { sysbench "oltp_point_select"; duration "${duration}" }
+trials "t" { servers "s"; dataset "sb"; workload "long" }
+"#,
+    );
+    sb.cairn(["run", "plan.kdl"]).guard(GUARD).success();
+    sb.cairn(["bundle", "plan.kdl", "-o", "stop.tar.zst"])
+        .guard(GUARD)
+        .success();
+    // reproduced with a five-minute trial, stopped once its server serves the workload
+    let live = sb
+        .cairn([
+            "--set",
+            "duration=5m",
+            "reproduce",
+            "stop.tar.zst",
+            "--into",
+            "again",
+        ])
+        .spawn();
+    let parent = live.pid() as u32;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let run = loop {
+        let running = children_of(parent)
+            .into_iter()
+            .find(|c| !crate::trials::containers_of(*c).is_empty());
+        if let Some(run) = running {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "no trial started");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // the trial's server and its workload under way
+    std::thread::sleep(Duration::from_secs(15));
+    assert!(
+        !crate::trials::containers_of(run).is_empty(),
+        "the trial runs"
+    );
+
+    live.signal(libc::SIGTERM);
+    let r = live.finish(Duration::from_secs(120));
+    assert_eq!(r.code, Some(130), "{}", r.stderr);
+    assert!(
+        !Path::new(&format!("/proc/{run}")).exists(),
+        "its run {run} outlived it"
+    );
+    assert!(
+        crate::trials::containers_of(run).is_empty(),
+        "{:?}",
+        crate::trials::containers_of(run)
+    );
+    assert!(
+        crate::trials::networks_of(run).is_empty(),
+        "{:?}",
+        crate::trials::networks_of(run)
+    );
+    assert!(
+        !sb.path().join("again/comparison.md").exists(),
+        "no comparison"
+    );
 }

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use cairn_graph::StepKind;
@@ -14,7 +16,7 @@ use crate::bundle::check::{verify_dir, Verified};
 use crate::bundle::format::Manifest;
 use crate::bundle::unpack::{manifest_of, unpack, Refused};
 use crate::context::{self, Exit};
-use crate::{BAD_INPUT, FAILED, OK};
+use crate::{BAD_INPUT, FAILED, INTERRUPTED, OK};
 
 /// `cairn bundle PLAN -o OUT`.
 pub fn bundle(cli: &Cli, path: &Path, out: &Path, measured_on: Option<&str>) -> Result<i32, Exit> {
@@ -187,12 +189,16 @@ pub fn reproduce(
     let graph = crate::bundle::check::load_bundled_plan(&v.plan, &settings)
         .map_err(context::fail(FAILED))?;
     let exe = std::env::current_exe().map_err(context::fail(FAILED))?;
+    let stop = StopPassedOn::install();
     let mut commands = vec!["run"];
     // the report needs every step: a reproduction in parts renders it at its last part
     if graph.count(StepKind::REPORT) > 0 && only.is_empty() {
         commands.push("report");
     }
     for command in commands {
+        if stop.requested() {
+            return Ok(INTERRUPTED);
+        }
         let args = [command];
         let mut cmd = Command::new(&exe);
         cmd.arg("--results").arg(&results);
@@ -212,7 +218,11 @@ pub fn reproduce(
             // stdout carries only JSON lines: the run's and the report's progress go to stderr
             cmd.stdout(std::io::stderr());
         }
-        let status = cmd.status().map_err(context::fail(FAILED))?;
+        let status = stop.wait_for(cmd).map_err(context::fail(FAILED))?;
+        if stop.requested() {
+            // the run stopped cleanly (130) or had just finished: nothing more is started
+            return Ok(INTERRUPTED);
+        }
         if !status.success() {
             eprintln!(
                 "error: `cairn {}` of the bundled plan failed ({status})",
@@ -243,6 +253,63 @@ pub fn reproduce(
         (t0.elapsed() - t_verified).as_secs_f64()
     );
     Ok(OK)
+}
+
+/// A stop signal to `cairn reproduce`, passed on to the `cairn run` (or `report`) it waits
+/// for. Ctrl-C reaches both processes, but `timeout`'s SIGTERM, a CI cancellation or a closed
+/// terminal's SIGHUP may reach this one alone: without this it would die at once and leave
+/// its run measuring, and even under Ctrl-C it would return to the shell while the run still
+/// stopped its servers. So the signal is sent on as SIGTERM (which a run treats as Ctrl-C),
+/// the run is waited for, and nothing is started after it: the command exits 130 once its run
+/// has cleaned up.
+struct StopPassedOn {
+    /// The running child's pid, 0 between children.
+    child: Arc<AtomicI32>,
+    requested: Arc<AtomicBool>,
+}
+
+impl StopPassedOn {
+    fn install() -> StopPassedOn {
+        let stop = StopPassedOn {
+            child: Arc::new(AtomicI32::new(0)),
+            requested: Arc::new(AtomicBool::new(false)),
+        };
+        let (child, requested) = (stop.child.clone(), stop.requested.clone());
+        let _ = ctrlc::set_handler(move || {
+            requested.store(true, Ordering::SeqCst);
+            signal_child(child.load(Ordering::SeqCst));
+        });
+        stop
+    }
+
+    fn requested(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+
+    /// Run `cmd` to its end, passing a stop signal on to it meanwhile.
+    fn wait_for(&self, mut cmd: Command) -> std::io::Result<std::process::ExitStatus> {
+        let mut child = cmd.spawn()?;
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        self.child.store(pid, Ordering::SeqCst);
+        // a signal that arrived between the check before the spawn and the store above
+        if self.requested() {
+            signal_child(pid);
+        }
+        let status = child.wait();
+        // forgotten once reaped (a signal in the instant between is sent to a pid no longer
+        // ours only if the system reused it at once)
+        self.child.store(0, Ordering::SeqCst);
+        status
+    }
+}
+
+fn signal_child(pid: i32) {
+    if pid > 0 {
+        // SAFETY: kill(2) on our own child's pid; no memory is touched.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
 }
 
 /// Refuses a non-empty `dir` unless it holds an earlier reproduction of `target`: its
