@@ -172,6 +172,8 @@ fn analysis_loc(plan: &Plan, step: &Step, what: &str, name: &str) -> Loc {
         "expect" => c.expect.loc,
         // a trend's parameter and points
         "x" => at(&c.x),
+        // the parameter a claim is checked at each value of
+        "over" => at(&c.over),
         "from" => at(&c.from),
         "to" => at(&c.to),
         other => c.filter.get(other).map_or(c.name.loc, |p| p.loc),

@@ -39,9 +39,14 @@ pub struct ClaimDef {
     /// `quantifier`, how many of them it must hold on. Absent for a claim about one figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<Vec<String>>,
-    /// `for="most"` or `for="all"`.
+    /// `for="most"` or `for="all"`: of the operations, or of the values of `over`.
     #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
     pub quantifier: Option<String>,
+    /// `over="io-scheduler"`: the claim is checked at each value of this parameter of its
+    /// trials (one verdict per value), and `quantifier` says at how many it must hold.
+    /// Absent for a claim at one point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
     /// `trend="grows"` or `"shrinks"`: the gain of one side over the other along the
     /// parameter `x`, from its value `from` to `to` (absent: its lowest and highest).
     #[serde(default, skip_serializing_if = "Option::is_none")]

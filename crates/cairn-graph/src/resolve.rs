@@ -764,6 +764,7 @@ fn resolve_analyses(plan: &Plan, b: &mut Builder) {
             sequential: sequential_of(plan, &names),
             operations: c.operations.as_ref().map(|o| o.value.clone()),
             quantifier: c.quantifier.as_ref().map(|q| q.value.clone()),
+            over: c.over.as_ref().map(|o| o.value.clone()),
             trend: c.trend.as_ref().map(|t| t.value.clone()),
             x: c.x.as_ref().map(|x| x.value.clone()),
             from: c.from.as_ref().map(|f| f.value.clone()),

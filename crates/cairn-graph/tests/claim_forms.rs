@@ -1,5 +1,5 @@
-//! A claim over operations (`operations`, `for=`) and a trend claim (`trend=`, `x=`, `from=`,
-//! `to=`) reach their definitions, and so their keys; a claim written without them keeps the
+//! A claim over operations (`operations`, `for=`), one at each value of a parameter (`over=`,
+//! `for=`) and a trend claim (`trend=`, `x=`, `from=`, `to=`) reach their definitions, and so their keys; a claim written without them keeps the
 //! key it had (its definition serialises as before), and adding a trend claim changes no
 //! other step's key.
 
@@ -33,6 +33,11 @@ claim "b is slower on most selects" {
     operations "select"
     expect "b > a" by="20%" for="most"
 }
+claim "b is faster at every thread count" {
+    trials "ro"
+    metric "tps"
+    expect "b > a" over="threads" for="all"
+}
 "#;
 
 fn graph(text: &str) -> cairn_graph::StepGraph {
@@ -65,9 +70,22 @@ fn the_forms_reach_their_definitions_and_change_no_other_key() {
     assert_eq!(over.operations, Some(vec!["select".to_string()]));
     assert_eq!(over.quantifier.as_deref(), Some("most"));
     assert_eq!(over.metric, "<test>_s");
+    let each: ClaimDef = step(&after, "claim/b is faster at every thread count")
+        .def()
+        .unwrap();
+    assert_eq!(each.over.as_deref(), Some("threads"));
+    assert_eq!(each.quantifier.as_deref(), Some("all"));
     // a claim without the new forms writes none of their fields
     let plain = serde_json::to_string(&step(&after, "claim/b is faster at 4").definition).unwrap();
-    for field in ["operations", "\"for\"", "trend", "\"x\"", "from", "\"to\""] {
+    for field in [
+        "operations",
+        "\"for\"",
+        "\"over\"",
+        "trend",
+        "\"x\"",
+        "from",
+        "\"to\"",
+    ] {
         assert!(!plain.contains(field), "{field} in {plain}");
     }
     // every step of the plan before keeps its definition (so its key)

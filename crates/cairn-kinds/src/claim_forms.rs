@@ -1,16 +1,18 @@
 //! The claim forms beyond one figure at one point: a claim over a suite's operations
-//! (`operations "select"`, `expect "debug < release" by="20%" for="most"`) and a trend along
-//! an ordered parameter (`expect "jemalloc > system" trend="grows" x="threads"`).
+//! (`operations "select"`, `expect "debug < release" by="20%" for="most"`), at each value of
+//! a parameter (`expect "tuned > debian" over="io-scheduler" for="all"`) and a trend along an
+//! ordered parameter (`expect "jemalloc > system" trend="grows" x="threads"`).
 //!
-//! # Over operations
+//! # Over operations, or over a parameter's values
 //!
 //! Each per-operation seconds figure (sql-bench's `<test>_s`, `<test>_<group>_s`) of the
-//! named tests gets the claim's own check (ratio of medians, bootstrap CI, rank test:
-//! [`crate::claim_step::check_one`]), at its Holm level: in increasing order of the rank
-//! test's p, the operations are checked at α/m, α/(m−1), …, α, and once one misses its level
-//! no later one can hold (Holm's step-down, `cairn_analysis::multiple::holm`), so the chance
-//! of any false "holds" among the m stays at α.
-//! - `for="all"` **holds** when every operation holds, **fails** when any fails, else is
+//! named tests — or the claim's figure at each value of the parameter `over` (the rest of the
+//! point as `where` pins it) — gets the claim's own check (ratio of medians, bootstrap CI,
+//! rank test: [`crate::claim_step::check_one`]), at its Holm level: in increasing order of
+//! the rank test's p, the m members are checked at α/m, α/(m−1), …, α, and once one misses
+//! its level no later one can hold (Holm's step-down, `cairn_analysis::multiple::holm`), so
+//! the chance of any false "holds" among the m stays at α.
+//! - `for="all"` **holds** when every member holds, **fails** when any fails, else is
 //!   inconclusive;
 //! - `for="most"` **holds** when more than half hold, **fails** when more than half cannot
 //!   hold any more (the holds and the undecided together are at most half), else is
@@ -47,6 +49,9 @@ pub fn form_of(
     cells: &[Cell; 2],
 ) -> Result<Form, CheckError> {
     let refuse = |at: &str, m: String| Err(CheckError::new("claim", at, m));
+    if let Some(x) = &definition.over {
+        return over_form(definition, x, params, cells);
+    }
     if let Some(tests) = &definition.operations {
         return match definition.quantifier.as_deref() {
             Some(q @ ("most" | "all")) => Ok(Form::Operations {
@@ -150,6 +155,55 @@ pub fn form_of(
     })
 }
 
+/// A claim at each value of `x`: a quantifier, a parameter of the trials with two values or
+/// more that `where` does not pin, nor both sides (one side may: `tuned[io-scheduler=
+/// mq-deadline] > mysql` is tuned under mq-deadline against MySQL under each scheduler), and
+/// no other form beside it.
+fn over_form(
+    definition: &ClaimDef,
+    x: &str,
+    params: &BTreeMap<String, Vec<String>>,
+    cells: &[Cell; 2],
+) -> Result<Form, CheckError> {
+    let refuse = |m: String| Err(CheckError::new("claim", "over", m));
+    let all = match definition.quantifier.as_deref() {
+        Some(q @ ("most" | "all")) => q == "all",
+        _ => {
+            return refuse(format!(
+                "a claim over the values of `{x}` says at how many it holds: for=\"all\" or for=\"most\""
+            ))
+        }
+    };
+    if definition.operations.is_some() || definition.trend.is_some() {
+        return refuse(
+            "a claim over a parameter's values is of one figure at each value: not over operations, nor a trend"
+                .into(),
+        );
+    }
+    let Some(values) = params.get(x) else {
+        return refuse(format!(
+            "`{x}` is not a parameter of the claim's trials; they have {}",
+            params.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    };
+    if definition.filter.contains_key(x) || cells.iter().all(|c| c.point.contains_key(x)) {
+        return refuse(format!(
+            "the claim pins `{x}`, so it is at one value of it: drop `{x}` from `where` (or from one side), or drop `over`"
+        ));
+    }
+    if values.len() < 2 {
+        return refuse(format!(
+            "the trials have one value of `{x}` ({}): a claim at each of its values is the claim at that point; drop `over`",
+            values[0]
+        ));
+    }
+    Ok(Form::Over {
+        x: x.to_string(),
+        values: values.clone(),
+        all,
+    })
+}
+
 /// The per-operation seconds figures among `points` that belong to `tests` (every test when
 /// empty), in name order: each group's (`select_key_s`), a test's total (`select_s`) only
 /// for a test without groups.
@@ -224,26 +278,209 @@ pub fn check_operations(
     }
     let each_points: Vec<Vec<TrialPoint>> =
         operations.iter().map(|o| at_operation(points, o)).collect();
+    let members: Vec<Member<'_>> = operations
+        .iter()
+        .zip(&each_points)
+        .map(|(operation, ps)| Member {
+            label: operation.clone(),
+            spec: spec.clone(),
+            points: ps,
+        })
+        .collect();
+    let found = check_each(definition, &members, &Members::Operations)?;
+    let verdict = quantified(*all, &found, &Members::Operations);
+    let quantifier = if *all { "all" } else { "most" };
+    // each operation's seconds: "jemalloc's time below system's, so jemalloc is faster"
+    let words = format!(
+        "on {quantifier} operations, {}",
+        meaning(spec).replace(spec.metric.name, "time")
+    );
+    Ok(found.result(spec, verdict, words, quantifier, tests.clone(), None))
+}
+
+/// A claim at each value of a parameter (see the module docs for the rule).
+pub fn check_over(
+    spec: &ClaimSpec,
+    definition: &ClaimDef,
+    points: &[TrialPoint],
+) -> Result<ClaimResult, String> {
+    let Form::Over { x, values, all } = &spec.form else {
+        unreachable!("a claim over a parameter's values");
+    };
+    let members: Vec<Member<'_>> = values
+        .iter()
+        .map(|v| {
+            let mut at = spec.clone();
+            at.filter.insert(x.clone(), v.clone());
+            at.form = Form::One;
+            Member {
+                label: v.clone(),
+                spec: at,
+                points,
+            }
+        })
+        .collect();
+    let noun = Members::Values(x.clone());
+    let found = check_each(definition, &members, &noun)?;
+    let verdict = quantified(*all, &found, &noun);
+    let (every, quantifier) = if *all {
+        ("at every value", "all")
+    } else {
+        ("at most values", "most")
+    };
+    let words = format!("{every} of {x}, {}", meaning(spec));
+    Ok(found.result(
+        spec,
+        verdict,
+        words,
+        quantifier,
+        Vec::new(),
+        Some(x.clone()),
+    ))
+}
+
+/// One of the claims a claim over many is made of: an operation's figure, or the claim at one
+/// value of a parameter.
+struct Member<'p> {
+    /// The operation's figure (`select_key_s`) or the parameter's value (`mq-deadline`).
+    label: String,
+    /// The claim there: the claim's own, or its own with the value pinned.
+    spec: ClaimSpec,
+    points: &'p [TrialPoint],
+}
+
+/// What the members of a claim over many are, for its words.
+enum Members {
+    Operations,
+    /// The values of this parameter.
+    Values(String),
+}
+
+impl Members {
+    /// `an operation`, `a value`: one member.
+    fn one(&self) -> &'static str {
+        match self {
+            Members::Operations => "an operation",
+            Members::Values(_) => "a value",
+        }
+    }
+
+    /// `on every operation`, `at every value of io-scheduler`.
+    fn every(&self) -> String {
+        match self {
+            Members::Operations => "on every operation".to_string(),
+            Members::Values(x) => format!("at every value of {x}"),
+        }
+    }
+
+    /// `on at least one operation`, `at one value of io-scheduler or more`.
+    fn any(&self) -> String {
+        match self {
+            Members::Operations => "on at least one operation".to_string(),
+            Members::Values(x) => format!("at one value of {x} or more"),
+        }
+    }
+
+    /// `on`, `at`: where a claim holds.
+    fn preposition(&self) -> &'static str {
+        match self {
+            Members::Operations => "on",
+            Members::Values(_) => "at",
+        }
+    }
+
+    /// `the 18 operations`, `the 3 values of io-scheduler`.
+    fn all_of(&self, m: usize) -> String {
+        match self {
+            Members::Operations => format!("the {m} operations"),
+            Members::Values(x) => format!("the {m} values of {x}"),
+        }
+    }
+}
+
+/// Each member's verdict at its Holm level, and what they add up to.
+struct Each {
+    each: Vec<OperationVerdict>,
+    holds: usize,
+    fails: usize,
+    inconclusive: usize,
+    /// The fewest passes per side of any member.
+    passes: usize,
+    correction: String,
+    left_trials: Vec<String>,
+    right_trials: Vec<String>,
+}
+
+impl Each {
+    /// The claim's result: its verdict and why, each member's beside it.
+    fn result(
+        self,
+        spec: &ClaimSpec,
+        (verdict, reason): (ClaimVerdict, String),
+        meaning: String,
+        quantifier: &str,
+        tests: Vec<String>,
+        over: Option<String>,
+    ) -> ClaimResult {
+        ClaimResult {
+            metric: spec.metric.name.to_string(),
+            expect: spec.expectation.clone(),
+            size: spec.size,
+            tolerance: spec.tolerance,
+            meaning,
+            point: spec.filter.clone(),
+            verdict,
+            reason,
+            ratio: None,
+            ratio_ci: None,
+            passes: self.passes,
+            passes_needed: None,
+            check: None,
+            opposite_checked: false,
+            left_trials: self.left_trials,
+            right_trials: self.right_trials,
+            operations: Some(OperationsResult {
+                quantifier: quantifier.to_string(),
+                tests,
+                over,
+                correction: self.correction,
+                holds: self.holds,
+                fails: self.fails,
+                inconclusive: self.inconclusive,
+                each: self.each,
+            }),
+            trend: None,
+        }
+    }
+}
+
+/// Check every member at its Holm level (see the module docs).
+fn check_each(
+    definition: &ClaimDef,
+    members: &[Member<'_>],
+    noun: &Members,
+) -> Result<Each, String> {
     // first at α, for the p-values Holm orders
     let mut first = Vec::new();
-    for ps in &each_points {
-        first.push(check_one(spec, definition, ps, 1.0)?);
+    for m in members {
+        first.push(check_one(&m.spec, definition, m.points, 1.0)?);
     }
     let passes = first.iter().map(|(r, _)| r.passes).min().unwrap_or(0);
     let (criteria, _) = sequential_criteria(Criteria::default(), definition.sequential, passes);
     let alpha = criteria.alpha;
     let p_values: Vec<f64> = first.iter().map(|(_, p)| *p).collect();
     let levels = holm(&p_values, alpha);
-    let m = operations.len();
     let mut each = Vec::new();
     let (mut left_trials, mut right_trials) = (Vec::new(), Vec::new());
-    for ((operation, ps), (level, significant)) in operations.iter().zip(&each_points).zip(levels) {
-        let (r, p_value) = check_one(spec, definition, ps, alpha / level)?;
+    for (m, (level, significant)) in members.iter().zip(levels) {
+        let (r, p_value) = check_one(&m.spec, definition, m.points, alpha / level)?;
         let (verdict, reason) = if r.verdict == ClaimVerdict::Holds && !significant {
             (
                 ClaimVerdict::Inconclusive,
-                "its CI supports it, but Holm's step-down stopped at an operation of smaller p"
-                    .to_string(),
+                format!(
+                    "its CI supports it, but Holm's step-down stopped at {} of smaller p",
+                    noun.one()
+                ),
             )
         } else {
             (r.verdict, r.reason.clone())
@@ -255,7 +492,7 @@ pub fn check_operations(
             trial_points::push_unique(&mut right_trials, k.clone());
         }
         each.push(OperationVerdict {
-            operation: operation.clone(),
+            operation: m.label.clone(),
             verdict,
             ratio: r.ratio.expect("a one-figure claim has a ratio"),
             ratio_ci: r.ratio_ci.expect("and its CI"),
@@ -265,22 +502,32 @@ pub fn check_operations(
         });
     }
     let count = |v: ClaimVerdict| each.iter().filter(|e| e.verdict == v).count();
-    let (holds, fails, inconclusive) = (
-        count(ClaimVerdict::Holds),
-        count(ClaimVerdict::Fails),
-        count(ClaimVerdict::Inconclusive),
-    );
-    let (verdict, reason) = if *all {
+    Ok(Each {
+        holds: count(ClaimVerdict::Holds),
+        fails: count(ClaimVerdict::Fails),
+        inconclusive: count(ClaimVerdict::Inconclusive),
+        passes,
+        correction: format!(
+            "Holm's step-down over {} (α = {})",
+            noun.all_of(members.len()),
+            cairn_analysis::sequential::alpha_text(alpha)
+        ),
+        each,
+        left_trials,
+        right_trials,
+    })
+}
+
+/// The verdict of `for="all"` (`all`) or `for="most"` on what the members found.
+fn quantified(all: bool, found: &Each, noun: &Members) -> (ClaimVerdict, String) {
+    let m = found.each.len();
+    let (holds, fails, inconclusive) = (found.holds, found.fails, found.inconclusive);
+    let on = noun.preposition();
+    if all {
         if holds == m {
-            (
-                ClaimVerdict::Holds,
-                "it holds on every operation".to_string(),
-            )
+            (ClaimVerdict::Holds, format!("it holds {}", noun.every()))
         } else if fails > 0 {
-            (
-                ClaimVerdict::Fails,
-                "it fails on at least one operation".to_string(),
-            )
+            (ClaimVerdict::Fails, format!("it fails {}", noun.any()))
         } else {
             (
                 ClaimVerdict::Inconclusive,
@@ -288,57 +535,18 @@ pub fn check_operations(
             )
         }
     } else if 2 * holds > m {
-        (
-            ClaimVerdict::Holds,
-            "it holds on more than half".to_string(),
-        )
+        (ClaimVerdict::Holds, format!("it holds {on} more than half"))
     } else if 2 * (holds + inconclusive) <= m {
         (
             ClaimVerdict::Fails,
-            "it cannot hold on more than half: too many fail".to_string(),
+            format!("it cannot hold {on} more than half: too many fail"),
         )
     } else {
         (
             ClaimVerdict::Inconclusive,
             "more than half could still hold, but do not yet".to_string(),
         )
-    };
-    let quantifier = if *all { "all" } else { "most" };
-    Ok(ClaimResult {
-        metric: spec.metric.name.to_string(),
-        expect: spec.expectation.clone(),
-        size: spec.size,
-        tolerance: spec.tolerance,
-        // each operation's seconds: "jemalloc's time below system's, so jemalloc is faster"
-        meaning: format!(
-            "on {quantifier} operations, {}",
-            meaning(spec).replace(spec.metric.name, "time")
-        ),
-        point: spec.filter.clone(),
-        verdict,
-        reason,
-        ratio: None,
-        ratio_ci: None,
-        passes,
-        passes_needed: None,
-        check: None,
-        opposite_checked: false,
-        left_trials,
-        right_trials,
-        operations: Some(OperationsResult {
-            quantifier: quantifier.to_string(),
-            tests: tests.clone(),
-            correction: format!(
-                "Holm's step-down over the {m} operations (α = {})",
-                cairn_analysis::sequential::alpha_text(alpha)
-            ),
-            holds,
-            fails,
-            inconclusive,
-            each,
-        }),
-        trend: None,
-    })
+    }
 }
 
 /// A trend claim (see the module docs for the rule).

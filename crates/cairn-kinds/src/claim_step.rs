@@ -95,7 +95,8 @@ pub struct ClaimSpec {
     /// The two sides (left, right) as cells: a server, and the parameters it pins beyond
     /// the claim's `where`.
     pub cells: [Cell; 2],
-    /// One figure at one point, over a suite's operations, or a trend.
+    /// One figure at one point, over a suite's operations, at each value of a parameter, or
+    /// a trend.
     pub form: Form,
 }
 
@@ -107,6 +108,13 @@ pub enum Form {
     /// Each per-operation seconds figure of `tests` (empty: every test), `all` of them or
     /// most (more than half): [`crate::claim_forms::check_operations`].
     Operations { tests: Vec<String>, all: bool },
+    /// The claim at each of `values` of the parameter `x`, `all` of them or most:
+    /// [`crate::claim_forms::check_over`].
+    Over {
+        x: String,
+        values: Vec<String>,
+        all: bool,
+    },
     /// The gain along the parameter `x` from its value `from` to `to`:
     /// [`crate::claim_forms::check_trend`].
     Trend {
@@ -232,8 +240,10 @@ pub fn claim_spec(
     }
     let cells: [Cell; 2] = cells.try_into().expect("two sides");
     let form = crate::claim_forms::form_of(definition, expectation.operator, params, &cells)?;
+    // the parameter a trend runs along, or whose values a claim is checked at, is pinned
+    // by the form (its two points, each value)
     let along = match &form {
-        Form::Trend { x, .. } => Some(x.as_str()),
+        Form::Trend { x, .. } | Form::Over { x, .. } => Some(x.as_str()),
         _ => None,
     };
     let (by, within) = (definition.by, definition.within);
@@ -328,7 +338,8 @@ fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, Ch
 }
 
 /// The matrix point a claim is at (`where`), checked against the trials' parameters: every
-/// parameter that varies must be pinned, but a trend's `along` (its two points pin it).
+/// parameter that varies must be pinned, but `along` (a trend's two points pin it, a claim
+/// over a parameter's values each value).
 fn claim_point(
     definition: &ClaimDef,
     params: &BTreeMap<String, Vec<String>>,
@@ -482,25 +493,34 @@ pub fn check(
     definition: &ClaimDef,
     points: &[TrialPoint],
 ) -> Result<ClaimResult, String> {
+    // one member of a family (sql-bench's `select_s`): the spec's figure is the family's
+    // (`<test>_s`), so its points carry the member's value under the family's name, as a
+    // claim over operations reads each one, and the result names the member
+    let member_of_family = !matches!(spec.form, Form::Operations { .. })
+        && definition.metric != spec.metric.name
+        && cairn_defs::figures::FAMILIES
+            .iter()
+            .any(|f| f.figure.name == spec.metric.name);
+    if member_of_family {
+        let member = crate::claim_forms::at_operation(points, &definition.metric);
+        let mut result = check_form(spec, definition, &member)?;
+        result.meaning = result.meaning.replace(spec.metric.name, &definition.metric);
+        result.metric = definition.metric.clone();
+        return Ok(result);
+    }
+    check_form(spec, definition, points)
+}
+
+/// [`check`] by the claim's form, on points that carry its figure.
+fn check_form(
+    spec: &ClaimSpec,
+    definition: &ClaimDef,
+    points: &[TrialPoint],
+) -> Result<ClaimResult, String> {
     match &spec.form {
-        // one member of a family (sql-bench's `select_s`): the spec's figure is the family's
-        // (`<test>_s`), so its points carry the member's value under the family's name, as a
-        // claim over operations reads each one, and the result names the member
-        Form::One
-            if definition.metric != spec.metric.name
-                && cairn_defs::figures::FAMILIES
-                    .iter()
-                    .any(|f| f.figure.name == spec.metric.name) =>
-        {
-            let member = crate::claim_forms::at_operation(points, &definition.metric);
-            check_one(spec, definition, &member, 1.0).map(|(mut result, _)| {
-                result.meaning = result.meaning.replace(spec.metric.name, &definition.metric);
-                result.metric = definition.metric.clone();
-                result
-            })
-        }
         Form::One => check_one(spec, definition, points, 1.0).map(|(result, _)| result),
         Form::Operations { .. } => crate::claim_forms::check_operations(spec, definition, points),
+        Form::Over { .. } => crate::claim_forms::check_over(spec, definition, points),
         Form::Trend { .. } => crate::claim_forms::check_trend(spec, definition, points),
     }
 }

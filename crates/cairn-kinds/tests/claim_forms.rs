@@ -1,6 +1,7 @@
-//! Claims over a suite's operations and trend claims on fabricated trials with known
-//! answers: each verdict (holds, fails, inconclusive), the count and per-operation list, the
-//! gain at both points in words, and the refusals of a bad `x`.
+//! Claims over a suite's operations, claims at each value of a parameter (`over`) and trend
+//! claims on fabricated trials with known answers: each verdict (holds, fails,
+//! inconclusive), the count and per-member list, the gain at both points in words, and the
+//! refusals of a bad `x` or `over`.
 
 use std::collections::BTreeMap;
 
@@ -268,4 +269,152 @@ fn a_claim_on_one_tests_seconds_reads_that_member() {
         "within": 0.05});
     let r = check(def, &points);
     assert!((r.ratio.unwrap() - 1.0).abs() < 1e-9, "{:?}", r.ratio);
+}
+
+/// tuned and debian at 2 CPUs under three I/O schedulers, 6 passes: debian 1000 tps, tuned
+/// the gain given per scheduler.
+fn schedulers_study(gains: [f64; 3]) -> Vec<TrialPoint> {
+    let mut out = Vec::new();
+    for server in ["debian", "tuned"] {
+        for (scheduler, gain) in ["kyber", "mq-deadline", "none"].into_iter().zip(gains) {
+            for pass in 1..=6u32 {
+                let g = if server == "tuned" { gain } else { 1.0 };
+                let mut f = Figures::new();
+                f.set(&figures::TPS, 1000.0 * g * SPREAD[pass as usize - 1]);
+                let params = json!({"cpus": 2, "io-scheduler": scheduler});
+                out.push(point(server, params, pass, f));
+            }
+        }
+    }
+    out
+}
+
+fn each_scheduler(quantifier: &str) -> Value {
+    json!({"metric": "tps", "where": {"cpus": 2}, "expect": "tuned > debian", "within": null,
+        "by": 0.05, "over": "io-scheduler", "for": quantifier})
+}
+
+#[test]
+fn a_claim_over_a_parameter_is_checked_at_each_value_with_holm() {
+    let r = check(each_scheduler("all"), &schedulers_study([1.3, 1.2, 1.25]));
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+    let o = r.operations.as_ref().unwrap();
+    assert_eq!(o.over.as_deref(), Some("io-scheduler"));
+    let values: Vec<&str> = o.each.iter().map(|e| e.operation.as_str()).collect();
+    assert_eq!(values, ["kyber", "mq-deadline", "none"]);
+    assert!((o.each[1].ratio - 1.2).abs() < 1e-9, "{}", o.each[1].ratio);
+    let mut levels: Vec<f64> = o.each.iter().map(|e| e.alpha).collect();
+    levels.sort_by(f64::total_cmp);
+    assert_eq!(levels, [0.05 / 3.0, 0.05 / 2.0, 0.05]);
+    assert!(
+        o.correction.contains("the 3 values of io-scheduler"),
+        "{}",
+        o.correction
+    );
+    // every value's trials, and only the claim's point
+    assert_eq!((r.left_trials.len(), r.right_trials.len()), (18, 18));
+    assert_eq!(r.point.get("cpus").map(String::as_str), Some("2"));
+    let line = summary_line(&r);
+    assert!(
+        line.contains("holds at 3 of 3 values of io-scheduler"),
+        "{line}"
+    );
+    assert!(
+        line.contains("io-scheduler = mq-deadline holds ×1.200"),
+        "{line}"
+    );
+    let line = claim_line("tuned is faster under every scheduler", &r);
+    assert!(line.contains("at every value of io-scheduler"), "{line}");
+    assert_eq!(
+        line.matches("io-scheduler = kyber").count(),
+        1,
+        "each value listed once: {line}"
+    );
+}
+
+/// One side pinned (tuned under none), the other at each value: the seed's "67-103% faster
+/// than MySQL" is the tuned build under one scheduler against MySQL under each.
+#[test]
+fn over_a_parameter_with_one_side_pinned_compares_it_with_each_value() {
+    let mut def = each_scheduler("all");
+    def["expect"] = json!("tuned[io-scheduler=none] > debian");
+    let r = check(def, &schedulers_study([1.3, 1.0, 1.25]));
+    let o = r.operations.as_ref().unwrap();
+    // tuned under none (×1.25) against debian under each: all ×1.25
+    assert!(
+        o.each.iter().all(|e| (e.ratio - 1.25).abs() < 1e-9),
+        "{:?}",
+        o.each
+    );
+    assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+    // the pinned side's passes are listed once
+    assert_eq!((r.left_trials.len(), r.right_trials.len()), (6, 18));
+}
+
+#[test]
+fn over_a_parameter_all_fails_where_one_value_fails_and_most_still_holds() {
+    let points = schedulers_study([1.3, 1.0, 1.25]);
+    let all = check(each_scheduler("all"), &points);
+    assert_eq!(all.verdict, ClaimVerdict::Fails, "{}", all.reason);
+    assert!(
+        all.reason.contains("at one value of io-scheduler or more"),
+        "{}",
+        all.reason
+    );
+    let most = check(each_scheduler("most"), &points);
+    assert_eq!(most.verdict, ClaimVerdict::Holds, "{}", most.reason);
+    let o = most.operations.as_ref().unwrap();
+    assert_eq!((o.holds, o.fails, o.inconclusive), (2, 1, 0));
+    // one holds, two cannot: most fails
+    let fails = check(each_scheduler("most"), &schedulers_study([1.3, 1.0, 0.9]));
+    assert_eq!(fails.verdict, ClaimVerdict::Fails, "{}", fails.reason);
+}
+
+#[test]
+fn over_must_name_an_unpinned_parameter_with_values_and_a_quantifier() {
+    let points = schedulers_study([1.3, 1.2, 1.25]);
+    let (servers, params) = dimensions(&points);
+    let spec = |def: Value| {
+        let def: ClaimDef = serde_json::from_value(def).unwrap();
+        claim_spec(&def, &servers, &params)
+    };
+    let mut def = each_scheduler("all");
+    def["over"] = json!("scheduler");
+    let e = spec(def).unwrap_err();
+    assert_eq!(e.name, "over");
+    assert!(e.message.contains("not a parameter"), "{}", e.message);
+    // pinned by `where`, or by both sides
+    let mut def = each_scheduler("all");
+    def["where"] = json!({"cpus": 2, "io-scheduler": "none"});
+    assert!(spec(def)
+        .unwrap_err()
+        .message
+        .contains("pins `io-scheduler`"));
+    let mut def = each_scheduler("all");
+    def["expect"] = json!("tuned[io-scheduler=none] > debian[io-scheduler=kyber]");
+    assert!(spec(def)
+        .unwrap_err()
+        .message
+        .contains("pins `io-scheduler`"));
+    // one value only
+    let mut def = each_scheduler("all");
+    def["over"] = json!("cpus");
+    def["where"] = json!({"io-scheduler": "none"});
+    let e = spec(def).unwrap_err();
+    assert!(e.message.contains("one value of `cpus`"), "{}", e.message);
+    // no quantifier
+    let mut def = each_scheduler("all");
+    def.as_object_mut().unwrap().remove("for");
+    let e = spec(def).unwrap_err();
+    assert!(e.message.contains("at how many it holds"), "{}", e.message);
+    // without `over`, the parameter must be pinned as before
+    let mut def = each_scheduler("all");
+    def.as_object_mut().unwrap().remove("over");
+    def.as_object_mut().unwrap().remove("for");
+    let e = spec(def).unwrap_err();
+    assert!(
+        e.message.contains("vary in `io-scheduler`"),
+        "{}",
+        e.message
+    );
 }

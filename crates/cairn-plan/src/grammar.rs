@@ -156,12 +156,13 @@ pub(crate) const EXPECT_PROPS: &[&str] = &[
     "about",
     "tolerance",
     "for",
+    "over",
     "trend",
     "x",
     "from",
     "to",
 ];
-/// What a claim over operations may say of them (`for=`).
+/// What a claim over operations, or over a parameter's values, may say of them (`for=`).
 pub(crate) const CLAIM_QUANTIFIERS: &[&str] = &["most", "all"];
 /// Which way a trend claim says the gain moves (`trend=`).
 pub(crate) const CLAIM_TRENDS: &[&str] = &["grows", "shrinks"];

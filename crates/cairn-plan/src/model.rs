@@ -490,9 +490,14 @@ pub struct Claim {
     /// these tests, and quantified by `for=`. `None`: one figure, `metric`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<Sp<Vec<String>>>,
-    /// `for="most"` / `for="all"` on `expect`: how many of the operations it must hold on.
+    /// `for="most"` / `for="all"` on `expect`: how many of the operations (or of the values
+    /// of `over`) it must hold on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantifier: Option<Sp<String>>,
+    /// `over="io-scheduler"` on `expect`: the claim is checked at each value of this
+    /// parameter of its trials, quantified by `for=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<Sp<String>>,
     /// `trend="grows"` / `"shrinks"` on `expect`: the gain of one side over the other
     /// changes along the ordered parameter `x`, from its point `from` to `to` (default its
     /// lowest and highest value).

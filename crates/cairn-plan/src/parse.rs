@@ -1595,6 +1595,7 @@ impl FileParser<'_> {
                 tolerance,
                 operations,
                 quantifier: form.quantifier,
+                over: form.over,
                 trend: form.trend,
                 x: form.x,
                 from: form.from,
@@ -1635,8 +1636,8 @@ impl FileParser<'_> {
         Sp::new(tests, self.name_loc(node))
     }
 
-    /// A word property of `expect` (`for`, `trend`: one of its values; `x`, `from`, `to`:
-    /// a parameter and two of its values, numbers spelt out).
+    /// A word property of `expect` (`for`, `trend`: one of its values; `over`, `x`, `from`,
+    /// `to`: a parameter and two of its values, numbers spelt out).
     fn expect_word(&mut self, e: &KdlEntry, prop: &str) -> Option<Sp<String>> {
         let allowed: &[&str] = match prop {
             "for" => CLAIM_QUANTIFIERS,
@@ -1655,9 +1656,10 @@ impl FileParser<'_> {
         None
     }
 
-    /// A claim's quantifier (`for=` with `operations`) and trend (`trend=` with `x=`, and
-    /// `from=`/`to=` together): each half without the other is refused, and a trend is a
-    /// change of a gain — `>` or `<`, no size — on one figure.
+    /// A claim's quantifier (`for=` with `operations` or `over=`) and trend (`trend=` with
+    /// `x=`, and `from=`/`to=` together): each half without the other is refused, a claim is
+    /// over operations or over a parameter's values, not both, and a trend is a change of a
+    /// gain — `>` or `<`, no size — on one figure at one point.
     fn claim_form(
         &mut self,
         expect: &Sp<String>,
@@ -1665,18 +1667,34 @@ impl FileParser<'_> {
         operations: Option<&Sp<Vec<String>>>,
         sizes: [&Option<Sp<f64>>; 3],
     ) {
-        match (&form.quantifier, operations) {
-            (Some(q), None) => self.push(
-                problem("missing", format!("`for=\"{}\"` counts operations, but the claim names none", q.value))
+        match (&form.quantifier, operations, &form.over) {
+            (Some(q), None, None) => self.push(
+                problem("missing", format!("`for=\"{}\"` counts operations or a parameter's values, but the claim names neither", q.value))
                     .label(q.loc, "a quantifier over nothing")
-                    .help("add `operations` (every per-operation figure of the suite) or `operations \"select\"` (those of its tests)"),
+                    .help("add `operations` (every per-operation figure of the suite), or over=\"threads\" on `expect` (each value of a parameter of its trials)"),
             ),
-            (None, Some(ops)) => self.push(
+            (None, Some(ops), _) => self.push(
                 problem("missing", "a claim over `operations` says on how many it holds")
                     .label(ops.loc, "operations")
                     .help("add for=\"most\" (more than half) or for=\"all\" (every one) to `expect`"),
             ),
+            (None, None, Some(over)) => self.push(
+                problem("missing", format!("a claim over the values of `{}` says at how many it holds", over.value))
+                    .label(over.loc, "each value of a parameter")
+                    .help("add for=\"all\" (at every value) or for=\"most\" (at more than half) to `expect`"),
+            ),
             _ => {}
+        }
+        if let (Some(ops), Some(over)) = (operations, &form.over) {
+            self.push(
+                problem(
+                    "unexpected",
+                    "a claim is over a suite's operations or over a parameter's values, not both",
+                )
+                .label(ops.loc, "operations")
+                .label(over.loc, "a parameter's values")
+                .help("write one claim over the operations at one point (`where`), and another over the values of one figure"),
+            );
         }
         let Some(trend) = &form.trend else {
             for (prop, v) in [("x", &form.x), ("from", &form.from), ("to", &form.to)] {
@@ -1727,6 +1745,17 @@ impl FileParser<'_> {
                 .label(trend.loc, "a trend")
                 .label(ops.loc, "operations")
                 .help("claim the trend of one figure (`metric`), or drop `trend`"),
+            );
+        }
+        if let Some(over) = &form.over {
+            self.push(
+                problem(
+                    "unexpected",
+                    "a trend is claimed at one point, not at each value of a parameter",
+                )
+                .label(trend.loc, "a trend")
+                .label(over.loc, "each value of a parameter")
+                .help("write a trend claim per value (`where`), or drop `over`"),
             );
         }
         if has_tolerance_operator(&expect.value) {
@@ -2100,10 +2129,11 @@ impl FileParser<'_> {
 }
 
 /// The word properties of a claim's `expect` beyond its size: a quantifier over operations
-/// and a trend's parameter and points.
+/// or a parameter's values (`over`), and a trend's parameter and points.
 #[derive(Default)]
 struct ClaimForm {
     quantifier: Option<Sp<String>>,
+    over: Option<Sp<String>>,
     trend: Option<Sp<String>>,
     x: Option<Sp<String>>,
     from: Option<Sp<String>>,
@@ -2114,6 +2144,7 @@ impl ClaimForm {
     fn slot(&mut self, prop: &str) -> Option<&mut Option<Sp<String>>> {
         match prop {
             "for" => Some(&mut self.quantifier),
+            "over" => Some(&mut self.over),
             "trend" => Some(&mut self.trend),
             "x" => Some(&mut self.x),
             "from" => Some(&mut self.from),

@@ -86,8 +86,8 @@ pub struct ClaimResult {
     /// The trial records behind each side.
     pub left_trials: Vec<String>,
     pub right_trials: Vec<String>,
-    /// A claim over a suite's operations (`operations`, `for=`): each one's verdict and the
-    /// count.
+    /// A claim over a suite's operations (`operations`, `for=`), or at each value of a
+    /// parameter (`over=`, `for=`): each one's verdict and the count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<OperationsResult>,
     /// A trend claim (`trend=`, `x=`): the gain at both points and its change.
@@ -95,13 +95,18 @@ pub struct ClaimResult {
     pub trend: Option<TrendResult>,
 }
 
-/// A claim over operations: how many it must hold on, and each operation's verdict.
+/// A claim over operations, or over the values of a parameter (`over`): how many it must
+/// hold on, and each one's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OperationsResult {
     /// `most` (more than half) or `all`.
     pub quantifier: String,
-    /// The tests whose operations were read (empty: every test).
+    /// The tests whose operations were read (empty: every test, or a claim `over` values).
     pub tests: Vec<String>,
+    /// The parameter whose values the claim was checked at (`io-scheduler`); each member's
+    /// `operation` is then a value of it. Absent over operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
     /// The correction for checking many at once, in words.
     pub correction: String,
     pub holds: usize,
@@ -110,10 +115,10 @@ pub struct OperationsResult {
     pub each: Vec<OperationVerdict>,
 }
 
-/// One operation's check at its corrected level.
+/// One operation's (or value's) check at its corrected level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OperationVerdict {
-    /// The figure, e.g. `select_key_s`.
+    /// The figure, e.g. `select_key_s`; over a parameter, its value, e.g. `mq-deadline`.
     pub operation: String,
     pub verdict: ClaimVerdict,
     /// median(left) / median(right) and its CI at the operation's level.
@@ -157,18 +162,29 @@ pub fn summary_line(r: &ClaimResult) -> String {
     }
 }
 
-/// What a claim over operations or a trend found, in words: `holds on 14 of 18 operations
-/// (3 fail, 1 inconclusive)`, or `the gain jemalloc / system is ×1.040 [..] at threads = 1
-/// and ×1.210 [..] at threads = 4: it grows ×1.163 [..] (+16.3%)`. Empty for other claims.
+/// What a claim over operations, over a parameter's values or a trend found, in words: `holds
+/// on 14 of 18 operations (3 fail, 1 inconclusive)`; `holds at 2 of 3 values of io-scheduler
+/// (…): io-scheduler = none holds ×1.120 [..]; …` (each value's, there are few); or `the gain
+/// jemalloc / system is ×1.040 [..] at threads = 1 and ×1.210 [..] at threads = 4: it grows
+/// ×1.163 [..] (+16.3%)`. Empty for other claims.
 pub fn form_words(r: &ClaimResult) -> String {
     if let Some(o) = &r.operations {
+        // over a parameter's values (few), with the passes and each value's verdict
+        let (members, passes, list) = match &o.over {
+            Some(x) => (
+                format!("at {} of {} values of {x}", o.holds, o.each.len()),
+                format!(" with {}", passes_words(r)),
+                format!(": {}", operations_list(o)),
+            ),
+            None => (
+                format!("on {} of {} operations", o.holds, o.each.len()),
+                String::new(),
+                String::new(),
+            ),
+        };
         return format!(
-            "holds on {} of {} operations ({} fail, {} inconclusive), each checked at its level by {}",
-            o.holds,
-            o.each.len(),
-            o.fails,
-            o.inconclusive,
-            o.correction
+            "holds {members} ({} fail, {} inconclusive){passes}, each checked at its level by {}{list}",
+            o.fails, o.inconclusive, o.correction
         );
     }
     if let Some(t) = &r.trend {
@@ -232,7 +248,11 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
         String::new()
     };
     let form = match (&c.operations, &c.trend) {
-        (Some(o), _) => format!(" on {} operations", o.quantifier),
+        (Some(o), _) => match (&o.over, o.quantifier.as_str()) {
+            (Some(x), "all") => format!(" at every value of {x}"),
+            (Some(x), _) => format!(" at most values of {x}"),
+            (None, q) => format!(" on {q} operations"),
+        },
         (_, Some(t)) => format!(
             ", its gain {} from {} = {} to {}",
             t.check.direction, t.x, t.from, t.to
@@ -262,8 +282,9 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
         _ if c.operations.is_some() || c.trend.is_some() => {
             let head = head.text(format!(" — {}; {}", form_words(c), c.reason));
             match &c.operations {
-                Some(o) => head.text(format!(": {}", operations_list(o))),
-                None => head,
+                // over a parameter, form_words lists each value already
+                Some(o) if o.over.is_none() => head.text(format!(": {}", operations_list(o))),
+                _ => head,
             }
         }
         (Some(ratio), Some(ci)) => head.text(format!(
@@ -279,15 +300,20 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
 }
 
 /// Each operation's verdict with its ratio and CI: `select_key_s holds ×0.71 [0.69, 0.74];
-/// …`.
+/// …` (over a parameter, whose values are few, each with why: `io-scheduler = none
+/// inconclusive ×1.02 [0.91, 1.13] (too few passes …)`).
 fn operations_list(o: &OperationsResult) -> String {
     let each: Vec<String> = o
         .each
         .iter()
         .map(|v| {
+            let (member, why) = match &o.over {
+                Some(x) => (format!("{x} = {}", v.operation), format!(" ({})", v.reason)),
+                None => (v.operation.clone(), String::new()),
+            };
             format!(
-                "{} {} ×{:.3} {}",
-                v.operation,
+                "{} {} ×{:.3} {}{why}",
+                member,
                 v.verdict,
                 v.ratio,
                 crate::table::ci_text(&v.ratio_ci)
