@@ -326,7 +326,7 @@ pub fn check_over(
     let (every, quantifier) = if *all {
         ("at every value", "all")
     } else {
-        ("at most values", "most")
+        ("at more than half the values", "most")
     };
     let words = format!("{every} of {x}, {}", meaning(spec));
     Ok(found.result(

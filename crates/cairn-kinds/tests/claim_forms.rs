@@ -347,8 +347,20 @@ fn over_a_parameter_with_one_side_pinned_compares_it_with_each_value() {
         o.each
     );
     assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
-    // the pinned side's passes are listed once
+    // the pinned side's passes are listed once, and the words count passes per value
     assert_eq!((r.left_trials.len(), r.right_trials.len()), (6, 18));
+    let line = summary_line(&r);
+    assert!(line.contains("with 6 passes per side"), "{line}");
+    let most = {
+        let mut def = each_scheduler("most");
+        def["expect"] = json!("tuned[io-scheduler=none] > debian");
+        check(def, &schedulers_study([1.3, 1.0, 1.25]))
+    };
+    let line = claim_line("tuned is faster", &most);
+    assert!(
+        line.contains("at more than half the values of io-scheduler"),
+        "{line}"
+    );
 }
 
 #[test]

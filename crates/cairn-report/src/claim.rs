@@ -173,7 +173,8 @@ pub fn form_words(r: &ClaimResult) -> String {
         let (members, passes, list) = match &o.over {
             Some(x) => (
                 format!("at {} of {} values of {x}", o.holds, o.each.len()),
-                format!(" with {}", passes_words(r)),
+                // the fewest of any value: a side pinned to one value lists its passes once
+                format!(" with {} passes per side", r.passes),
                 format!(": {}", operations_list(o)),
             ),
             None => (
@@ -250,7 +251,7 @@ pub fn claim_text(text: &str, c: &ClaimResult) -> Inline {
     let form = match (&c.operations, &c.trend) {
         (Some(o), _) => match (&o.over, o.quantifier.as_str()) {
             (Some(x), "all") => format!(" at every value of {x}"),
-            (Some(x), _) => format!(" at most values of {x}"),
+            (Some(x), _) => format!(" at more than half the values of {x}"),
             (None, q) => format!(" on {q} operations"),
         },
         (_, Some(t)) => format!(
