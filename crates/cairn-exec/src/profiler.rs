@@ -26,11 +26,19 @@ pub const EVENT: &str = "cpu-clock";
 /// give thousands of samples, few enough that the server barely notices.
 pub const FREQUENCY_HZ: u32 = 199;
 
-/// perf's build-id cache, inside the recording's own directory: `perf record` copies every
-/// binary it sampled into it (the server's, its libraries, the kernel's symbols) and
-/// `perf script` reads the symbols from there. The shared default (`~/.debug`) grew by every
-/// server binary profiled, and two recordings at once (profiled trials in parallel) wrote the
-/// same binary's entry there while a third read it.
+/// perf's build-id cache, inside the recording's own directory, so `perf script` never reads
+/// (or writes) the shared default (`~/.debug`), which grew by every server binary profiled and
+/// which two recordings at once wrote while a third read it.
+///
+/// The recording itself keeps no build-ids (`--no-buildid`): perf's header lists the build-id
+/// of each binary *path* sampled, and two different binaries at one path — the container's
+/// `/usr/sbin/mariadbd` and another MariaDB's, on the host or in another container, busy
+/// while the window is sampled on every CPU — become one entry there, whose last build-id
+/// names the symbols of both. One server's stacks then read another build's functions (seen
+/// in CI: `Relay_log_info::init` where `handle_one_connection` ran). Without build-ids each
+/// mapping keeps its own file (device and inode), and `perf script` reads it in the mount
+/// namespace of the process that mapped it, which is why it runs while the server is still
+/// up.
 const BUILD_IDS: &str = "build-ids";
 
 /// The perf program: `perf` on the PATH, or the one `CAIRN_PERF` names (a machine whose perf
@@ -75,7 +83,7 @@ impl Recording {
         let child = command
             .arg("--buildid-dir")
             .arg(&build_ids)
-            .args(["record", "--quiet", "-e", EVENT, "-F"])
+            .args(["record", "--no-buildid", "--quiet", "-e", EVENT, "-F"])
             .arg(FREQUENCY_HZ.to_string())
             .args(["-g", "--all-cpus", "-o"])
             .arg(&data)
