@@ -87,6 +87,7 @@ fn print_verified(json: bool, target: &Path, v: &Verified) {
             json!({"bundle": target, "clean": v.is_clean(), "files_checked": v.files_checked,
                    "records_checked": v.records_checked,
                    "problems": v.problems.iter().map(|p| json!({"problem": p.what, "breaks": p.breaks})).collect::<Vec<_>>(),
+                   "older_code": v.older_code.iter().map(|o| json!({"step": o.address, "made_by": o.made_by, "now": o.now})).collect::<Vec<_>>(),
                    "host_steps": v.host_steps})
         );
         return;
@@ -97,6 +98,19 @@ fn print_verified(json: bool, target: &Path, v: &Verified) {
     );
     for p in &v.problems {
         println!("{}\n    breaks: {}", p.what, p.breaks);
+    }
+    if !v.older_code.is_empty() {
+        // not damage: what an earlier cairn made, which a reproduction makes again
+        let steps: Vec<String> = v
+            .older_code
+            .iter()
+            .map(|o| format!("{} ({}; this cairn has {})", o.address, o.made_by, o.now))
+            .collect();
+        println!(
+            "made by an earlier version of cairn's code, and chaining to the plan with it ({}): {}; `cairn reproduce` makes them with this version",
+            steps.len(),
+            steps.join(", ")
+        );
     }
     if !v.host_steps.is_empty() {
         println!(

@@ -43,7 +43,8 @@ impl StepKind {
     // 5: a claim states its meaning in words (`meaning`); bands (`about`, `tolerance`); sides
     // may name cells (`server[k=v]`, `block:server`)
     // 10: a claim over operations prints its α with three significant digits; `==` within
-    pub const CLAIM: StepKind = StepKind::new("claim", "claim/10");
+    // 11: a member of a claim over many fails only at α/m (a failure of any one counts)
+    pub const CLAIM: StepKind = StepKind::new("claim", "claim/11");
     // 2: report.html, series.csv and the plot files joined the outputs
     // 3: data.json's trials say which campaign measured each
     // 4: data.json's campaigns name the run

@@ -495,8 +495,9 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
     // report/12 (a server's `profile` among the settings that differ), claim/8 (the rank
     // test against a claim's edges decides it where the passes are too few for the CI),
     // report/13 (a block's design says what its trials profiled), claim/9 (that test's
-    // edge said as the ratio of medians) and claim/10 (α of a claim over operations with
-    // three significant digits; `==` within a tolerance)
+    // edge said as the ratio of medians), claim/10 (α of a claim over operations with
+    // three significant digits; `==` within a tolerance) and claim/11 (a member of a claim
+    // over many fails only at α/m)
     let got = analysis_claim_report_keys(&analyses_graph());
     let want = [
         (
@@ -512,17 +513,17 @@ fn golden_analysis_claim_and_report_keys_and_definitions() {
         // `within` is written, as null when absent; `by` only when written
         (
             "claim/b keeps up",
-            "e476ff338f94bcd50d4eaa4e3eaf5feae164bfa58fe8a032c7cf28e9b5962c61",
+            "2b9b0de380f48e470cce1956e64ad674fc683d4b16ab0f072dc24cbf858024d2",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":4},"within":0.05}"#,
         ),
         (
             "claim/b is faster",
-            "ce489e77caeeff7dae513f86c0cd2b0092f30553c9a5396e643e105d55fba535",
+            "b2a6a0fbcc1953505d3d4e1547750ee43157cf96b7a86a5e8f7ea20c98e4fb16",
             r#"{"by":0.05,"expect":"b > a","metric":"tps","where":{"threads":4},"within":null}"#,
         ),
         (
             "claim/b is not slower at one thread",
-            "fb63c816543ea876b0b080100fb8ce0c62c509b767b7e846ecbca7f3285e1de3",
+            "0fe8b11d43464c0a8902a0aab98493411807a3a9e29a40f91a2620e4e797822c",
             r#"{"expect":"b >= a","metric":"tps","where":{"threads":1},"within":null}"#,
         ),
         (

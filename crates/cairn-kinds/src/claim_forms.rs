@@ -11,7 +11,11 @@
 //! rank test: [`crate::claim_step::check_one`]), at its Holm level: in increasing order of
 //! the rank test's p, the m members are checked at α/m, α/(m−1), …, α, and once one misses
 //! its level no later one can hold (Holm's step-down, `cairn_analysis::multiple::holm`), so
-//! the chance of any false "holds" among the m stays at α.
+//! the chance of any false "holds" among the m stays at α. A member fails only when the
+//! claim fails for it at α/m too (Bonferroni): a failure of any one fails the claim (or
+//! counts against it), and Holm's order, from the claim's own p, would check the member that
+//! most contradicts it at the loosest level, so m failures told at up to α each could add
+//! up to several times α.
 //! - `for="all"` **holds** when every member holds, **fails** when any fails, else is
 //!   inconclusive;
 //! - `for="most"` **holds** when more than half hold, **fails** when more than half cannot
@@ -472,6 +476,7 @@ fn check_each(
     let levels = holm(&p_values, alpha);
     let mut each = Vec::new();
     let (mut left_trials, mut right_trials) = (Vec::new(), Vec::new());
+    let many = members.len() as f64;
     for (m, (level, significant)) in members.iter().zip(levels) {
         let (r, p_value) = check_one(&m.spec, definition, m.points, alpha / level)?;
         let (verdict, reason) = if r.verdict == ClaimVerdict::Holds && !significant {
@@ -482,6 +487,28 @@ fn check_each(
                     noun.one()
                 ),
             )
+        } else if r.verdict == ClaimVerdict::Fails && level > alpha / many {
+            // any one member failing fails (or counts against) the claim, so a failure is
+            // told at α/m whatever Holm's order of the claim's own p put it at
+            let (strict, _) = check_one(&m.spec, definition, m.points, many)?;
+            match strict.verdict {
+                ClaimVerdict::Fails => (ClaimVerdict::Fails, r.reason.clone()),
+                _ => (
+                    ClaimVerdict::Inconclusive,
+                    format!(
+                        "it fails at α = {}, but a failure of any one of {} is told at \
+                         α/{} = {}, where its CI is {}: {}",
+                        cairn_analysis::sequential::alpha_text(level),
+                        noun.all_of(members.len()),
+                        members.len(),
+                        cairn_analysis::sequential::alpha_text(alpha / many),
+                        cairn_report::table::ci_text(
+                            &strict.ratio_ci.expect("a one-figure claim has a CI")
+                        ),
+                        strict.reason
+                    ),
+                ),
+            }
         } else {
             (r.verdict, r.reason.clone())
         };

@@ -1,6 +1,9 @@
 //! Which record serves each step of a plan, and whether it chains back to the plan: a
 //! step's key recomputed from its definition, its inputs' recorded output digests and (for
-//! a measurement) the fingerprint it was measured on must be the key of its record.
+//! a measurement) the fingerprint it was measured on must be the key of its record. A bundle
+//! made by an earlier cairn may hold a record whose kind's code has since changed (a claim's
+//! `claim/10` where this cairn's is `claim/11`): its key is the plan's with that code, and it
+//! chains as what that code made ([`Link::OlderCode`]).
 
 use cairn_graph::{step_key, Fingerprint, StepGraph};
 use cairn_store::{Record, Store};
@@ -13,6 +16,9 @@ pub use cairn_engine::adaptive::NOT_NEEDED_DIGEST;
 pub enum Link {
     /// Served by this record, whose key is what the plan gives.
     Record(Box<Record>),
+    /// Served by this record, whose key is what the plan gives with another version of the
+    /// step kind's code (`code`, the one the record says made it).
+    OlderCode { record: Box<Record>, code: String },
     /// A conditional pass that was not needed: no record, by design.
     NotNeeded,
     /// No record under the key the plan gives (or the step's inputs have none).
@@ -22,7 +28,7 @@ pub enum Link {
 impl Link {
     pub fn output_digest(&self) -> Option<&str> {
         match self {
-            Link::Record(r) => Some(&r.output_digest),
+            Link::Record(r) | Link::OlderCode { record: r, .. } => Some(&r.output_digest),
             Link::NotNeeded => Some(NOT_NEEDED_DIGEST),
             Link::Missing { .. } => None,
         }
@@ -35,6 +41,18 @@ pub fn walk(
     graph: &StepGraph,
     store: &Store,
     fingerprint_of: &dyn Fn(usize) -> Option<Fingerprint>,
+) -> Vec<Link> {
+    walk_with(graph, store, fingerprint_of, &|_| None)
+}
+
+/// [`walk`], where a step with no record under the plan's key may be served by the record
+/// `listed` names for it (a bundle's manifest) if that record's key is the plan's with the
+/// code version it recorded: what an earlier cairn made (`Link::OlderCode`).
+pub fn walk_with(
+    graph: &StepGraph,
+    store: &Store,
+    fingerprint_of: &dyn Fn(usize) -> Option<Fingerprint>,
+    listed: &dyn Fn(usize) -> Option<Record>,
 ) -> Vec<Link> {
     let mut links: Vec<Option<Link>> = vec![None; graph.steps.len()];
     for &id in &graph.order {
@@ -77,10 +95,13 @@ pub fn walk(
                             }
                         }
                         Ok(Some(r)) => Link::Record(Box::new(r)),
-                        Ok(None) if step.is_conditional() => Link::NotNeeded,
-                        Ok(None) => Link::Missing {
-                            key: Some(key),
-                            why: "no record under the key the plan gives".into(),
+                        Ok(None) => match older_code(step, &d, fp.as_ref(), listed(id)) {
+                            Some(link) => link,
+                            None if step.is_conditional() => Link::NotNeeded,
+                            None => Link::Missing {
+                                key: Some(key),
+                                why: "no record under the key the plan gives".into(),
+                            },
                         },
                         Err(e) => Link::Missing {
                             key: Some(key),
@@ -96,6 +117,28 @@ pub fn walk(
         .into_iter()
         .map(|l| l.expect("every step is in the order"))
         .collect()
+}
+
+/// `record` as what another version of `step`'s kind code made: its recorded code names
+/// the same kind (`claim/10` for `claim/11`), and the plan's key with that code is its key.
+fn older_code(
+    step: &cairn_graph::Step,
+    digests: &[&str],
+    fingerprint: Option<&Fingerprint>,
+    record: Option<Record>,
+) -> Option<Link> {
+    let record = record?;
+    let code = record.key_json.get("code")?.as_str()?.to_string();
+    let kind = |c: &str| c.split('/').next().map(str::to_string);
+    if code == step.code || kind(&code) != kind(&step.code) {
+        return None;
+    }
+    let mut key = step_key(step, digests, fingerprint);
+    key.code = &code;
+    (key.hash() == record.key).then(|| Link::OlderCode {
+        record: Box::new(record),
+        code,
+    })
 }
 
 /// Every step that depends on `id`, directly or not, in the graph's order (what a problem
@@ -129,5 +172,73 @@ pub fn breaks(graph: &StepGraph, ids: &[usize]) -> String {
         format!("{} and {more} more", names.join(", "))
     } else {
         names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str = r#"
+study "older-code"
+server "a" { option innodb_buffer_pool_size="64M" }
+server "b" { option innodb_buffer_pool_size="64M"; allocator "jemalloc" }
+workload "ro" { sysbench "oltp_read_only"; threads 4 }
+trials "ro" { servers "a" "b"; workload "ro"; passes 4 }
+claim "b keeps up" { metric "tps"; expect "b >= a" within="5%" }
+"#;
+
+    /// The claim step of [`PLAN`], its inputs' (made-up) output digests, and a record of it
+    /// keyed as the plan's key with the code `code`.
+    fn claim_made_by(code: &str) -> (cairn_graph::Step, Vec<String>, Record) {
+        let plan = cairn_plan::parse_str("older-code.kdl", PLAN).expect("parses");
+        let graph = cairn_graph::resolve(&plan).expect("resolves");
+        let step = graph
+            .steps
+            .iter()
+            .find(|s| s.address == "claim/b keeps up")
+            .expect("the claim")
+            .clone();
+        let digests: Vec<String> = (0..step.inputs.len())
+            .map(|i| format!("{i:064x}"))
+            .collect();
+        let refs: Vec<&str> = digests.iter().map(String::as_str).collect();
+        let mut key = step_key(&step, &refs, None);
+        key.code = code;
+        let mut record = Record::new(key.hash(), "claim", "older-code", &step.address);
+        record.key_json = key.to_json();
+        (step, digests, record)
+    }
+
+    #[test]
+    fn a_record_of_an_earlier_version_of_its_kinds_code_chains_with_that_code() {
+        let (step, digests, record) = claim_made_by("claim/1");
+        let refs: Vec<&str> = digests.iter().map(String::as_str).collect();
+        match older_code(&step, &refs, None, Some(record)) {
+            Some(Link::OlderCode { code, .. }) => assert_eq!(code, "claim/1"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_record_whose_key_is_not_the_plans_with_its_code_does_not_chain() {
+        let (step, digests, record) = claim_made_by("claim/1");
+        let refs: Vec<&str> = digests.iter().map(String::as_str).collect();
+        // its recorded code changed after it was keyed (an edited record)
+        let mut edited = record.clone();
+        edited.key_json["code"] = "claim/2".into();
+        assert!(older_code(&step, &refs, None, Some(edited)).is_none());
+        // another input than the one it was keyed from
+        let mut other = refs.clone();
+        other[0] = "f";
+        assert!(older_code(&step, &other, None, Some(record)).is_none());
+        // another kind's code
+        let (step, digests, record) = claim_made_by("report/1");
+        let refs: Vec<&str> = digests.iter().map(String::as_str).collect();
+        assert!(older_code(&step, &refs, None, Some(record)).is_none());
+        // this cairn's own code: the plain walk's business
+        let (step, digests, record) = claim_made_by(&step.code.clone());
+        let refs: Vec<&str> = digests.iter().map(String::as_str).collect();
+        assert!(older_code(&step, &refs, None, Some(record)).is_none());
     }
 }

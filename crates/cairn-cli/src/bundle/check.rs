@@ -30,8 +30,21 @@ pub struct Verified {
     pub files_checked: usize,
     pub records_checked: usize,
     pub problems: Vec<Problem>,
+    /// Records made by another version of their kind's code than this cairn's (an earlier
+    /// cairn's bundle): each chains to the plan with the code it recorded, and is no problem.
+    pub older_code: Vec<OlderCode>,
     /// Addresses of the plan's host `step`s (run only with an explicit flag).
     pub host_steps: Vec<String>,
+}
+
+/// A step whose record an earlier version of its kind's code made.
+#[derive(Debug, Clone)]
+pub struct OlderCode {
+    pub address: String,
+    /// The code version the record says made it, e.g. `claim/10`.
+    pub made_by: String,
+    /// This cairn's, e.g. `claim/11`.
+    pub now: String,
 }
 
 impl Verified {
@@ -159,6 +172,7 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
     }
     // 3. every record chains back to the plan
     let mut records_checked = 0;
+    let mut older_code = Vec::new();
     let mut host_steps = Vec::new();
     match &graph {
         Err(e) => problems.push(Problem {
@@ -196,13 +210,20 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
                     .and_then(|r| r.fingerprint.clone())
                     .and_then(|f| serde_json::from_value(f).ok())
             };
-            let links = chain::walk(g, &store, &fingerprint_of);
+            let links = chain::walk_with(g, &store, &fingerprint_of, &|id| claimed[id].clone());
             for &id in &g.order {
                 let step = &g.steps[id];
                 let listed = by_address.get(step.address.as_str());
                 match (&links[id], listed) {
-                    (Link::Record(r), _) => {
+                    (Link::Record(r) | Link::OlderCode { record: r, .. }, _) => {
                         records_checked += 1;
+                        if let Link::OlderCode { code, .. } = &links[id] {
+                            older_code.push(OlderCode {
+                                address: step.address.clone(),
+                                made_by: code.clone(),
+                                now: step.code.clone(),
+                            });
+                        }
                         if Record::compute_output_digest(&r.outputs) != r.output_digest {
                             problems.push(Problem {
                                 what: format!(
@@ -268,6 +289,7 @@ pub fn verify_dir(dir: &Path) -> Result<Verified, Refused> {
         files_checked,
         records_checked,
         problems,
+        older_code,
         host_steps,
     })
 }

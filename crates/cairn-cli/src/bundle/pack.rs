@@ -135,7 +135,8 @@ pub fn pack(
                 Some(r.key.clone())
             }
             Link::NotNeeded => None,
-            Link::Missing { .. } => {
+            // a plain walk of this store links only to records of this cairn's code
+            Link::Missing { .. } | Link::OlderCode { .. } => {
                 missing.push(step.address.clone());
                 None
             }
