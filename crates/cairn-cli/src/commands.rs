@@ -211,7 +211,8 @@ fn check(cli: &Cli, path: &Path) -> Result<i32, Exit> {
             json!({"valid": true, "plan": path, "study": plan.study.name,
                    "steps": graph.steps.len(), "kinds": counts, "params": params,
                    "notes": crate::preflight::design_notes(&plan),
-                   "warnings": crate::preflight::design_warnings(&plan)})
+                   "warnings": crate::preflight::design_warnings(&plan).into_iter()
+                       .chain(crate::preflight::step_warnings(&graph)).collect::<Vec<_>>()})
         );
         return Ok(OK);
     }

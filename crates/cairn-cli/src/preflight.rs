@@ -209,10 +209,25 @@ pub fn check(plan: &Plan, graph: &StepGraph) -> Result<(), Exit> {
     for n in design_notes(plan) {
         eprintln!("note: {n}");
     }
-    for w in design_warnings(plan) {
+    for w in design_warnings(plan)
+        .into_iter()
+        .chain(step_warnings(graph))
+    {
         eprintln!("warning: {w}");
     }
     Ok(())
+}
+
+/// What each step's kind says its design cannot do ([`cairn_engine::Kind::design_warnings`]),
+/// in the graph's order.
+pub fn step_warnings(graph: &StepGraph) -> Vec<String> {
+    let kinds = cairn_kinds::standard_registry();
+    graph
+        .steps
+        .iter()
+        .filter_map(|step| kinds.get(step).map(|k| k.design_warnings(graph, step)))
+        .flatten()
+        .collect()
 }
 
 /// `cairn check`'s look at every server's option names against the names its image's server

@@ -87,6 +87,13 @@ pub trait Kind: Send + Sync {
         None
     }
 
+    /// What the step's design cannot do whatever is measured, said by `check`, `plan` and
+    /// `run` before anything is (a claim over many values whose passes can never decide it
+    /// at the level each value is checked at). Each is a warning, not an error.
+    fn design_warnings(&self, _graph: &StepGraph, _step: &Step) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Which lane the step runs in: measurements alone, everything else beside each other.
     fn lane(&self, step: &Step) -> Lane {
         if step.measure {

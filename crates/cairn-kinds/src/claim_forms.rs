@@ -458,6 +458,30 @@ impl Each {
     }
 }
 
+/// Why a claim over the `values` values of `over` can never be decided with at most `passes`
+/// per side: its first member is checked at α/m (Holm's first level, and every failure's
+/// level), below the rank test's smallest p with that many passes, so no member can hold
+/// first and none can fail; `None` when it could.
+pub fn undecidable_over(address: &str, over: &str, values: usize, passes: usize) -> Option<String> {
+    let alpha = Criteria::default().alpha;
+    if values < 2 || passes == 0 {
+        return None;
+    }
+    let level = alpha / values as f64;
+    let smallest = cairn_analysis::rank_test::min_exact_p(passes, passes);
+    if smallest <= level {
+        return None;
+    }
+    let enough = (passes..=1000)
+        .find(|&n| cairn_analysis::rank_test::min_exact_p(n, n) <= level)
+        .unwrap_or(1000);
+    Some(format!(
+        "{address} is checked at each of the {values} values of `{over}`, at α/{values} = {} first (and for any failure), but with at most {passes} passes per side the rank test's smallest p is {}: it can neither hold nor fail, whatever the data; {enough} passes per side is the fewest that could",
+        cairn_analysis::sequential::alpha_text(level),
+        cairn_analysis::sequential::alpha_text(smallest)
+    ))
+}
+
 /// Check every member at its Holm level (see the module docs).
 fn check_each(
     definition: &ClaimDef,

@@ -676,6 +676,21 @@ impl cairn_engine::Kind for ClaimKind {
         .map(|_| ())
     }
 
+    fn design_warnings(&self, graph: &StepGraph, step: &Step) -> Vec<String> {
+        let Ok(definition) = claim_def(step) else {
+            return Vec::new();
+        };
+        let Some(over) = &definition.over else {
+            return Vec::new();
+        };
+        let params = trial_points::params_of_inputs(graph, step);
+        let values = params.get(over).map_or(0, Vec::len);
+        let passes = trial_points::fewest_passes_of_inputs(graph, step);
+        crate::claim_forms::undecidable_over(&step.address, over, values, passes)
+            .into_iter()
+            .collect()
+    }
+
     fn perform(
         &self,
         env: &Env<'_>,

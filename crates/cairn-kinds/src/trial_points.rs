@@ -371,6 +371,23 @@ pub fn params_of_inputs(
     out
 }
 
+/// The most passes any server among `step`'s input trials can have, for the server with
+/// the fewest (its conditional passes counted): what a comparison of two of them can rest on
+/// at most.
+pub fn fewest_passes_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> usize {
+    let mut most: BTreeMap<String, u32> = BTreeMap::new();
+    for i in &step.inputs {
+        let from = &graph.steps[i.from];
+        if from.kind != StepKind::TRIAL {
+            continue;
+        }
+        let (_, server, _) = parse_address(&from.address);
+        let pass = most.entry(server).or_default();
+        *pass = (*pass).max(from.pass);
+    }
+    most.values().min().copied().unwrap_or(0) as usize
+}
+
 /// The pseudo-parameter naming a point's `trials` block.
 const TRIALS: &str = "trials";
 

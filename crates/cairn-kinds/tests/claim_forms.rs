@@ -478,3 +478,22 @@ fn over_must_name_an_unpinned_parameter_with_values_and_a_quantifier() {
         e.message
     );
 }
+
+/// A claim over three values with 4 passes per side can never be decided (α/3 = 0.017
+/// against the rank test's smallest p of 0.029 with 4 against 4): said before anything is
+/// measured, with the passes that could (two values at α/2 = 0.025 cannot either); 5 passes
+/// could.
+#[test]
+fn a_claim_over_values_its_passes_cannot_decide_is_named_before_it_is_measured() {
+    use cairn_kinds::claim_forms::undecidable_over;
+    let w = undecidable_over("claim/x", "io-scheduler", 3, 4).expect("undecidable");
+    assert!(
+        w.contains("at α/3 = 0.017")
+            && w.contains("smallest p is 0.029")
+            && w.contains("5 passes per side is the fewest that could"),
+        "{w}"
+    );
+    assert_eq!(undecidable_over("claim/x", "io-scheduler", 3, 5), None);
+    assert!(undecidable_over("claim/x", "io-scheduler", 2, 4).is_some());
+    assert_eq!(undecidable_over("claim/x", "io-scheduler", 2, 5), None);
+}
