@@ -100,14 +100,15 @@ fn print_verified(json: bool, target: &Path, v: &Verified) {
         println!("{}\n    breaks: {}", p.what, p.breaks);
     }
     if !v.older_code.is_empty() {
-        // not damage: what an earlier cairn made, which a reproduction makes again
+        // not damage: what another cairn (an earlier one, mostly) made, which a reproduction
+        // makes again
         let steps: Vec<String> = v
             .older_code
             .iter()
             .map(|o| format!("{} ({}; this cairn has {})", o.address, o.made_by, o.now))
             .collect();
         println!(
-            "made by an earlier version of cairn's code, and chaining to the plan with it ({}): {}; `cairn reproduce` makes them with this version",
+            "made by another version of cairn's code, and chaining to the plan with it ({}): {}; `cairn reproduce` makes them with this version",
             steps.len(),
             steps.join(", ")
         );
