@@ -468,13 +468,11 @@ pub fn undecidable_over(address: &str, over: &str, values: usize, passes: usize)
         return None;
     }
     let level = alpha / values as f64;
-    let smallest = cairn_analysis::rank_test::min_exact_p(passes, passes);
-    if smallest <= level {
+    let enough = cairn_analysis::rank_test::min_passes_for(level);
+    if passes >= enough {
         return None;
     }
-    let enough = (passes..=1000)
-        .find(|&n| cairn_analysis::rank_test::min_exact_p(n, n) <= level)
-        .unwrap_or(1000);
+    let smallest = cairn_analysis::rank_test::min_exact_p(passes, passes);
     Some(format!(
         "{address} is checked at each of the {values} values of `{over}`, at α/{values} = {} first (and for any failure), but with at most {passes} passes per side the rank test's smallest p is {}: it can neither hold nor fail, whatever the data; {enough} passes per side is the fewest that could",
         cairn_analysis::sequential::alpha_text(level),

@@ -129,8 +129,7 @@ fn older_code(
 ) -> Option<Link> {
     let record = record?;
     let code = record.key_json.get("code")?.as_str()?.to_string();
-    let kind = |c: &str| c.split('/').next().map(str::to_string);
-    if code == step.code || kind(&code) != kind(&step.code) {
+    if code == step.code || code.split('/').next() != step.code.split('/').next() {
         return None;
     }
     let mut key = step_key(step, digests, fingerprint);
