@@ -38,7 +38,7 @@ $cairn bundle plans/quickstart.kdl -o "$work/quickstart.tar.zst"
 rm -rf "$work/here"
 $cairn reproduce "$work/quickstart.tar.zst" --into "$work/here"
 echo "--- the same run again: everything is served from the cache"
-plan=$(find "$work/here/published" -name quickstart.kdl -path '*plans*' | head -1)
+plan=$(find "$work/here/published" -name quickstart.kdl -path '*plans*' -print -quit)
 $cairn --results "$work/here/reproduced" run "$plan"
 echo "--- this machine's report: $work/here/reproduced/quickstart/ (report.md, report.html, plots, data)"
 echo "--- published beside measured here: $work/here/comparison.md"

@@ -56,7 +56,11 @@ rm -f "$root/network/files/local-kv.db"
 if ! ip link show cairn-node2 >/dev/null 2>&1; then
   ip link add name cairn-node2 type bridge
 fi
-ip addr show dev cairn-node2 | grep -q 'inet 10.213.0.1/24' || ip addr add 10.213.0.1/24 dev cairn-node2
+# (read into a variable, not piped into `grep -q`: under pipefail, grep leaving at its first
+# match can kill `ip` with SIGPIPE, the pipe fails, and the add below then finds the address
+# there — "Address already assigned", seen failing CI about one time in three)
+addresses=$(ip -4 -o addr show dev cairn-node2)
+[[ $addresses == *" 10.213.0.1/24 "* ]] || ip addr add 10.213.0.1/24 dev cairn-node2
 ip link set cairn-node2 up
 echo "node-engine: starting a second Docker Engine on $sock (storage driver ${driver:-default})"
 args=(
