@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::Sandbox;
 use crate::trials::images;
@@ -265,4 +265,66 @@ trials "t" {{ servers "s"; dataset "sb"; workload "w"; cpus 1 4096 }}
         r.stderr
     );
     assert!(r.stderr.contains("plan.kdl:6:"), "{}", r.stderr);
+}
+
+#[test]
+fn clients_tied_to_the_cores_are_tabled_and_claimed_by_the_core_count() {
+    let cpus = usable();
+    if cpus.len() < 2 {
+        eprintln!("skipped: a tie of threads to cpus needs two CPU counts, this machine has one");
+        return;
+    }
+    let _engine = crate::support::engine_shared();
+    cairn_testkit::mariadb_image();
+    let sb = Sandbox::new();
+    sb.write(
+        "plan.kdl",
+        &format!(
+            r#"study "e2e-cpus-tied"
+import "{}"
+server "small" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="64M" }}
+server "big" {{ image "mariadb-bookworm"; option innodb_buffer_pool_size="96M" }}
+dataset "sb" {{ sysbench tables=1 rows=200 }}
+workload "w" {{ sysbench "oltp_point_select"; threads 1 2; duration "1s" }}
+trials "per-cpu" {{
+    servers "small" "big"
+    dataset "sb"
+    workload "w"
+    cpus 1 2
+    tie "threads" to="cpus"
+}}
+analysis "by-cores" {{ trials "per-cpu"; table metric="tps" columns="cpus" baseline="small" }}
+claim "the bigger pool is no slower on two cores" {{
+    trials "per-cpu"
+    metric "tps"
+    where cpus=2
+    expect "big >= small" within="50%"
+}}
+report "summary" {{ analyses "by-cores" }}
+"#,
+            images()
+        ),
+    );
+    let r = sb.cairn(["run", "plan.kdl"]).guard(GUARD).run();
+    r.expect_code(0);
+    // the tie measured two of the four points per server
+    let rec = sb.record("trial/per-cpu/big[cpus=2,threads=2]");
+    assert_eq!(rec["extra"]["params"]["threads"], 2, "{rec}");
+    // the table is by cores, the client threads shown beside it
+    let md = sb.output_text("analysis/by-cores", "table.md");
+    assert!(md.contains("| server \\ cpus | 1 | 2 |"), "{md}");
+    assert!(
+        md.contains("`threads` follows `cpus`: 1 at 1, 2 at 2."),
+        "{md}"
+    );
+    // the claim at two cores reads the trials at two threads, one per server
+    let claim: Value = serde_json::from_str(&sb.output_text(
+        "claim/the bigger pool is no slower on two cores",
+        "claim.json",
+    ))
+    .expect("claim.json");
+    for (side, server) in [("left_trials", "big"), ("right_trials", "small")] {
+        let tied = sb.record(&format!("trial/per-cpu/{server}[cpus=2,threads=2]"));
+        assert_eq!(claim[side], json!([tied["key"]]), "{claim}");
+    }
 }

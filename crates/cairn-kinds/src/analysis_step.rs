@@ -27,11 +27,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::plot_analysis;
-use crate::trial_points::{self, TrialPoint};
+use crate::trial_points::{self, Dimensions, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{Built, Done};
 use cairn_engine::Env;
-use cairn_report::table::{render_markdown, Cell, Dimension, Table, NOISY_CV};
+use cairn_report::table::{render_markdown, Cell, Dimension, Follower, Table, NOISY_CV};
 
 /// Outputs of a table analysis.
 pub const TABLE_JSON: &str = "table.json";
@@ -65,6 +65,9 @@ pub struct TableSpec {
     pub paired: bool,
     /// `facet="cpus"`: one table per value of this parameter.
     pub facet: Option<String>,
+    /// Each parameter that varies in the trials but follows one the table shows (a tied
+    /// axis: `threads` following `cpus`), with that leader: shown beside the table.
+    pub followers: Vec<(String, String)>,
 }
 
 /// What a block of a paired table is, in the record's words.
@@ -92,14 +95,10 @@ pub fn figure_named(
 /// Read and check a table's definition: the metric is a figure, rows and columns are
 /// dimensions of the trials (`server`, `trials` or a parameter), and the baseline is one of
 /// the servers. `servers` and `params` are what the trials it reads have (from the graph).
-pub fn table_spec(
-    definition: &AnalysisDef,
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, CheckError> {
+pub fn table_spec(definition: &AnalysisDef, dims: &Dimensions) -> Result<TableSpec, CheckError> {
     match definition.kind.as_str() {
-        "table" => plain_table_spec(definition, servers, params),
-        "compare" => compare_spec(definition, servers, params),
+        "table" => plain_table_spec(definition, dims),
+        "compare" => compare_spec(definition, &dims.servers, &dims.params),
         kind => Err(CheckError::new(
             "analysis",
             "kind",
@@ -131,11 +130,7 @@ pub(crate) fn refuse_unknown_props(
 
 /// A `table`: the figure its `metric` names, pivoted `rows` × `columns`, against `baseline`
 /// (paired by block with `paired`).
-fn plain_table_spec(
-    definition: &AnalysisDef,
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, CheckError> {
+fn plain_table_spec(definition: &AnalysisDef, dims: &Dimensions) -> Result<TableSpec, CheckError> {
     refuse_unknown_props(definition, TABLE_PROPS, "table", "")?;
     let Some(metric_name) = definition.metric() else {
         return Err(CheckError::new(
@@ -145,7 +140,7 @@ fn plain_table_spec(
         ));
     };
     let metric = figure_named("analysis", "metric", metric_name)?;
-    let facet = facet_of(definition.facet(), params)?;
+    let facet = facet_of(definition.facet(), &dims.params)?;
     // (columns left out are chosen among the parameters but the facet)
     let shown = [
         Some(definition.rows().unwrap_or("server")),
@@ -158,14 +153,17 @@ fn plain_table_spec(
             format!("`{f}` is already the table's rows or columns; facet by a third parameter"),
         ));
     }
-    let (rows, columns) = pivot(
+    let Pivot {
+        rows,
+        columns,
+        followers,
+    } = pivot(
         definition.rows(),
         definition.columns(),
         facet.as_deref(),
-        servers,
-        params,
+        dims,
     )?;
-    let baseline = table_baseline(definition.baseline(), &rows, &columns, servers)?;
+    let baseline = table_baseline(definition.baseline(), &rows, &columns, &dims.servers)?;
     let paired = definition.paired().map_err(|other| {
         CheckError::new(
             "analysis",
@@ -189,6 +187,7 @@ fn plain_table_spec(
         per_operation: false,
         paired,
         facet,
+        followers,
     })
 }
 
@@ -218,24 +217,48 @@ fn facet_of(
     Ok(Some(f.to_string()))
 }
 
-/// The `(rows, columns)` of a table, checked against the trials: rows are `server` unless
+/// The rows and columns of a table, and the parameters that follow one it shows.
+pub(crate) struct Pivot {
+    pub rows: String,
+    pub columns: String,
+    /// `(follower, leader)`: see [`TableSpec::followers`].
+    pub followers: Vec<(String, String)>,
+}
+
+/// The rows and columns of a table, checked against the trials: rows are `server` unless
 /// written; columns, unless written, the one parameter the trials vary in (`trials` when
-/// none does). Both are dimensions of the trials, two different ones, and between them they
-/// show every parameter that varies and, when there is more than one server, the server —
+/// none does, and not counting one that follows another). Both are dimensions of the
+/// trials, two different ones, and between them (with the facet) they show every parameter
+/// that varies, or the one it follows, and, when there is more than one server, the server —
 /// else a cell would mix trials of different points.
 pub(crate) fn pivot(
     rows: Option<&str>,
     columns: Option<&str>,
     facet: Option<&str>,
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
-) -> Result<(String, String), CheckError> {
+    dims: &Dimensions,
+) -> Result<Pivot, CheckError> {
+    let (servers, params) = (&dims.servers, &dims.params);
     // a facet varies by design: each of its values is a table of its own
-    let varying: Vec<&String> = params
+    let all_varying: Vec<&String> = params
         .iter()
         .filter(|(k, v)| v.len() > 1 && Some(k.as_str()) != facet)
         .map(|(k, _)| k)
         .collect();
+    // columns left out: the one that varies on its own (a tied axis goes with its leader)
+    let leading: Vec<&String> = all_varying
+        .iter()
+        .copied()
+        .filter(|k| {
+            dims.leaders
+                .get(*k)
+                .is_none_or(|ls| !ls.iter().any(|l| all_varying.contains(&l)))
+        })
+        .collect();
+    let varying = if leading.is_empty() {
+        all_varying.clone()
+    } else {
+        leading
+    };
     let rows = rows.unwrap_or("server").to_string();
     let columns = match columns {
         Some(c) => c.to_string(),
@@ -278,11 +301,21 @@ pub(crate) fn pivot(
             format!("rows and columns are both `{rows}`; pivot two different dimensions"),
         ));
     }
-    // a parameter that varies but is neither rows nor columns would mix its points in a cell
-    if let Some(hidden) = varying
+    // a parameter that varies but is neither rows nor columns (nor follows one of them or
+    // the facet) would mix its points in a cell
+    let shown: Vec<&str> = [Some(rows.as_str()), Some(columns.as_str()), facet]
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut followers = Vec::new();
+    for hidden in all_varying
         .iter()
-        .find(|v| v.as_str() != rows && v.as_str() != columns)
+        .filter(|v| v.as_str() != rows && v.as_str() != columns)
     {
+        if let Some(leader) = dims.follows_one_of(hidden, &shown) {
+            followers.push((hidden.to_string(), leader.to_string()));
+            continue;
+        }
         return Err(CheckError::new(
             "analysis",
             "kind",
@@ -302,7 +335,11 @@ pub(crate) fn pivot(
             ),
         ));
     }
-    Ok((rows, columns))
+    Ok(Pivot {
+        rows,
+        columns,
+        followers,
+    })
 }
 
 /// A table's `baseline`, if it names one: a server of the trials, on the table's rows or
@@ -397,6 +434,7 @@ fn compare_spec(
         per_operation: true,
         paired: false,
         facet: None,
+        followers: Vec::new(),
     })
 }
 
@@ -512,6 +550,40 @@ pub fn build_table(
     definition: &AnalysisDef,
     points: &[TrialPoint],
 ) -> Result<Table, String> {
+    let mut table = build_faceted(spec, definition, points)?;
+    table.followers = spec
+        .followers
+        .iter()
+        .map(|(name, leader)| follower(name, leader, points))
+        .collect();
+    Ok(table)
+}
+
+/// `name`'s value at each value of `leader` among `points` (one each: the pivot checked
+/// that it follows it), in the order the points first show the leader's values.
+fn follower(name: &str, leader: &str, points: &[TrialPoint]) -> Follower {
+    let mut values: Vec<(String, String)> = Vec::new();
+    for p in points {
+        let (Some(l), Some(v)) = (p.dimension(leader), p.dimension(name)) else {
+            continue;
+        };
+        if !values.iter().any(|(seen, _)| *seen == l) {
+            values.push((l, v));
+        }
+    }
+    Follower {
+        name: name.to_string(),
+        leader: leader.to_string(),
+        values,
+    }
+}
+
+/// The table of `points`, one part per value of its facet if it has one.
+fn build_faceted(
+    spec: &TableSpec,
+    definition: &AnalysisDef,
+    points: &[TrialPoint],
+) -> Result<Table, String> {
     let Some(facet) = &spec.facet else {
         return build_one_table(spec, definition, points);
     };
@@ -593,6 +665,7 @@ fn build_one_table(
         noisy_cv: NOISY_CV,
         cells,
         facet: None,
+        followers: Vec::new(),
     })
 }
 
@@ -818,10 +891,9 @@ fn perform_chart(
     definition: &AnalysisDef,
     flavour: plot_analysis::Flavour,
     points: &[TrialPoint],
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
+    dims: &Dimensions,
 ) -> Result<Built, StepError> {
-    let spec = plot_analysis::plot_spec(flavour, definition, servers, params).map_err(failed)?;
+    let spec = plot_analysis::plot_spec(flavour, definition, dims).map_err(failed)?;
     let (files, headline) = plot_analysis::render(&spec, definition, points).map_err(failed)?;
     let mut outputs = BTreeMap::new();
     for (name, bytes) in files {
@@ -855,8 +927,7 @@ fn analysis_points(def: &AnalysisDef, points: Vec<TrialPoint>) -> Vec<TrialPoint
 /// so the rule never reads a table other than the one the report will show).
 pub(crate) fn table_of(def: &AnalysisDef, points: Vec<TrialPoint>) -> Result<Table, String> {
     let points = analysis_points(def, points);
-    let (servers, params) = trial_points::dimensions(&points);
-    let spec = table_spec(def, &servers, &params).map_err(|e| e.to_string())?;
+    let spec = table_spec(def, &trial_points::dimensions(&points)).map_err(|e| e.to_string())?;
     build_table(&spec, def, &points)
 }
 
@@ -866,17 +937,14 @@ pub struct AnalysisKind;
 impl cairn_engine::Kind for AnalysisKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         let definition = analysis_def(step)?;
-        let servers = trial_points::servers_of_inputs(graph, step);
-        let mut params = trial_points::params_of_inputs(graph, step);
-        crate::trial_runs::check_run_dimension(graph, step, &definition, &mut params)?;
+        let mut dims = trial_points::dimensions_of_inputs(graph, step);
+        crate::trial_runs::check_run_dimension(graph, step, &definition, &mut dims.params)?;
         if crate::profile_analysis::is_profile(&definition.kind) {
             return crate::profile_analysis::check(graph, step, &definition);
         }
         match plot_analysis::Flavour::of(&definition.kind) {
-            Some(flavour) => {
-                plot_analysis::plot_spec(flavour, &definition, &servers, &params).map(|_| ())
-            }
-            None => table_spec(&definition, &servers, &params).map(|_| ()),
+            Some(flavour) => plot_analysis::plot_spec(flavour, &definition, &dims).map(|_| ()),
+            None => table_spec(&definition, &dims).map(|_| ()),
         }
     }
 
@@ -894,8 +962,8 @@ impl cairn_engine::Kind for AnalysisKind {
         let points = trial_points::read(env.store, step, inputs)?;
         if let Some(flavour) = plot_analysis::Flavour::of(&definition.kind) {
             let points = analysis_points(&definition, points);
-            let (servers, params) = trial_points::dimensions(&points);
-            return perform_chart(env, &definition, flavour, &points, &servers, &params);
+            let dims = trial_points::dimensions(&points);
+            return perform_chart(env, &definition, flavour, &points, &dims);
         }
         let table = table_of(&definition, points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&table).expect("serialises");

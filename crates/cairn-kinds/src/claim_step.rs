@@ -42,7 +42,7 @@ use cairn_graph::{Step, StepGraph};
 use serde_json::Value;
 
 use crate::analysis_step::{figure_named, samples_seed};
-use crate::trial_points::{self, display_value, TrialPoint};
+use crate::trial_points::{self, display_value, Dimensions, TrialPoint};
 use cairn_engine::error::{failed, StepError};
 use cairn_engine::execute::{Built, Done};
 use cairn_engine::Env;
@@ -198,11 +198,8 @@ fn check_pin(
 }
 
 /// Read and check a claim's definition against the servers and parameters of the trials.
-pub fn claim_spec(
-    definition: &ClaimDef,
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
-) -> Result<ClaimSpec, CheckError> {
+pub fn claim_spec(definition: &ClaimDef, dims: &Dimensions) -> Result<ClaimSpec, CheckError> {
+    let (servers, params) = (&dims.servers, &dims.params);
     let metric = match definition.operations {
         // its figures are the suite's per-operation seconds, each read by its name
         Some(_) => &cairn_defs::figures::OPERATION_SECONDS.figure,
@@ -250,7 +247,7 @@ pub fn claim_spec(
     if let Some(band) = band_of(definition, expectation.operator)? {
         return Ok(ClaimSpec {
             metric,
-            filter: claim_point(definition, params, &cells, along)?,
+            filter: claim_point(definition, dims, &cells, along)?,
             expectation,
             size: band.0,
             tolerance: Some(band.1),
@@ -308,7 +305,7 @@ pub fn claim_spec(
     }
     Ok(ClaimSpec {
         metric,
-        filter: claim_point(definition, params, &cells, along)?,
+        filter: claim_point(definition, dims, &cells, along)?,
         expectation,
         size,
         tolerance: None,
@@ -339,24 +336,31 @@ fn band_of(definition: &ClaimDef, op: Operator) -> Result<Option<(f64, f64)>, Ch
 
 /// The matrix point a claim is at (`where`), checked against the trials' parameters: every
 /// parameter that varies must be pinned, but `along` (a trend's two points pin it, a claim
-/// over a parameter's values each value).
+/// over a parameter's values each value) and a parameter that follows one pinned for both
+/// sides (a tied axis: `where cpus=2` pins the `threads` tied to it).
 fn claim_point(
     definition: &ClaimDef,
-    params: &BTreeMap<String, Vec<String>>,
+    dims: &Dimensions,
     cells: &[Cell; 2],
     along: Option<&str>,
 ) -> Result<BTreeMap<String, String>, CheckError> {
+    let params = &dims.params;
     let mut filter = BTreeMap::new();
     for (k, v) in &definition.filter {
         let v = display_value(v);
         check_pin(k, &v, params, k)?;
         filter.insert(k.clone(), v);
     }
-    // a parameter both sides pin is pinned: `a[engine=InnoDB] > a[engine=MyISAM]`
+    // a parameter both sides pin is pinned: `a[engine=InnoDB] > a[engine=MyISAM]`; one
+    // that follows a parameter pinned alike for both sides is pinned with it (not one a
+    // side pins alone: the sides would differ in it unsaid)
+    let mut shared: Vec<&str> = filter.keys().map(String::as_str).collect();
+    shared.extend(along);
     let pinned = |k: &String| {
         filter.contains_key(k)
             || cells.iter().all(|c| c.point.contains_key(k))
             || along == Some(k.as_str())
+            || dims.follows_one_of(k, &shared).is_some()
     };
     if let Some((k, values)) = params.iter().find(|(k, v)| v.len() > 1 && !pinned(k)) {
         // several blocks: the claim names the one it reads (its inputs are then that block's)
@@ -670,8 +674,7 @@ impl cairn_engine::Kind for ClaimKind {
     fn check(&self, graph: &StepGraph, step: &Step) -> Result<(), cairn_engine::CheckError> {
         claim_spec(
             &claim_def(step)?,
-            &trial_points::servers_of_inputs(graph, step),
-            &trial_points::params_of_inputs(graph, step),
+            &trial_points::dimensions_of_inputs(graph, step),
         )
         .map(|_| ())
     }
@@ -683,8 +686,8 @@ impl cairn_engine::Kind for ClaimKind {
         let Some(over) = &definition.over else {
             return Vec::new();
         };
-        let params = trial_points::params_of_inputs(graph, step);
-        let values = params.get(over).map_or(0, Vec::len);
+        let dims = trial_points::dimensions_of_inputs(graph, step);
+        let values = dims.params.get(over).map_or(0, Vec::len);
         let passes = trial_points::fewest_passes_of_inputs(graph, step);
         crate::claim_forms::undecidable_over(&step.address, over, values, passes)
             .into_iter()
@@ -700,8 +703,7 @@ impl cairn_engine::Kind for ClaimKind {
     ) -> Result<Built, StepError> {
         let definition = claim_def(step).map_err(failed)?;
         let points = trial_points::read(env.store, step, inputs)?;
-        let (servers, params) = trial_points::dimensions(&points);
-        let spec = claim_spec(&definition, &servers, &params).map_err(failed)?;
+        let spec = claim_spec(&definition, &trial_points::dimensions(&points)).map_err(failed)?;
         let result = check(&spec, &definition, &points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&result).expect("serialises");
         let blob = env

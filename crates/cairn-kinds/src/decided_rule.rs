@@ -273,8 +273,8 @@ fn questions(
             }
         } else {
             let def: ClaimDef = reader.def()?;
-            let (servers, params) = trial_points::dimensions(&points);
-            let spec = claim_spec(&def, &servers, &params).map_err(|e| e.to_string())?;
+            let spec =
+                claim_spec(&def, &trial_points::dimensions(&points)).map_err(|e| e.to_string())?;
             let result = check(&spec, &def, &points)?;
             if ours(&result.left_trials) || ours(&result.right_trials) {
                 let df = (2 * result.passes).saturating_sub(2);

@@ -16,15 +16,14 @@
 //! of `table.md`).
 
 use cairn_engine::CheckError;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use cairn_analysis::{compare, BootstrapSettings, Criteria, Interval};
 use cairn_defs::figures::Direction;
 use cairn_defs::AnalysisDef;
 
-use crate::analysis_step::{build_table, cell_seed, figure_named, pivot, TableSpec};
-use crate::trial_points::TrialPoint;
+use crate::analysis_step::{build_table, cell_seed, figure_named, pivot, Pivot, TableSpec};
+use crate::trial_points::{Dimensions, TrialPoint};
 use cairn_report::chart::{self, Chart, Point, Series, Style};
 use cairn_report::scaling::{scaling_markdown, Scaling, ScalingPoint};
 use cairn_report::table::{render_markdown, Table};
@@ -75,9 +74,9 @@ pub struct PlotSpec {
 pub fn plot_spec(
     flavour: Flavour,
     definition: &AnalysisDef,
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
+    dims: &Dimensions,
 ) -> Result<PlotSpec, CheckError> {
+    let params = &dims.params;
     let allowed = match flavour {
         Flavour::Plot => PLOT_PROPS,
         Flavour::Scaling => SCALING_PROPS,
@@ -126,7 +125,7 @@ pub fn plot_spec(
             ));
         }
     }
-    let table = chart_table(metric, x.as_deref(), servers, params).map_err(|e| {
+    let table = chart_table(metric, x.as_deref(), dims).map_err(|e| {
         if e.what.is_empty() {
             return e; // not one property's fault
         }
@@ -170,14 +169,13 @@ pub fn plot_spec(
 
 /// The table behind a chart: the same pivot as a `table` analysis of `metric`, servers as
 /// rows and `x` as columns (with no `x`, what a table's columns default to).
-fn chart_table(
-    metric: &str,
-    x: Option<&str>,
-    servers: &[String],
-    params: &BTreeMap<String, Vec<String>>,
-) -> Result<TableSpec, CheckError> {
+fn chart_table(metric: &str, x: Option<&str>, dims: &Dimensions) -> Result<TableSpec, CheckError> {
     let metric = figure_named("analysis", "metric", metric)?;
-    let (rows, columns) = pivot(Some("server"), x, None, servers, params)?;
+    let Pivot {
+        rows,
+        columns,
+        followers,
+    } = pivot(Some("server"), x, None, dims)?;
     Ok(TableSpec {
         metric,
         metric_name: metric.name.to_string(),
@@ -187,6 +185,7 @@ fn chart_table(
         per_operation: false,
         paired: false,
         facet: None,
+        followers,
     })
 }
 
@@ -194,6 +193,27 @@ fn chart_table(
 const WHISKERS_CI: &str = "whiskers: 95% CI";
 /// Fewer than six passes give no CI of the median: the whiskers show the passes' range.
 const WHISKERS_RANGE: &str = "whiskers: min–max of passes";
+
+/// The x axis's name, with the values of any parameter that follows it at its ticks (a
+/// tied axis: `cpus (threads 2, 4)`).
+fn x_label(table: &Table) -> String {
+    let x = &table.columns;
+    let mut label = x.name.clone();
+    for f in table.followers.iter().filter(|f| f.leader == x.name) {
+        let at: Vec<&str> = x
+            .values
+            .iter()
+            .filter_map(|v| {
+                f.values
+                    .iter()
+                    .find(|(l, _)| l == v)
+                    .map(|(_, fv)| fv.as_str())
+            })
+            .collect();
+        label = format!("{label} ({} {})", f.name, at.join(", "));
+    }
+    label
+}
 
 /// The chart of a table: one series per server (its rows), x its columns; each point its
 /// median, its whisker and its passes; with `ideal_scaling`, each server's linear scaling
@@ -238,7 +258,7 @@ pub fn chart_of(table: &Table, style: Style, title: &str, ideal_scaling: bool) -
     let whiskers = if all_ci { WHISKERS_CI } else { WHISKERS_RANGE };
     Chart {
         title: format!("{title}median, dots: passes, {whiskers}"),
-        x_label: table.columns.name.clone(),
+        x_label: x_label(table),
         y_label: format!("{}{unit}", table.metric),
         x: table.columns.values.clone(),
         series,
@@ -368,6 +388,7 @@ mod tests {
     use super::*;
     use cairn_defs::figures::Figures;
     use serde_json::{json, Value};
+    use std::collections::BTreeMap;
 
     fn point(server: &str, threads: u32, pass: u32, tps: f64) -> TrialPoint {
         TrialPoint {
@@ -398,7 +419,7 @@ mod tests {
         out
     }
 
-    fn dims() -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+    fn dims() -> Dimensions {
         crate::trial_points::dimensions(&trials())
     }
 
@@ -411,9 +432,8 @@ mod tests {
     }
 
     fn spec_of(kind: &str, props: Value) -> Result<PlotSpec, String> {
-        let (servers, params) = dims();
         let def = definition(kind, props);
-        plot_spec(Flavour::of(kind).unwrap(), &def, &servers, &params).map_err(|e| e.to_string())
+        plot_spec(Flavour::of(kind).unwrap(), &def, &dims()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -479,12 +499,10 @@ mod tests {
         assert!(err("plot", json!({"metric": "tps", "colour": "red"}))
             .contains("a plot has no property `colour`"));
         assert!(err("scaling", json!({"x": "server"})).contains("numeric x"));
-        let (servers, params) = dims();
         let e = plot_spec(
             Flavour::Plot,
             &definition("plot", json!({"metric": "tps", "x": "thread"})),
-            &servers,
-            &params,
+            &dims(),
         )
         .unwrap_err();
         assert!(matches!(e, CheckError { ref name, .. } if name == "x"));

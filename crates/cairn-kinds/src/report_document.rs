@@ -174,7 +174,7 @@ pub fn build(title: &str, inputs: &Inputs, plan: Option<&PlanSource>, def: &Repo
         .filter(|(name, _)| !scaled.contains(name.as_str()))
         .map(|(name, table)| Block::Table {
             name: name.clone(),
-            table: table.clone(),
+            table: Box::new(table.clone()),
         })
         .collect();
     if !tables.is_empty() {

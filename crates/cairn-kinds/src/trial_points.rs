@@ -347,28 +347,27 @@ pub fn servers_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Vec<Str
     out
 }
 
-/// The parameters of the trials among `step`'s inputs in `graph`, each with its values in
-/// first-seen order (for checks before anything ran).
-pub fn params_of_inputs(
-    graph: &cairn_graph::StepGraph,
-    step: &Step,
-) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+/// The dimensions of the trials among `step`'s inputs in `graph` (for checks before anything
+/// ran): their servers, their parameters with values in first-seen order, and which
+/// parameters follow another.
+pub fn dimensions_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Dimensions {
+    let mut coordinates = Vec::new();
     for i in &step.inputs {
         let from = &graph.steps[i.from];
         if from.kind != StepKind::TRIAL {
             continue;
         }
+        let (trials, server, _) = parse_address(&from.address);
+        let mut at =
+            Coordinates::from([(SERVER.to_string(), server), (TRIALS.to_string(), trials)]);
         for (k, v) in &from.params {
             // as the record will hold it (JSON), so checks and runs read values alike
             let v = serde_json::to_value(v).map_or_else(|_| v.to_string(), |j| display_value(&j));
-            push_unique(out.entry(k.clone()).or_default(), v);
+            at.insert(k.clone(), v);
         }
-        let (trials, _, _) = parse_address(&from.address);
-        push_unique(out.entry(TRIALS.to_string()).or_default(), trials);
+        coordinates.push(at);
     }
-    drop_single_trials(&mut out);
-    out
+    Dimensions::of_coordinates(&coordinates)
 }
 
 /// The most passes any server among `step`'s input trials can have, for the server with
@@ -406,23 +405,111 @@ pub(crate) fn push_unique(values: &mut Vec<String>, v: String) {
     }
 }
 
-/// The servers of `points` and their parameters, each with its values in first-seen order
-/// (`trials` among them when the points come from more than one block).
-pub fn dimensions(points: &[TrialPoint]) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
-    let mut servers = Vec::new();
-    let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in points {
-        push_unique(&mut servers, p.server.clone());
-        for (k, v) in &p.params {
-            push_unique(params.entry(k.clone()).or_default(), display_value(v));
+/// The dimensions of `points`: their servers, their parameters with values in first-seen
+/// order (`trials` among them when the points come from more than one block), and which
+/// parameters follow another.
+pub fn dimensions(points: &[TrialPoint]) -> Dimensions {
+    let coordinates: Vec<Coordinates> = points
+        .iter()
+        .map(|p| {
+            let mut at = Coordinates::from([
+                (SERVER.to_string(), p.server.clone()),
+                (TRIALS.to_string(), p.trials.clone()),
+            ]);
+            for (k, v) in &p.params {
+                at.insert(k.clone(), display_value(v));
+            }
+            at
+        })
+        .collect();
+    Dimensions::of_coordinates(&coordinates)
+}
+
+/// One trial's place: its server, its block (`trials`) and each of its parameters' values.
+pub type Coordinates = BTreeMap<String, String>;
+
+/// The dimension naming a trial's server.
+const SERVER: &str = "server";
+
+/// What tables and claims are checked against: the servers of a set of trials, their
+/// parameters with the values each takes, and the parameters that follow another.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dimensions {
+    /// The servers, in first-seen order.
+    pub servers: Vec<String>,
+    /// Each parameter with its values in first-seen order (`trials` when the trials come
+    /// from more than one block).
+    pub params: BTreeMap<String, Vec<String>>,
+    /// Each parameter that varies but takes one value at each value of another parameter
+    /// (its leaders): a `tie`'s axis follows the axis it is tied to, `threads` = 2 × `cpus`.
+    /// A table showing a leader, or a claim pinning one, pins its followers with it, so a
+    /// cell still holds one point. A server is never a leader: a parameter that differed
+    /// between servers would confound their comparison.
+    pub leaders: BTreeMap<String, Vec<String>>,
+}
+
+impl Dimensions {
+    /// Servers and parameters with no parameter following another (as a plan's own
+    /// checks and unit tests write them).
+    pub fn new(servers: Vec<String>, params: BTreeMap<String, Vec<String>>) -> Self {
+        Dimensions {
+            servers,
+            params,
+            leaders: BTreeMap::new(),
         }
-        push_unique(
-            params.entry(TRIALS.to_string()).or_default(),
-            p.trials.clone(),
-        );
     }
-    drop_single_trials(&mut params);
-    (servers, params)
+
+    /// The dimensions of trials at `coordinates`.
+    fn of_coordinates(coordinates: &[Coordinates]) -> Self {
+        let mut servers = Vec::new();
+        let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for at in coordinates {
+            for (k, v) in at {
+                if k == SERVER {
+                    push_unique(&mut servers, v.clone());
+                } else {
+                    push_unique(params.entry(k.clone()).or_default(), v.clone());
+                }
+            }
+        }
+        drop_single_trials(&mut params);
+        let mut leaders: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let varying = |k: &&String| params[*k].len() > 1;
+        for follower in params.keys().filter(varying) {
+            for leader in params.keys().filter(varying).filter(|l| *l != follower) {
+                if follows(coordinates, follower, leader) {
+                    leaders
+                        .entry(follower.clone())
+                        .or_default()
+                        .push(leader.clone());
+                }
+            }
+        }
+        Dimensions {
+            servers,
+            params,
+            leaders,
+        }
+    }
+
+    /// Whether `k` follows one of `shown` (takes one value at each of its values).
+    pub fn follows_one_of(&self, k: &str, shown: &[&str]) -> Option<&str> {
+        self.leaders
+            .get(k)?
+            .iter()
+            .map(String::as_str)
+            .find(|l| shown.contains(l))
+    }
+}
+
+/// Whether `follower` takes one value at each value of `leader` across `coordinates` (a
+/// trial without one of them counts as its own value, absent).
+fn follows(coordinates: &[Coordinates], follower: &str, leader: &str) -> bool {
+    let mut seen: BTreeMap<Option<&String>, Option<&String>> = BTreeMap::new();
+    coordinates.iter().all(|at| {
+        let value = at.get(follower);
+        *seen.entry(at.get(leader)).or_insert(value) == value
+    })
 }
 
 #[cfg(test)]

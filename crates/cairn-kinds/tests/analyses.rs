@@ -11,6 +11,7 @@ use cairn_kinds::analysis_step::{build_table, table_spec};
 use cairn_kinds::claim_step::{self, claim_spec, parse_expectation};
 use cairn_kinds::data_csv::data_csv;
 use cairn_kinds::report_step::render;
+use cairn_kinds::trial_points::Dimensions;
 use cairn_kinds::trial_points::TrialPoint;
 use cairn_report::table::{render_markdown, Table};
 use serde_json::{json, Value};
@@ -87,7 +88,7 @@ fn params() -> BTreeMap<String, Vec<String>> {
 }
 
 fn table(points: &[TrialPoint]) -> Table {
-    let spec = table_spec(&table_def(), &servers(), &params()).unwrap();
+    let spec = table_spec(&table_def(), &Dimensions::new(servers(), params())).unwrap();
     build_table(&spec, &table_def(), points).unwrap()
 }
 
@@ -170,7 +171,7 @@ fn a_comparison_across_classes_of_machine_is_inconclusive_and_node_is_a_dimensio
         .collect();
     let mut params = params();
     params.insert("threads".into(), vec!["4".into()]);
-    let spec = table_spec(&by_node, &servers(), &params).unwrap();
+    let spec = table_spec(&by_node, &Dimensions::new(servers(), params)).unwrap();
     let t = build_table(&spec, &by_node, &one_point).unwrap();
     assert_eq!(t.columns.values, ["local", "big1"]);
     assert_eq!(t.cell("jemalloc", "big1").unwrap().summary.n, 3);
@@ -225,7 +226,7 @@ fn bad_tables_are_refused_naming_the_property() {
         (e.name, e.message)
     };
     let pie = analysis(json!({"kind": "pie", "props": {"metric": "tps"}}));
-    let (name, msg) = name_of(table_spec(&pie, &servers(), &params()).unwrap_err());
+    let (name, msg) = name_of(table_spec(&pie, &Dimensions::new(servers(), params())).unwrap_err());
     assert_eq!(name, "kind");
     assert!(msg.contains("not an analysis cairn has"), "{msg}");
 
@@ -254,7 +255,8 @@ fn bad_tables_are_refused_naming_the_property() {
         ),
     ];
     for (props, prop, words) in cases {
-        let (name, msg) = name_of(table_spec(&def(props), &servers(), &params()).unwrap_err());
+        let (name, msg) =
+            name_of(table_spec(&def(props), &Dimensions::new(servers(), params())).unwrap_err());
         assert_eq!(name, prop, "{msg}");
         assert!(msg.contains(words), "{msg}");
     }
@@ -264,14 +266,17 @@ fn bad_tables_are_refused_naming_the_property() {
     let (_, msg) = name_of(
         table_spec(
             &def(json!({"metric": "tps", "columns": "threads"})),
-            &servers(),
-            &p,
+            &Dimensions::new(servers(), p),
         )
         .unwrap_err(),
     );
     assert!(msg.contains("vary in `size`"), "{msg}");
     // columns default to the one varying parameter
-    let spec = table_spec(&def(json!({"metric": "tps"})), &servers(), &params()).unwrap();
+    let spec = table_spec(
+        &def(json!({"metric": "tps"})),
+        &Dimensions::new(servers(), params()),
+    )
+    .unwrap();
     assert_eq!(
         (spec.rows.as_str(), spec.columns.as_str()),
         ("server", "threads")
@@ -289,7 +294,7 @@ fn claim_def(expect: &str, size: Option<(&str, f64)>, metric: &str) -> Value {
 
 fn claim_verdict(points: &[TrialPoint], def: &Value) -> cairn_report::claim::ClaimResult {
     let def = claim(def);
-    let spec = claim_spec(&def, &servers(), &params()).unwrap();
+    let spec = claim_spec(&def, &Dimensions::new(servers(), params())).unwrap();
     claim_step::check(&spec, &def, points).unwrap()
 }
 
@@ -411,7 +416,7 @@ fn bad_claims_are_refused_naming_the_property() {
         .unwrap_err()
         .contains("not an expectation"));
     let refused = |def: Value| {
-        let e = claim_spec(&claim(&def), &servers(), &params()).unwrap_err();
+        let e = claim_spec(&claim(&def), &Dimensions::new(servers(), params())).unwrap_err();
         assert_eq!(e.what, "claim");
         (e.name, e.message)
     };
@@ -533,7 +538,7 @@ fn compare_shows_each_operation_against_the_baseline() {
     let def = analysis(json!({"kind": "compare", "props": {"baseline": "b32"}}));
     let servers = vec!["b32".to_string(), "b64".to_string()];
     let params = BTreeMap::from([("test".to_string(), vec!["all".to_string()])]);
-    let spec = table_spec(&def, &servers, &params).unwrap();
+    let spec = table_spec(&def, &Dimensions::new(servers.clone(), params.clone())).unwrap();
     let t = build_table(&spec, &def, &suite(5)).unwrap();
     assert_eq!(t.rows.name, "operation");
     assert_eq!(t.rows.values, ["insert_insert_key", "insert", "select"]);
@@ -555,7 +560,7 @@ fn compare_shows_each_operation_against_the_baseline() {
 
     // rows="test": each test's total alone, as the seeds' tables print them
     let tests = analysis(json!({"kind": "compare", "props": {"baseline": "b32", "rows": "test"}}));
-    let spec = table_spec(&tests, &servers, &params).unwrap();
+    let spec = table_spec(&tests, &Dimensions::new(servers.clone(), params.clone())).unwrap();
     let t = build_table(&spec, &tests, &suite(5)).unwrap();
     assert_eq!(t.rows.name, "test");
     assert_eq!(t.rows.values, ["insert", "select"]);
@@ -573,7 +578,9 @@ fn compare_shows_each_operation_against_the_baseline() {
         ),
     ] {
         let d = analysis(json!({"kind": "compare", "props": props}));
-        let e = table_spec(&d, &servers, &params).unwrap_err().to_string();
+        let e = table_spec(&d, &Dimensions::new(servers.clone(), params.clone()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(words), "{e}");
     }
 }
@@ -587,17 +594,13 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
         p.address = p.address.replace("trial/ro/", "trial/rw/");
     }
     points.extend(other);
-    let (servers, params) = cairn_kinds::trial_points::dimensions(&points);
-    assert_eq!(params["trials"], ["ro", "rw"]);
-    let e = table_spec(&table_def(), &servers, &params)
-        .unwrap_err()
-        .to_string();
+    let dims = cairn_kinds::trial_points::dimensions(&points);
+    assert_eq!(dims.params["trials"], ["ro", "rw"]);
+    let e = table_spec(&table_def(), &dims).unwrap_err().to_string();
     assert!(e.contains("vary in `trials`"), "{e}");
 
     let def = claim_def("jemalloc > system", Some(("by", 0.05)), "tps");
-    let e = claim_spec(&claim(&def), &servers, &params)
-        .unwrap_err()
-        .to_string();
+    let e = claim_spec(&claim(&def), &dims).unwrap_err().to_string();
     assert!(
         e.contains("name the block it reads, e.g. `trials \"ro\"`"),
         "{e}"
@@ -605,7 +608,7 @@ fn two_trials_blocks_are_never_mixed_in_a_cell_or_a_claim() {
     let mut pinned = def.clone();
     pinned["where"]["trials"] = json!("ro");
     let pinned = claim(&pinned);
-    let spec = claim_spec(&pinned, &servers, &params).unwrap();
+    let spec = claim_spec(&pinned, &dims).unwrap();
     let c = claim_step::check(&spec, &pinned, &points).unwrap();
     assert_eq!(c.left_trials.len(), 4, "only the `ro` block's passes");
     assert!((c.ratio.unwrap() - 1.10).abs() < 1e-12);
@@ -639,7 +642,7 @@ fn a_paired_table_compares_within_blocks_of_node_and_pass() {
     let def = analysis(
         json!({"kind": "table", "props": {"metric": "tps", "rows": "server", "columns": "threads", "baseline": "system", "paired": true}}),
     );
-    let spec = table_spec(&def, &servers(), &params()).unwrap();
+    let spec = table_spec(&def, &Dimensions::new(servers(), params())).unwrap();
     let t = build_table(&spec, &def, &points).unwrap();
     let cmp = t.cell("jemalloc", "4").unwrap().comparison.clone().unwrap();
     assert_eq!(cmp.verdict, Verdict::Faster, "{cmp:?}");
@@ -660,11 +663,11 @@ fn a_paired_table_compares_within_blocks_of_node_and_pass() {
     let no_base = analysis(
         json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "paired": true}}),
     );
-    assert!(table_spec(&no_base, &servers(), &params()).is_err());
+    assert!(table_spec(&no_base, &Dimensions::new(servers(), params())).is_err());
     let not_bool = analysis(
         json!({"kind": "table", "props": {"metric": "tps", "columns": "threads", "baseline": "system", "paired": "yes"}}),
     );
-    assert!(table_spec(&not_bool, &servers(), &params()).is_err());
+    assert!(table_spec(&not_bool, &Dimensions::new(servers(), params())).is_err());
 }
 
 fn band_def(expect: &str, about: f64, tolerance: f64, metric: &str) -> Value {
@@ -768,7 +771,7 @@ fn on_a_time_less_is_faster_and_the_claim_says_so() {
 #[test]
 fn bad_bands_are_refused_at_the_expectation() {
     let refused = |def: Value| {
-        let e = claim_spec(&claim(&def), &servers(), &params()).unwrap_err();
+        let e = claim_spec(&claim(&def), &Dimensions::new(servers(), params())).unwrap_err();
         assert_eq!((e.what, e.name.as_str()), ("claim", "expect"));
         e.message
     };
@@ -778,7 +781,7 @@ fn bad_bands_are_refused_at_the_expectation() {
     assert!(msg.contains("claims no direction"), "{msg}");
     // a band from no difference ("up to 20% faster") claims a direction and a limit
     let up_to = band_def("jemalloc > system", 0.10, 0.10, "tps");
-    assert!(claim_spec(&claim(&up_to), &servers(), &params()).is_ok());
+    assert!(claim_spec(&claim(&up_to), &Dimensions::new(servers(), params())).is_ok());
     let msg = refused(band_def("jemalloc < system", 0.90, 0.20, "tps"));
     assert!(msg.contains("cannot fall that far"), "{msg}");
     let mut half = claim_def("jemalloc > system", None, "tps");
@@ -811,7 +814,8 @@ fn the_same_within_a_tolerance_is_a_two_sided_claim() {
     );
     let c = claim_verdict(&study(6, 1.0), &latency);
     assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
-    let refused = |def: Value| claim_spec(&claim(&def), &servers(), &params()).unwrap_err();
+    let refused =
+        |def: Value| claim_spec(&claim(&def), &Dimensions::new(servers(), params())).unwrap_err();
     let e = refused(claim_def("jemalloc == system", None, "tps"));
     assert!(e.message.contains("add within="), "{}", e.message);
     let e = refused(claim_def("jemalloc == system", Some(("by", 0.05)), "tps"));
@@ -844,13 +848,13 @@ fn a_claim_compares_any_two_cells() {
         p.address = p.address.replace("trial/ro/", "trial/rw/");
     }
     both.extend(other);
-    let (both_servers, both_params) = cairn_kinds::trial_points::dimensions(&both);
+    let both_dims = cairn_kinds::trial_points::dimensions(&both);
     let def = claim(&claim_def(
         "ro:jemalloc > rw:jemalloc",
         Some(("by", 0.05)),
         "tps",
     ));
-    let spec = claim_spec(&def, &both_servers, &both_params).unwrap();
+    let spec = claim_spec(&def, &both_dims).unwrap();
     let c = claim_step::check(&spec, &def, &both).unwrap();
     assert_eq!(c.verdict, ClaimVerdict::Holds, "{}", c.reason);
     assert!((c.ratio.unwrap() - 1.10).abs() < 1e-12);
@@ -859,7 +863,7 @@ fn a_claim_compares_any_two_cells() {
     let refused = |expect: &str| {
         let mut d = claim_def(expect, None, "tps");
         d["where"] = json!({});
-        claim_spec(&claim(&d), &servers(), &params())
+        claim_spec(&claim(&d), &Dimensions::new(servers(), params()))
             .unwrap_err()
             .message
     };

@@ -9,6 +9,7 @@ use cairn_analysis::ClaimVerdict;
 use cairn_defs::figures::{self, Figures};
 use cairn_defs::ClaimDef;
 use cairn_kinds::claim_step::{self, claim_spec};
+use cairn_kinds::trial_points::Dimensions;
 use cairn_kinds::trial_points::{dimensions, TrialPoint};
 use cairn_report::claim::{claim_line, summary_line, ClaimResult};
 use serde_json::{json, Value};
@@ -37,8 +38,8 @@ fn point(server: &str, params: Value, pass: u32, figures: Figures) -> TrialPoint
 
 fn check(def: Value, points: &[TrialPoint]) -> ClaimResult {
     let def: ClaimDef = serde_json::from_value(def).unwrap();
-    let (servers, params) = dimensions(points);
-    let spec = claim_spec(&def, &servers, &params).unwrap();
+    let dims = dimensions(points);
+    let spec = claim_spec(&def, &dims).unwrap();
     claim_step::check(&spec, &def, points).unwrap()
 }
 
@@ -216,10 +217,10 @@ fn a_less_than_trend_reads_the_gain_of_the_right_side() {
 #[test]
 fn x_must_be_an_ordered_parameter_the_claim_does_not_pin() {
     let points = threads_study(1.0, 1.2);
-    let (servers, params) = dimensions(&points);
+    let dims = dimensions(&points);
     let spec = |def: Value| {
         let def: ClaimDef = serde_json::from_value(def).unwrap();
-        claim_spec(&def, &servers, &params)
+        claim_spec(&def, &dims)
     };
     let mut def = trend("grows");
     def["x"] = json!("cores");
@@ -243,12 +244,12 @@ fn x_must_be_an_ordered_parameter_the_claim_does_not_pin() {
     let mut def = trend("grows");
     def["x"] = json!("size");
     let d: ClaimDef = serde_json::from_value(def.clone()).unwrap();
-    let e = claim_spec(&d, &servers, &named).unwrap_err();
+    let e = claim_spec(&d, &Dimensions::new(dims.servers.clone(), named.clone())).unwrap_err();
     assert!(e.message.contains("not an ordered factor"), "{}", e.message);
     def["from"] = json!("small");
     def["to"] = json!("large");
     let d: ClaimDef = serde_json::from_value(def).unwrap();
-    assert!(claim_spec(&d, &servers, &named).is_ok());
+    assert!(claim_spec(&d, &Dimensions::new(dims.servers.clone(), named.clone())).is_ok());
 }
 
 /// A one-figure claim on one sql-bench test's time (`metric "select_s"`, a member of the
@@ -433,10 +434,10 @@ fn a_value_fails_a_claim_over_all_only_at_the_level_of_any_one_of_them() {
 #[test]
 fn over_must_name_an_unpinned_parameter_with_values_and_a_quantifier() {
     let points = schedulers_study([1.3, 1.2, 1.25]);
-    let (servers, params) = dimensions(&points);
+    let dims = dimensions(&points);
     let spec = |def: Value| {
         let def: ClaimDef = serde_json::from_value(def).unwrap();
-        claim_spec(&def, &servers, &params)
+        claim_spec(&def, &dims)
     };
     let mut def = each_scheduler("all");
     def["over"] = json!("scheduler");

@@ -70,8 +70,8 @@ fn faceted() -> AnalysisDef {
 #[test]
 fn a_table_per_facet_value_each_with_its_own_comparisons() {
     let points = study();
-    let (servers, params) = dimensions(&points);
-    let spec = table_spec(&faceted(), &servers, &params).unwrap();
+    let dims = dimensions(&points);
+    let spec = table_spec(&faceted(), &dims).unwrap();
     let table = build_table(&spec, &faceted(), &points).unwrap();
     let facet = table.facet.as_ref().unwrap();
     assert_eq!(facet.values, ["uniform", "special"]);
@@ -110,8 +110,8 @@ fn a_table_per_facet_value_each_with_its_own_comparisons() {
         .filter(|p| p.params["distribution"] == "uniform")
         .cloned()
         .collect();
-    let (servers, params) = dimensions(&uniform_only);
-    let spec = table_spec(&plain, &servers, &params).unwrap();
+    let dims = dimensions(&uniform_only);
+    let spec = table_spec(&plain, &dims).unwrap();
     let json = serde_json::to_string(&build_table(&spec, &plain, &uniform_only).unwrap()).unwrap();
     assert!(!json.contains("facet"), "{json}");
 }
@@ -119,8 +119,8 @@ fn a_table_per_facet_value_each_with_its_own_comparisons() {
 #[test]
 fn a_facet_is_a_third_parameter_of_the_trials() {
     let points = study();
-    let (servers, params) = dimensions(&points);
-    let refused = |props: Value| table_spec(&def(props), &servers, &params).unwrap_err();
+    let dims = dimensions(&points);
+    let refused = |props: Value| table_spec(&def(props), &dims).unwrap_err();
     let e = refused(json!({"metric": "tps", "columns": "threads", "facet": "cpus"}));
     assert_eq!(e.name, "facet");
     assert!(e.message.contains("not a parameter"), "{}", e.message);

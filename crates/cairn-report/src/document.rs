@@ -34,10 +34,11 @@ pub enum Block {
     /// A bulleted list.
     List(Vec<Item>),
     Figure(Figure),
-    /// An analysis's table, under the analysis's name.
+    /// An analysis's table, under the analysis's name (boxed: a table is much larger than
+    /// the other blocks).
     Table {
         name: String,
-        table: Table,
+        table: Box<Table>,
     },
     /// A scaling analysis's speedups and efficiencies, under the analysis's name.
     Scaling {

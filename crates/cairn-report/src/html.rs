@@ -123,6 +123,9 @@ fn table_html(html: &mut String, name: &str, table: &Table) {
         html.push_str("</tr>\n");
     }
     html.push_str("</tbody></table>\n");
+    for f in &table.followers {
+        let _ = writeln!(html, "<p>{}</p>", inline(&Inline::ticked(&f.sentence())));
+    }
     if table
         .cells
         .iter()

@@ -68,6 +68,38 @@ pub struct Table {
     /// cell's in [`Cell::facet`] ([`Table::faceted`] splits them); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facet: Option<Dimension>,
+    /// The parameters that vary with one the table shows (a tied axis: `threads` following
+    /// `cpus`), each with its value at each of its leader's; none for most tables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub followers: Vec<Follower>,
+}
+
+/// A parameter that takes one value at each value of a dimension the table shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Follower {
+    /// The parameter (`threads`).
+    pub name: String,
+    /// The dimension it follows (`cpus`).
+    pub leader: String,
+    /// `(leader's value, its value)`, in the order of the leader's values.
+    pub values: Vec<(String, String)>,
+}
+
+impl Follower {
+    /// `threads` follows `cpus`: 2 at 1, 4 at 2 — the line under a table that shows it.
+    pub fn sentence(&self) -> String {
+        let at: Vec<String> = self
+            .values
+            .iter()
+            .map(|(l, v)| format!("{v} at {l}"))
+            .collect();
+        format!(
+            "`{}` follows `{}`: {}.",
+            self.name,
+            self.leader,
+            at.join(", ")
+        )
+    }
 }
 
 impl Table {
@@ -352,6 +384,9 @@ pub fn render_markdown_with(title: &str, table: &Table, flags: Flags) -> String 
             }
         }
         md.push('\n');
+    }
+    for f in &table.followers {
+        let _ = writeln!(md, "\n{}", f.sentence());
     }
     if any_noisy {
         let _ = writeln!(

@@ -657,6 +657,7 @@ mod tests {
             noisy_cv: 0.05,
             cells: vec![cell("system", system), cell("jemalloc", jemalloc)],
             facet: None,
+            followers: Vec::new(),
         }
     }
 
