@@ -14,27 +14,9 @@ use cairn_kinds::trial_points::{dimensions, TrialPoint};
 use cairn_report::claim::{claim_line, summary_line, ClaimResult};
 use serde_json::{json, Value};
 
-/// Small, fixed spread: ±1%, ±0.5%.
-const SPREAD: [f64; 6] = [0.99, 1.005, 1.0, 0.995, 1.01, 1.002];
+mod support;
 
-fn point(server: &str, params: Value, pass: u32, figures: Figures) -> TrialPoint {
-    TrialPoint {
-        key: format!("{server}{params}{pass}"),
-        address: format!("trial/t/{server}{params}#{pass}"),
-        trials: "t".into(),
-        server: server.into(),
-        pass,
-        params: params
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        figures,
-        campaign: "boot 0000aaaa".into(),
-        ..Default::default()
-    }
-}
+use support::{point, SPREAD};
 
 fn check(def: Value, points: &[TrialPoint]) -> ClaimResult {
     let def: ClaimDef = serde_json::from_value(def).unwrap();

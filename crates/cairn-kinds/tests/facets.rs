@@ -2,17 +2,16 @@
 //! with its own comparisons; split for the report, titled by their facet; a facet that is
 //! not a parameter (or is the rows or columns) is refused with the property named.
 
-use std::collections::BTreeMap;
-
 use cairn_analysis::Verdict;
-use cairn_defs::figures::{self, Figures};
 use cairn_defs::AnalysisDef;
 use cairn_kinds::analysis_step::{build_table, table_spec};
 use cairn_kinds::trial_points::{dimensions, TrialPoint};
 use cairn_report::table::render_markdown;
 use serde_json::{json, Value};
 
-const SPREAD: [f64; 6] = [0.99, 1.005, 1.0, 0.995, 1.01, 1.002];
+mod support;
+
+use support::{tps_point, SPREAD};
 
 /// system and jemalloc at 1 and 4 threads, under two distributions, 6 passes: jemalloc 10%
 /// faster under `uniform`, the same under `special`.
@@ -27,28 +26,9 @@ fn study() -> Vec<TrialPoint> {
                     } else {
                         1.0
                     };
-                    let mut f = Figures::new();
-                    f.set(
-                        &figures::TPS,
-                        1000.0 * threads as f64 * gain * SPREAD[pass as usize - 1],
-                    );
                     let params = json!({"threads": threads, "distribution": distribution});
-                    out.push(TrialPoint {
-                        key: format!("{server}{params}{pass}"),
-                        address: format!("trial/t/{server}{params}#{pass}"),
-                        trials: "t".into(),
-                        server: server.into(),
-                        pass,
-                        params: params
-                            .as_object()
-                            .unwrap()
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect::<BTreeMap<_, _>>(),
-                        figures: f,
-                        campaign: "boot 0000aaaa".into(),
-                        ..Default::default()
-                    });
+                    let tps = 1000.0 * threads as f64 * gain * SPREAD[pass as usize - 1];
+                    out.push(tps_point(server, params, pass, tps));
                 }
             }
         }

@@ -3,10 +3,7 @@
 //! follower beside it and a claim pinning the leader pins the follower; the same parameter
 //! crossed with the leader, or differing between servers, is still refused.
 
-use std::collections::BTreeMap;
-
 use cairn_analysis::ClaimVerdict;
-use cairn_defs::figures::{self, Figures};
 use cairn_defs::{AnalysisDef, ClaimDef};
 use cairn_kinds::analysis_step::{build_table, table_spec};
 use cairn_kinds::claim_step::{self, claim_spec};
@@ -15,7 +12,9 @@ use cairn_kinds::trial_points::{dimensions, TrialPoint};
 use cairn_report::table::render_markdown;
 use serde_json::{json, Value};
 
-const SPREAD: [f64; 6] = [0.99, 1.005, 1.0, 0.995, 1.01, 1.002];
+mod support;
+
+use support::{tps_point, SPREAD};
 
 /// system and jemalloc at 1 and 2 CPUs, 6 passes, each point at the threads `threads_of`
 /// gives (server, cpus); jemalloc 10% faster at 2 CPUs, the same at 1.
@@ -30,28 +29,9 @@ fn study(threads_of: impl Fn(&str, u32) -> Vec<u32>) -> Vec<TrialPoint> {
                     } else {
                         1.0
                     };
-                    let mut f = Figures::new();
-                    f.set(
-                        &figures::TPS,
-                        1000.0 * cpus as f64 * gain * SPREAD[pass as usize - 1],
-                    );
                     let params = json!({"cpus": cpus, "threads": threads});
-                    out.push(TrialPoint {
-                        key: format!("{server}{params}{pass}"),
-                        address: format!("trial/t/{server}{params}#{pass}"),
-                        trials: "t".into(),
-                        server: server.into(),
-                        pass,
-                        params: params
-                            .as_object()
-                            .unwrap()
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect::<BTreeMap<_, _>>(),
-                        figures: f,
-                        campaign: "boot 0000aaaa".into(),
-                        ..Default::default()
-                    });
+                    let tps = 1000.0 * cpus as f64 * gain * SPREAD[pass as usize - 1];
+                    out.push(tps_point(server, params, pass, tps));
                 }
             }
         }
