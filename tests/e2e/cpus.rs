@@ -323,6 +323,11 @@ report "summary" {{ analyses "by-cores" }}
         "claim.json",
     ))
     .expect("claim.json");
+    assert_eq!(
+        claim["point"],
+        json!({"cpus": "2", "threads": "2"}),
+        "{claim}"
+    );
     for (side, server) in [("left_trials", "big"), ("right_trials", "small")] {
         let tied = sb.record(&format!("trial/per-cpu/{server}[cpus=2,threads=2]"));
         assert_eq!(claim[side], json!([tied["key"]]), "{claim}");

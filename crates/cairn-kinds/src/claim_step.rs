@@ -381,6 +381,43 @@ fn claim_point(
     Ok(filter)
 }
 
+/// The claim `definition` over the trials measured (`points`), its point written in full:
+/// what a claim step checks once its trials ran.
+pub fn claim_spec_of_points(
+    definition: &ClaimDef,
+    points: &[TrialPoint],
+) -> Result<ClaimSpec, CheckError> {
+    let dims = trial_points::dimensions(points);
+    let mut spec = claim_spec(definition, &dims)?;
+    pin_followers(&mut spec, &dims, points);
+    Ok(spec)
+}
+
+/// Writes into the claim's point the value of each parameter that follows one it pins (a
+/// tied axis: `where cpus=2` is at `threads=2` too), so its result says where it was checked;
+/// the trials it reads are the same.
+fn pin_followers(spec: &mut ClaimSpec, dims: &Dimensions, points: &[TrialPoint]) {
+    let pinned: Vec<&str> = spec.filter.keys().map(String::as_str).collect();
+    let followers: Vec<&String> = dims
+        .leaders
+        .keys()
+        .filter(|k| !spec.filter.contains_key(*k))
+        .filter(|k| dims.follows_one_of(k, &pinned).is_some())
+        .collect();
+    let Some(at) = points.iter().find(|p| {
+        spec.filter
+            .iter()
+            .all(|(k, v)| p.dimension(k).as_ref() == Some(v))
+    }) else {
+        return;
+    };
+    let values: Vec<(String, String)> = followers
+        .into_iter()
+        .filter_map(|k| Some((k.clone(), at.dimension(k)?)))
+        .collect();
+    spec.filter.extend(values);
+}
+
 /// The claim for cairn-analysis and whether its verdict is to be turned around (`>=`, `<=`).
 fn analysis_claim(spec: &ClaimSpec) -> (cairn_analysis::Claim, bool) {
     let (op, size) = (spec.expectation.operator, spec.size);
@@ -703,7 +740,7 @@ impl cairn_engine::Kind for ClaimKind {
     ) -> Result<Built, StepError> {
         let definition = claim_def(step).map_err(failed)?;
         let points = trial_points::read(env.store, step, inputs)?;
-        let spec = claim_spec(&definition, &trial_points::dimensions(&points)).map_err(failed)?;
+        let spec = claim_spec_of_points(&definition, &points).map_err(failed)?;
         let result = check(&spec, &definition, &points).map_err(failed)?;
         let json = serde_json::to_vec_pretty(&result).expect("serialises");
         let blob = env

@@ -22,7 +22,7 @@ use cairn_graph::{Step, StepGraph, StepId, StepKind};
 use cairn_store::Store;
 
 use crate::analysis_step::table_of;
-use crate::claim_step::{check, claim_spec};
+use crate::claim_step::{check, claim_spec_of_points};
 use crate::{plot_analysis, trial_points};
 
 /// The rule, with what it already decided: every variant at a matrix point asks the same
@@ -273,8 +273,7 @@ fn questions(
             }
         } else {
             let def: ClaimDef = reader.def()?;
-            let spec =
-                claim_spec(&def, &trial_points::dimensions(&points)).map_err(|e| e.to_string())?;
+            let spec = claim_spec_of_points(&def, &points).map_err(|e| e.to_string())?;
             let result = check(&spec, &def, &points)?;
             if ours(&result.left_trials) || ours(&result.right_trials) {
                 let df = (2 * result.passes).saturating_sub(2);

@@ -138,9 +138,17 @@ fn a_claim_pinning_the_leader_pins_the_tied_axis() {
     let dims = dimensions(&points);
     let at_two = claim(json!({"where": {"cpus": 2}, "expect": "jemalloc > system",
         "about": 0.1, "tolerance": 0.05}));
-    let spec = claim_spec(&at_two, &dims).unwrap();
+    let spec = claim_step::claim_spec_of_points(&at_two, &points).unwrap();
     let r = claim_step::check(&spec, &at_two, &points).unwrap();
     assert_eq!(r.verdict, ClaimVerdict::Holds, "{}", r.reason);
+    // its result says where it was checked: at 2 CPUs, and so at 4 threads
+    let at: Vec<(&str, &str)> = r
+        .point
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(at, [("cpus", "2"), ("threads", "4")]);
+    assert_eq!(r.left_trials.len(), 6);
     // at each CPU count: each value pins its threads
     let over = claim(
         json!({"over": "cpus", "for": "all", "expect": "jemalloc >= system",
