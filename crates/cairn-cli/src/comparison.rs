@@ -296,7 +296,7 @@ pub fn compare(
     let mut claims = Vec::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::CLAIM) {
         let claim_json = |m: &BTreeMap<String, Vec<Record>>, store: &Store| {
-            latest_output::<Value>(step, store, m, cairn_kinds::claim_step::CLAIM_JSON)
+            latest_output::<Value>(graph, step, store, m, cairn_kinds::claim_step::CLAIM_JSON)
         };
         let (ja, jb) = (claim_json(&ra, a), claim_json(&rb, b));
         let verdict = |j: &Option<Value>| j.as_ref()?.get("verdict")?.as_str().map(String::from);
@@ -392,14 +392,50 @@ pub(crate) fn cells_markdown(
 /// The JSON output `name` of the latest record of `step`'s definition in `store`
 /// (`records`: the store's records by definition key).
 pub(crate) fn latest_output<T: serde::de::DeserializeOwned>(
+    graph: &StepGraph,
     step: &cairn_graph::Step,
     store: &Store,
     records: &BTreeMap<String, Vec<Record>>,
     name: &str,
 ) -> Option<T> {
-    let record = records.get(&step.definition_key)?.first()?;
+    let record = latest_record(graph, step, records)?;
     let bytes = store.read_blob(record.outputs.get(name)?).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// The latest record of `step`'s definition: under this cairn's definition key, or else the
+/// latest one another version of its kind's code made of the same definition and inputs (a
+/// study published by an earlier cairn: its claims are claim/10 where this cairn's are
+/// claim/11) — its definition key must be the step's with that code, so it is the same step.
+fn latest_record<'r>(
+    graph: &StepGraph,
+    step: &cairn_graph::Step,
+    records: &'r BTreeMap<String, Vec<Record>>,
+) -> Option<&'r Record> {
+    if let Some(r) = records.get(&step.definition_key).and_then(|v| v.first()) {
+        return Some(r);
+    }
+    let inputs: Vec<&str> = step
+        .inputs
+        .iter()
+        .map(|i| graph.steps[i.from].definition_key.as_str())
+        .collect();
+    let kind_of = |code: &str| code.split('/').next().unwrap_or_default().to_string();
+    let made_by_other_code = |r: &Record| {
+        let code = r.key_json.get("code")?.as_str()?;
+        if code == step.code || kind_of(code) != kind_of(&step.code) {
+            return None;
+        }
+        let mut older = step.clone();
+        older.code = code.to_string();
+        (cairn_graph::definition_key(&older, &inputs) == r.definition_key).then_some(())
+    };
+    records
+        .values()
+        .flatten()
+        .filter(|r| r.address == step.address && r.kind == step.kind.as_str())
+        .filter(|r| made_by_other_code(r).is_some())
+        .max_by(|x, y| x.finished.cmp(&y.finished))
 }
 
 /// One line per claim: each side's verdict with the estimate it rests on, then whether it
@@ -454,6 +490,85 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use cairn_store::Record;
+
+    const OLDER_CODE_PLAN: &str = r#"
+study "older-code"
+server "a" { option innodb_buffer_pool_size="64M" }
+server "b" { option innodb_buffer_pool_size="64M"; allocator "jemalloc" }
+workload "ro" { sysbench "oltp_read_only"; threads 4 }
+trials "ro" { servers "a" "b"; workload "ro"; passes 4 }
+claim "b keeps up" { metric "tps"; expect "b >= a" within="5%" }
+"#;
+
+    /// A record of `step` as cairn with `code` for its kind made it, `finished` then.
+    fn made_with(
+        graph: &StepGraph,
+        step: &cairn_graph::Step,
+        code: &str,
+        finished: &str,
+    ) -> Record {
+        let inputs: Vec<&str> = step
+            .inputs
+            .iter()
+            .map(|i| graph.steps[i.from].definition_key.as_str())
+            .collect();
+        let mut with_code = step.clone();
+        with_code.code = code.to_string();
+        let mut r = Record::new(
+            format!("{code}{finished}"),
+            "claim",
+            "older-code",
+            &step.address,
+        );
+        r.key_json = serde_json::json!({ "code": code });
+        r.definition_key = cairn_graph::definition_key(&with_code, &inputs);
+        r.finished = finished.to_string();
+        r
+    }
+
+    #[test]
+    fn a_published_record_of_another_version_of_its_kinds_code_is_read_as_that_step() {
+        let plan = cairn_plan::parse_str("older-code.kdl", OLDER_CODE_PLAN).expect("parses");
+        let graph = cairn_graph::resolve(&plan).expect("resolves");
+        let step = graph
+            .steps
+            .iter()
+            .find(|s| s.address == "claim/b keeps up")
+            .expect("the claim")
+            .clone();
+        let by_key = |records: Vec<Record>| {
+            let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+            for r in records {
+                out.entry(r.definition_key.clone()).or_default().push(r);
+            }
+            out
+        };
+        // an earlier claim code made it: found, the latest of two
+        let older = by_key(vec![
+            made_with(&graph, &step, "claim/1", "2026-01-01"),
+            made_with(&graph, &step, "claim/2", "2026-02-01"),
+        ]);
+        let found = latest_record(&graph, &step, &older).expect("found");
+        assert_eq!(found.key_json["code"], "claim/2");
+        // this cairn's own record comes first
+        let mut both = older.clone();
+        both.extend(by_key(vec![made_with(
+            &graph,
+            &step,
+            &step.code,
+            "2025-01-01",
+        )]));
+        let found = latest_record(&graph, &step, &both).expect("found");
+        assert_eq!(found.key_json["code"], step.code.as_str());
+        // a record whose key is not the step's with its code, or of another kind's code: no
+        let mut edited = made_with(&graph, &step, "claim/1", "2026-01-01");
+        edited.key_json["code"] = "claim/3".into();
+        assert!(latest_record(&graph, &step, &by_key(vec![edited])).is_none());
+        let other_kind = by_key(vec![made_with(&graph, &step, "report/1", "2026-01-01")]);
+        assert!(latest_record(&graph, &step, &other_kind).is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -137,7 +137,8 @@ fn tables(
 ) -> BTreeMap<String, Table> {
     let mut out = BTreeMap::new();
     for step in graph.steps.iter().filter(|s| s.kind == StepKind::ANALYSIS) {
-        if let Some(t) = crate::comparison::latest_output::<Table>(step, store, records, TABLE_JSON)
+        if let Some(t) =
+            crate::comparison::latest_output::<Table>(graph, step, store, records, TABLE_JSON)
         {
             // a faceted table's findings are each facet's: cells of one place per facet
             for (facet, part) in t.faceted() {
