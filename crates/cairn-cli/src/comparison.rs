@@ -492,15 +492,6 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
 mod tests {
     use cairn_store::Record;
 
-    const OLDER_CODE_PLAN: &str = r#"
-study "older-code"
-server "a" { option innodb_buffer_pool_size="64M" }
-server "b" { option innodb_buffer_pool_size="64M"; allocator "jemalloc" }
-workload "ro" { sysbench "oltp_read_only"; threads 4 }
-trials "ro" { servers "a" "b"; workload "ro"; passes 4 }
-claim "b keeps up" { metric "tps"; expect "b >= a" within="5%" }
-"#;
-
     /// A record of `step` as cairn with `code` for its kind made it, `finished` then.
     fn made_with(
         graph: &StepGraph,
@@ -529,14 +520,7 @@ claim "b keeps up" { metric "tps"; expect "b >= a" within="5%" }
 
     #[test]
     fn a_published_record_of_another_version_of_its_kinds_code_is_read_as_that_step() {
-        let plan = cairn_plan::parse_str("older-code.kdl", OLDER_CODE_PLAN).expect("parses");
-        let graph = cairn_graph::resolve(&plan).expect("resolves");
-        let step = graph
-            .steps
-            .iter()
-            .find(|s| s.address == "claim/b keeps up")
-            .expect("the claim")
-            .clone();
+        let (graph, step) = crate::bundle::chain::tests::plan_and_claim();
         let by_key = |records: Vec<Record>| {
             let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
             for r in records {

@@ -175,10 +175,11 @@ pub fn breaks(graph: &StepGraph, ids: &[usize]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const PLAN: &str = r#"
+    /// A study with one claim over two servers' trials (also the comparison's tests').
+    pub(crate) const PLAN: &str = r#"
 study "older-code"
 server "a" { option innodb_buffer_pool_size="64M" }
 server "b" { option innodb_buffer_pool_size="64M"; allocator "jemalloc" }
@@ -187,9 +188,8 @@ trials "ro" { servers "a" "b"; workload "ro"; passes 4 }
 claim "b keeps up" { metric "tps"; expect "b >= a" within="5%" }
 "#;
 
-    /// The claim step of [`PLAN`], its inputs' (made-up) output digests, and a record of it
-    /// keyed as the plan's key with the code `code`.
-    fn claim_made_by(code: &str) -> (cairn_graph::Step, Vec<String>, Record) {
+    /// [`PLAN`] resolved, and its claim's step.
+    pub(crate) fn plan_and_claim() -> (cairn_graph::StepGraph, cairn_graph::Step) {
         let plan = cairn_plan::parse_str("older-code.kdl", PLAN).expect("parses");
         let graph = cairn_graph::resolve(&plan).expect("resolves");
         let step = graph
@@ -198,6 +198,13 @@ claim "b keeps up" { metric "tps"; expect "b >= a" within="5%" }
             .find(|s| s.address == "claim/b keeps up")
             .expect("the claim")
             .clone();
+        (graph, step)
+    }
+
+    /// The claim step of [`PLAN`], its inputs' (made-up) output digests, and a record of it
+    /// keyed as the plan's key with the code `code`.
+    fn claim_made_by(code: &str) -> (cairn_graph::Step, Vec<String>, Record) {
+        let (_, step) = plan_and_claim();
         let digests: Vec<String> = (0..step.inputs.len())
             .map(|i| format!("{i:064x}"))
             .collect();
