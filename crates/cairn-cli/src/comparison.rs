@@ -420,12 +420,8 @@ fn latest_record<'r>(
         .iter()
         .map(|i| graph.steps[i.from].definition_key.as_str())
         .collect();
-    let kind_of = |code: &str| code.split('/').next().unwrap_or_default().to_string();
     let made_by_other_code = |r: &Record| {
-        let code = r.key_json.get("code")?.as_str()?;
-        if code == step.code || kind_of(code) != kind_of(&step.code) {
-            return None;
-        }
+        let code = crate::bundle::chain::another_version_of(r, &step.code)?;
         let mut older = step.clone();
         older.code = code.to_string();
         (cairn_graph::definition_key(&older, &inputs) == r.definition_key).then_some(())
@@ -490,7 +486,7 @@ pub fn markdown(c: &Comparison, a: &str, b: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use cairn_store::Record;
+    use super::*;
 
     /// A record of `step` as cairn with `code` for its kind made it, `finished` then.
     fn made_with(
@@ -552,8 +548,6 @@ mod tests {
         let other_kind = by_key(vec![made_with(&graph, &step, "report/1", "2026-01-01")]);
         assert!(latest_record(&graph, &step, &other_kind).is_none());
     }
-
-    use super::*;
 
     #[test]
     fn a_claims_verdict_comes_with_the_estimate_it_rests_on() {

@@ -94,7 +94,8 @@ pub fn figure_named(
 
 /// Read and check a table's definition: the metric is a figure, rows and columns are
 /// dimensions of the trials (`server`, `trials` or a parameter), and the baseline is one of
-/// the servers. `servers` and `params` are what the trials it reads have (from the graph).
+/// the servers. `dims` are what the trials it reads have (from the graph before a run, from
+/// their records after).
 pub fn table_spec(definition: &AnalysisDef, dims: &Dimensions) -> Result<TableSpec, CheckError> {
     match definition.kind.as_str() {
         "table" => plain_table_spec(definition, dims),

@@ -330,15 +330,22 @@ pub fn point_of_record(record: &cairn_store::Record, mount: &str) -> TrialPoint 
     }
 }
 
+/// The trial steps among `step`'s inputs in `graph`, in input order.
+fn trial_inputs<'g>(
+    graph: &'g cairn_graph::StepGraph,
+    step: &'g Step,
+) -> impl Iterator<Item = &'g Step> + 'g {
+    step.inputs
+        .iter()
+        .map(|i| &graph.steps[i.from])
+        .filter(|from| from.kind == StepKind::TRIAL)
+}
+
 /// The servers (variants) of the trials among `step`'s inputs in `graph`, from their
 /// addresses, in first-seen order (for checks before anything ran).
 pub fn servers_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for i in &step.inputs {
-        let from = &graph.steps[i.from];
-        if from.kind != StepKind::TRIAL {
-            continue;
-        }
+    for from in trial_inputs(graph, step) {
         let (_, server, _) = parse_address(&from.address);
         if !out.contains(&server) {
             out.push(server);
@@ -352,11 +359,7 @@ pub fn servers_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Vec<Str
 /// parameters follow another.
 pub fn dimensions_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Dimensions {
     let mut coordinates = Vec::new();
-    for i in &step.inputs {
-        let from = &graph.steps[i.from];
-        if from.kind != StepKind::TRIAL {
-            continue;
-        }
+    for from in trial_inputs(graph, step) {
         let (trials, server, _) = parse_address(&from.address);
         let mut at =
             Coordinates::from([(SERVER.to_string(), server), (TRIALS.to_string(), trials)]);
@@ -375,11 +378,7 @@ pub fn dimensions_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> Dime
 /// at most.
 pub fn fewest_passes_of_inputs(graph: &cairn_graph::StepGraph, step: &Step) -> usize {
     let mut most: BTreeMap<String, u32> = BTreeMap::new();
-    for i in &step.inputs {
-        let from = &graph.steps[i.from];
-        if from.kind != StepKind::TRIAL {
-            continue;
-        }
+    for from in trial_inputs(graph, step) {
         let (_, server, _) = parse_address(&from.address);
         let pass = most.entry(server).or_default();
         *pass = (*pass).max(from.pass);

@@ -119,6 +119,15 @@ pub fn walk_with(
         .collect()
 }
 
+/// The code version `record` was keyed with, when it is another version of the same kind's
+/// code than `code` (`claim/10` beside `claim/11`): what an earlier (or later) cairn made of
+/// the step, never another kind's.
+pub(crate) fn another_version_of<'r>(record: &'r Record, code: &str) -> Option<&'r str> {
+    let recorded = record.key_json.get("code")?.as_str()?;
+    let same_kind = recorded.split('/').next() == code.split('/').next();
+    (recorded != code && same_kind).then_some(recorded)
+}
+
 /// `record` as what another version of `step`'s kind code made: its recorded code names
 /// the same kind (`claim/10` for `claim/11`), and the plan's key with that code is its key.
 fn older_code(
@@ -128,10 +137,7 @@ fn older_code(
     record: Option<Record>,
 ) -> Option<Link> {
     let record = record?;
-    let code = record.key_json.get("code")?.as_str()?.to_string();
-    if code == step.code || code.split('/').next() != step.code.split('/').next() {
-        return None;
-    }
+    let code = another_version_of(&record, &step.code)?.to_string();
     let mut key = step_key(step, digests, fingerprint);
     key.code = &code;
     (key.hash() == record.key).then(|| Link::OlderCode {
