@@ -415,23 +415,28 @@ fn latest_record<'r>(
     if let Some(r) = records.get(&step.definition_key).and_then(|v| v.first()) {
         return Some(r);
     }
+    records
+        .values()
+        .flatten()
+        .filter(|r| r.address == step.address && r.kind == step.kind.as_str())
+        .filter(|r| {
+            crate::bundle::chain::another_version_of(r, &step.code)
+                .is_some_and(|code| definition_key_with_code(graph, step, code) == r.definition_key)
+        })
+        .max_by(|x, y| x.finished.cmp(&y.finished))
+}
+
+/// The definition key `step` has in `graph` when its kind's code is `code` (its inputs'
+/// keys as they are).
+fn definition_key_with_code(graph: &StepGraph, step: &cairn_graph::Step, code: &str) -> String {
     let inputs: Vec<&str> = step
         .inputs
         .iter()
         .map(|i| graph.steps[i.from].definition_key.as_str())
         .collect();
-    let made_by_other_code = |r: &Record| {
-        let code = crate::bundle::chain::another_version_of(r, &step.code)?;
-        let mut older = step.clone();
-        older.code = code.to_string();
-        (cairn_graph::definition_key(&older, &inputs) == r.definition_key).then_some(())
-    };
-    records
-        .values()
-        .flatten()
-        .filter(|r| r.address == step.address && r.kind == step.kind.as_str())
-        .filter(|r| made_by_other_code(r).is_some())
-        .max_by(|x, y| x.finished.cmp(&y.finished))
+    let mut with_code = step.clone();
+    with_code.code = code.to_string();
+    cairn_graph::definition_key(&with_code, &inputs)
 }
 
 /// One line per claim: each side's verdict with the estimate it rests on, then whether it
@@ -495,13 +500,6 @@ mod tests {
         code: &str,
         finished: &str,
     ) -> Record {
-        let inputs: Vec<&str> = step
-            .inputs
-            .iter()
-            .map(|i| graph.steps[i.from].definition_key.as_str())
-            .collect();
-        let mut with_code = step.clone();
-        with_code.code = code.to_string();
         let mut r = Record::new(
             format!("{code}{finished}"),
             "claim",
@@ -509,7 +507,7 @@ mod tests {
             &step.address,
         );
         r.key_json = serde_json::json!({ "code": code });
-        r.definition_key = cairn_graph::definition_key(&with_code, &inputs);
+        r.definition_key = definition_key_with_code(graph, step, code);
         r.finished = finished.to_string();
         r
     }
