@@ -1051,11 +1051,15 @@ trials "t" { servers "s"; dataset "sb"; workload "long" }
         .spawn();
     let parent = live.pid() as u32;
     let deadline = Instant::now() + Duration::from_secs(600);
+    // the trial's own containers, not the dataset load's before it: between the two steps the
+    // run has none for a moment, and a slow machine was sampled there
+    let in_trial = |pid: u32| {
+        crate::trials::container_steps_of(pid)
+            .iter()
+            .any(|step| step.starts_with("trial/"))
+    };
     let run = loop {
-        let running = children_of(parent)
-            .into_iter()
-            .find(|c| !crate::trials::containers_of(*c).is_empty());
-        if let Some(run) = running {
+        if let Some(run) = children_of(parent).into_iter().find(|c| in_trial(*c)) {
             break run;
         }
         assert!(Instant::now() < deadline, "no trial started");
@@ -1063,10 +1067,15 @@ trials "t" { servers "s"; dataset "sb"; workload "long" }
     };
     // the trial's server and its workload under way
     std::thread::sleep(Duration::from_secs(15));
-    assert!(
-        !crate::trials::containers_of(run).is_empty(),
-        "the trial runs"
-    );
+    if !in_trial(run) {
+        let steps = crate::trials::container_steps_of(run);
+        live.signal(libc::SIGTERM);
+        let r = live.finish(Duration::from_secs(120));
+        panic!(
+            "the trial stopped early (containers of: {steps:?}):\n{}",
+            r.stderr
+        );
+    }
 
     live.signal(libc::SIGTERM);
     let r = live.finish(Duration::from_secs(120));

@@ -70,6 +70,27 @@ pub(crate) fn containers_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// The step labels of the containers of the runs of process `pid` (`trial/…`, `dataset/…`), so a
+/// test can wait for one step's containers rather than any of the run's.
+pub(crate) fn container_steps_of(pid: u32) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=cairn.run",
+            "--format",
+            "{{.Label \"cairn.run\"}} {{.Label \"cairn.step\"}}",
+        ])
+        .output()
+        .expect("docker CLI");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&format!("run-{pid}-")))
+        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .collect()
+}
+
 /// Network names of the runs of process `pid`.
 pub(crate) fn networks_of(pid: u32) -> Vec<String> {
     let out = Command::new("docker")
