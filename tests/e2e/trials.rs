@@ -52,42 +52,26 @@ fn record(sb: &Sandbox, address: &str) -> Value {
 
 /// Container names labelled with a run id of process `pid` (`run-<pid>-…`).
 pub(crate) fn containers_of(pid: u32) -> Vec<String> {
-    let out = Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "label=cairn.run",
-            "--format",
-            "{{.Label \"cairn.run\"}} {{.Names}}",
-        ])
-        .output()
-        .expect("docker CLI");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with(&format!("run-{pid}-")))
-        .map(|l| l.split_whitespace().nth(1).unwrap_or_default().to_string())
-        .collect()
+    run_containers_field(pid, "{{.Names}}")
 }
 
 /// The step labels of the containers of the runs of process `pid` (`trial/…`, `dataset/…`), so a
 /// test can wait for one step's containers rather than any of the run's.
 pub(crate) fn container_steps_of(pid: u32) -> Vec<String> {
+    run_containers_field(pid, "{{.Label \"cairn.step\"}}")
+}
+
+/// One field (a `docker ps` format) of each container of the runs of process `pid`.
+fn run_containers_field(pid: u32, field: &str) -> Vec<String> {
     let out = Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "label=cairn.run",
-            "--format",
-            "{{.Label \"cairn.run\"}} {{.Label \"cairn.step\"}}",
-        ])
+        .args(["ps", "-a", "--filter", "label=cairn.run", "--format"])
+        .arg(format!("{{{{.Label \"cairn.run\"}}}} {field}"))
         .output()
         .expect("docker CLI");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| l.starts_with(&format!("run-{pid}-")))
-        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .map(|l| l.split_once(' ').map_or("", |(_, f)| f).to_string())
         .collect()
 }
 
