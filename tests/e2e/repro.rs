@@ -1052,14 +1052,13 @@ trials "t" { servers "s"; dataset "sb"; workload "long" }
     let parent = live.pid() as u32;
     let deadline = Instant::now() + Duration::from_secs(600);
     // the trial's own containers, not the dataset load's before it: between the two steps the
-    // run has none for a moment, and a slow machine was sampled there
-    let in_trial = |pid: u32| {
-        crate::trials::container_steps_of(pid)
-            .iter()
-            .any(|step| step.starts_with("trial/"))
-    };
+    // run has none for a moment, and a slow machine can be sampled there
+    let in_trial = |steps: &[String]| steps.iter().any(|step| step.starts_with("trial/"));
     let run = loop {
-        if let Some(run) = children_of(parent).into_iter().find(|c| in_trial(*c)) {
+        let running = children_of(parent)
+            .into_iter()
+            .find(|c| in_trial(&crate::trials::container_steps_of(*c)));
+        if let Some(run) = running {
             break run;
         }
         assert!(Instant::now() < deadline, "no trial started");
@@ -1067,8 +1066,9 @@ trials "t" { servers "s"; dataset "sb"; workload "long" }
     };
     // the trial's server and its workload under way
     std::thread::sleep(Duration::from_secs(15));
-    if !in_trial(run) {
-        let steps = crate::trials::container_steps_of(run);
+    // the steps checked are the steps shown
+    let steps = crate::trials::container_steps_of(run);
+    if !in_trial(&steps) {
         live.signal(libc::SIGTERM);
         let r = live.finish(Duration::from_secs(120));
         panic!(
